@@ -1,0 +1,40 @@
+// Package goredis makes a [github.com/redis/go-redis/v9] client serve as a
+// node of a [github.com/dlmgo/redlock/dlm.Manager].
+//
+// A blank import registers the driver under [Name], for "redis+goredis://"
+// and "rediss+goredis://" URLs, and for plain "redis://" URLs when it is the
+// only driver linked in:
+//
+//	import _ "github.com/dlmgo/redlock/backends/goredis"
+//
+//	m, err := dlm.Open([]string{
+//		"redis+goredis://:secret@10.0.0.1:6379/0?dial_timeout=100ms",
+//		"redis+goredis://:secret@10.0.0.2:6379/0?dial_timeout=100ms",
+//		"redis+goredis://:secret@10.0.0.3:6379/0?dial_timeout=100ms",
+//	})
+//
+// A client the program already has is wrapped with [NewNode], which does not
+// take ownership of it:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"})
+//	defer rdb.Close()
+//	m, err := dlm.New([]driver.Node{goredis.NewNode(rdb), ...})
+//
+// # Client version
+//
+// The module requires go-redis v9.0.0, the first v9 release, which already
+// has everything the adapter uses: [redis.Options.ContextTimeoutEnabled],
+// which makes a request's socket deadline the context's, and the Dialer
+// option, through which the adapter makes TLS handshakes honour the context.
+// Requiring no more than that leaves the choice of a newer go-redis, and of
+// the Go release it demands, to the program.
+//
+// # Contexts
+//
+// go-redis takes a request's deadline from its context but does not notice a
+// context cancelled before that deadline. A node therefore waits for each
+// call on the context as well, on a goroutine of its own: Eval and Ping
+// return as soon as the context is done, and the abandoned request ends at
+// its socket deadline or when an owned client is closed. Close waits for
+// those goroutines when the node owns the client.
+package goredis

@@ -1,0 +1,135 @@
+package goredis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Name is the driver name under which this package registers itself, as it
+// appears in "redis+goredis://" and "rediss+goredis://" URLs.
+const Name = "goredis"
+
+func init() { dlm.Register(Name, Driver{}) }
+
+// Driver opens nodes backed by a go-redis client. Its zero value is ready to
+// use; package dlm uses the one registered under [Name].
+type Driver struct{}
+
+var _ driver.Driver = Driver{}
+
+// Open parses url with [driver.ParseURL] and returns a node with a
+// [redis.Client] of its own, which the node's Close closes.
+//
+// Open connects at once and sends PING, within the URL's dial timeout. A
+// server that answers with an error (a wrong password, a user without the
+// rights to connect, a database that does not exist) fails Open. A server
+// that cannot be reached, or answers that it is not ready (LOADING, BUSY,
+// MASTERDOWN, TRYAGAIN), does not: go-redis connects on use, so a manager can
+// be opened while a minority of its nodes is down, and until the server is
+// back Eval and Ping return the connection error. Errors never contain the
+// password.
+func (Driver) Open(url string) (driver.Node, error) {
+	cfg, err := driver.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	n := newNode(redis.NewClient(clientOptions(cfg)), cfg.Addr, true)
+	n.password = cfg.Password
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	if err := n.Ping(ctx); err != nil && refused(err) {
+		n.Close()
+		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Addr, err)
+	}
+	return n, nil
+}
+
+// refused reports whether err is an error reply that will not go away by
+// itself: a wrong password, a missing permission, a bad database. A server
+// still loading its data, busy with a script or waiting for its master is
+// as good as unreachable for now.
+func refused(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	code, _, _ := strings.Cut(reply.Error(), " ")
+	switch code {
+	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN":
+		return false
+	}
+	return true
+}
+
+// clientOptions translates a node URL into go-redis options.
+//
+//   - ContextTimeoutEnabled: the context's deadline bounds each request,
+//     not only ReadTimeout and WriteTimeout.
+//   - MaxRetries -1: go-redis would otherwise resend a failed request up to
+//     three times, spending the lock's validity on one node; package dlm
+//     retries whole attempts instead.
+//   - Dialer: go-redis v9.0's own dialer does the TLS handshake without the
+//     context; this one bounds it by the context and the dial timeout.
+//
+// pool_size 0 keeps go-redis' default of 10 connections per GOMAXPROCS.
+func clientOptions(cfg *driver.Config) *redis.Options {
+	return &redis.Options{
+		Addr:                  cfg.Addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		TLSConfig:             cfg.TLS,
+		Dialer:                dialer(cfg.DialTimeout, cfg.TLS),
+		DialTimeout:           cfg.DialTimeout,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		PoolSize:              cfg.PoolSize,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+	}
+}
+
+// dialer connects over TCP, and TLS when tlsConfig is set, within timeout
+// and the context.
+func dialer(timeout time.Duration, tlsConfig *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	nd := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
+	if tlsConfig == nil {
+		return nd.DialContext
+	}
+	td := &tls.Dialer{NetDialer: nd, Config: tlsConfig}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := td.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return tlsConn{c.(*tls.Conn)}, nil
+	}
+}
+
+// tlsConn shows go-redis the TCP connection under TLS. Before reusing an
+// idle connection go-redis peeks at its socket, to drop one the server has
+// closed (after a restart, say), but only through [syscall.Conn], which a
+// [tls.Conn] is not: without this, every pooled TLS connection would fail
+// its first request after a restart. An idle connection has been sent
+// nothing, TLS records included, so the peek sees what it would in the
+// clear.
+type tlsConn struct{ *tls.Conn }
+
+func (c tlsConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.NetConn().(syscall.Conn)
+	if !ok {
+		return nil, errors.New("goredis: TLS over a connection without a socket")
+	}
+	return sc.SyscallConn()
+}

@@ -1,0 +1,17 @@
+module github.com/dlmgo/redlock/backends/goredis
+
+go 1.22
+
+require (
+	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.0.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/hashicorp/errwrap v1.0.0 // indirect
+	github.com/hashicorp/go-multierror v1.1.1 // indirect
+)
+
+replace github.com/dlmgo/redlock => ../..

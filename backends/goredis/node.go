@@ -1,0 +1,175 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+var (
+	_ driver.Node   = (*node)(nil)
+	_ driver.Pinger = (*node)(nil)
+)
+
+// errClosed is returned by a node's calls after its Close.
+var errClosed = errors.New("goredis: node closed")
+
+// node is one Redis master reached through a go-redis client, shared by
+// every call.
+type node struct {
+	client redis.UniversalClient
+	addr   string
+	// owned says that the node made the client and Close closes it.
+	owned bool
+	// password is redacted from errors; set for clients made from a URL.
+	password string
+
+	// mu guards closed and the Add of calls: Close waits for the calls'
+	// goroutines, which must not start after it has.
+	mu     sync.RWMutex
+	closed bool
+	calls  sync.WaitGroup
+}
+
+// NewNode returns a node that runs scripts through c, a client the caller
+// built and keeps: the node's Close does not close c. The node's Addr is the
+// address of a [redis.Client], the comma-separated seed addresses of a
+// [redis.ClusterClient], and [Name] for other clients.
+//
+// The node honours each call's context whatever c's options; with
+// ContextTimeoutEnabled unset, a request the node gave up on keeps its
+// connection until c's ReadTimeout. c's MaxRetries applies to every call.
+func NewNode(c redis.UniversalClient) driver.Node {
+	return newNode(c, clientAddr(c), false)
+}
+
+func newNode(c redis.UniversalClient, addr string, owned bool) *node {
+	return &node{client: c, addr: addr, owned: owned}
+}
+
+func clientAddr(c redis.UniversalClient) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		if addrs := c.Options().Addrs; len(addrs) > 0 {
+			return strings.Join(addrs, ",")
+		}
+	}
+	return Name
+}
+
+// Addr returns the node's host:port.
+func (n *node) Addr() string { return n.addr }
+
+// Eval runs s by EVALSHA and, when the server does not have it cached, by
+// EVAL, and normalizes the reply as package driver documents.
+func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
+	return n.wait(ctx, func(ctx context.Context) (any, error) {
+		// One slice for both commands: EVALSHA sha|script numkeys keys... args...
+		cmd := make([]any, 0, 3+len(keys)+len(args))
+		cmd = append(cmd, "evalsha", s.Hash, strconv.Itoa(len(keys)))
+		for _, k := range keys {
+			cmd = append(cmd, k)
+		}
+		for _, a := range args {
+			cmd = append(cmd, a)
+		}
+		v, err := n.client.Do(ctx, cmd...).Result()
+		if driver.IsNoScript(err) {
+			cmd[0], cmd[1] = "eval", s.Source
+			v, err = n.client.Do(ctx, cmd...).Result()
+		}
+		return normalize(v, err)
+	})
+}
+
+// Ping sends PING.
+func (n *node) Ping(ctx context.Context) error {
+	_, err := n.wait(ctx, func(ctx context.Context) (any, error) {
+		return nil, n.client.Ping(ctx).Err()
+	})
+	return err
+}
+
+// Close closes the client if the node made it, and then waits for the
+// goroutines of calls that were given up on. Calls after Close fail.
+func (n *node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	if !n.owned {
+		// The goroutines end at the user's client's socket deadlines; the
+		// client stays open, and Close does not wait for them.
+		return nil
+	}
+	err := n.client.Close()
+	n.calls.Wait()
+	return err
+}
+
+// result is what a call's goroutine hands back.
+type result struct {
+	v   any
+	err error
+}
+
+// wait runs call and returns its result, or returns early when ctx is done:
+// go-redis bounds a request by the context's deadline but does not notice
+// a cancellation before it, so call runs on a goroutine of its own. A
+// context that cannot end needs none.
+func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.RLock()
+	if n.closed {
+		n.mu.RUnlock()
+		return nil, errClosed
+	}
+	if ctx.Done() == nil {
+		n.mu.RUnlock()
+		v, err := call(ctx)
+		return v, n.fail(ctx, err)
+	}
+	n.calls.Add(1)
+	n.mu.RUnlock()
+	done := make(chan result, 1)
+	go func() {
+		defer n.calls.Done()
+		v, err := call(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, n.fail(ctx, r.err)
+	case <-ctx.Done():
+		select {
+		case r := <-done: // finished as ctx ended: keep its answer
+			return r.v, n.fail(ctx, r.err)
+		default:
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// fail makes err fit for the caller: a failure to get a reply as ctx ended
+// wraps ctx.Err(), and the password never shows. Error replies pass as they
+// are, their message starting with the Redis error code.
+func (n *node) fail(ctx context.Context, err error) error {
+	var reply redis.Error
+	if err == nil || errors.As(err, &reply) {
+		return err
+	}
+	return driver.RedactError(ctxError(ctx, err), n.password)
+}

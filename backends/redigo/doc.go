@@ -1,0 +1,40 @@
+// Package redigo makes a [github.com/gomodule/redigo/redis] connection pool
+// serve as a node of a [github.com/dlmgo/redlock/dlm.Manager].
+//
+// A blank import registers the driver under [Name], for "redis+redigo://"
+// and "rediss+redigo://" URLs, and for plain "redis://" URLs when it is the
+// only driver linked in:
+//
+//	import _ "github.com/dlmgo/redlock/backends/redigo"
+//
+//	m, err := dlm.Open([]string{
+//		"redis+redigo://:secret@10.0.0.1:6379/0?pool_size=16",
+//		"redis+redigo://:secret@10.0.0.2:6379/0?pool_size=16",
+//		"redis+redigo://:secret@10.0.0.3:6379/0?pool_size=16",
+//	})
+//
+// A pool the program already has is wrapped with [NewNode], which does not
+// take ownership of it:
+//
+//	pool := &redis.Pool{DialContext: ..., MaxIdle: 16}
+//	defer pool.Close()
+//	m, err := dlm.New([]driver.Node{redigo.NewNode(pool, "10.0.0.1:6379"), ...})
+//
+// # Client version
+//
+// The module requires redigo v1.8.6, the first release with a context on
+// every step of a request: [redis.Pool.GetContext] and [redis.DoContext],
+// which returns as soon as the context is done and closes the connection,
+// so that a reply that comes late is never read by the next request.
+// Requiring no more than that leaves the choice of a newer redigo to the
+// program.
+//
+// # Connections
+//
+// A node opened from a URL dials its connections itself, so that the TLS
+// handshake, AUTH and SELECT are bounded by the context and the dial
+// timeout, and checks an idle connection with a non-blocking read before
+// reusing it, so that the connections pooled before a server restart do not
+// each fail a call after it. redigo's DoContext runs every request on a
+// goroutine of its own, which ends as soon as the connection is closed.
+package redigo

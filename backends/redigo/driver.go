@@ -1,0 +1,156 @@
+package redigo
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Name is the driver name under which this package registers itself, as it
+// appears in "redis+redigo://" and "rediss+redigo://" URLs.
+const Name = "redigo"
+
+func init() { dlm.Register(Name, Driver{}) }
+
+// Driver opens nodes backed by a redigo pool. Its zero value is ready to use;
+// package dlm uses the one registered under [Name].
+type Driver struct{}
+
+var _ driver.Driver = Driver{}
+
+// Open parses url with [driver.ParseURL] and returns a node with a
+// [redis.Pool] of its own, which the node's Close closes.
+//
+// Open connects at once and sends PING, within the URL's dial timeout. A
+// server that answers with an error (a wrong password, a user without the
+// rights to connect, a database that does not exist) fails Open. A server
+// that cannot be reached, or answers that it is not ready (LOADING, BUSY,
+// MASTERDOWN, TRYAGAIN), does not: the pool connects on use, so a manager
+// can be opened while a minority of its nodes is down, and until the server
+// is back Eval and Ping return the connection error. Errors never contain
+// the password.
+func (Driver) Open(url string) (driver.Node, error) {
+	cfg, err := driver.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	n := newNode(newConnOptions(cfg).pool(), cfg.Addr, true)
+	n.password = cfg.Password
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	if err := n.Ping(ctx); err != nil && refused(err) {
+		n.Close()
+		return nil, fmt.Errorf("redigo: connect %s: %w", cfg.Addr, err)
+	}
+	return n, nil
+}
+
+// refused reports whether err is an error reply that will not go away by
+// itself: a wrong password, a missing permission, a bad database. A server
+// still loading its data, busy with a script or waiting for its master is
+// as good as unreachable for now.
+func refused(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	code, _, _ := strings.Cut(reply.Error(), " ")
+	switch code {
+	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN":
+		return false
+	}
+	return true
+}
+
+// connOptions says how a node's pool makes connections: redigo's
+// counterpart of a node URL.
+type connOptions struct {
+	addr string
+	tls  *tls.Config
+	// auth is the arguments of AUTH: password, or user and password; nil
+	// when the URL has no password (a user alone is ignored, as go-redis
+	// ignores it).
+	auth                                   []any
+	db                                     int
+	dialTimeout, readTimeout, writeTimeout time.Duration
+	// poolSize bounds the connections open at once and kept idle.
+	poolSize int
+}
+
+// newConnOptions translates a node URL. pool_size 0 means 10 per
+// GOMAXPROCS, go-redis' default, since redigo's own (no bound, nothing kept
+// idle) would open a connection per request.
+func newConnOptions(cfg *driver.Config) connOptions {
+	o := connOptions{
+		addr: cfg.Addr, tls: cfg.TLS, db: cfg.DB, poolSize: cfg.PoolSize,
+		dialTimeout: cfg.DialTimeout, readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout,
+	}
+	switch {
+	case cfg.Username != "" && cfg.Password != "":
+		o.auth = []any{cfg.Username, cfg.Password}
+	case cfg.Password != "":
+		o.auth = []any{cfg.Password}
+	}
+	if o.poolSize == 0 {
+		o.poolSize = 10 * runtime.GOMAXPROCS(0)
+	}
+	return o
+}
+
+// pool makes the node's pool. A request waits for a free connection as long
+// as its context allows. An idle connection is checked before reuse (see
+// testOnBorrow) and closed after 30 minutes unused, go-redis' default.
+func (o connOptions) pool() *redis.Pool {
+	return &redis.Pool{
+		DialContext:  o.dial,
+		MaxActive:    o.poolSize,
+		MaxIdle:      o.poolSize,
+		Wait:         true,
+		IdleTimeout:  30 * time.Minute,
+		TestOnBorrow: testOnBorrow,
+	}
+}
+
+// dial is the pool's DialContext. It connects, authenticates and selects
+// the database within the dial timeout and ctx; redigo's own DialContext
+// does the TLS handshake, and before v1.8.9 AUTH and SELECT, without the
+// context.
+func (o connOptions) dial(ctx context.Context) (redis.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
+	defer cancel()
+	nd := &net.Dialer{KeepAlive: 5 * time.Minute}
+	var nc net.Conn
+	var err error
+	if o.tls != nil {
+		nc, err = (&tls.Dialer{NetDialer: nd, Config: o.tls}).DialContext(ctx, "tcp", o.addr)
+	} else {
+		nc, err = nd.DialContext(ctx, "tcp", o.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{Conn: redis.NewConn(nc, o.readTimeout, o.writeTimeout), nc: nc}
+	if o.auth != nil {
+		if _, err := redis.DoContext(c, ctx, "AUTH", o.auth...); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if o.db != 0 {
+		if _, err := redis.DoContext(c, ctx, "SELECT", o.db); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,57 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/dlmgo/redlock/backends/rueidis"
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// openURL opens a node through the registry, as dlm.Open does.
+func openURL(t testing.TB, url string) driver.Node {
+	t.Helper()
+	n, err := dlm.OpenNode(url)
+	if err != nil {
+		t.Fatalf("dlm.OpenNode(%q): %v", url, err)
+	}
+	return n
+}
+
+// newClient makes a rueidis client for addr that t closes.
+func newClient(t testing.TB, opt rueidisclient.ClientOption) rueidisclient.Client {
+	t.Helper()
+	c, err := rueidisclient.NewClient(opt)
+	if err != nil {
+		t.Fatalf("rueidis.NewClient(%v): %v", opt.InitAddress, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	s := dlmtest.StartServer(t)
+	t.Run("Open", func(t *testing.T) {
+		dlmtest.TestNode(t, func(t *testing.T) driver.Node {
+			return openURL(t, "redis+rueidis://"+s.Addr())
+		})
+	})
+	t.Run("NewNode", func(t *testing.T) {
+		// A client as a user would build it: defaults, no AlwaysPipelining.
+		c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
+		dlmtest.TestNode(t, func(t *testing.T) driver.Node { return rueidis.NewNode(c) })
+	})
+	t.Run("NewNodeRESP2", func(t *testing.T) {
+		c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true, AlwaysRESP2: true})
+		dlmtest.TestNode(t, func(t *testing.T) driver.Node { return rueidis.NewNode(c) })
+	})
+}
+
+func TestManager(t *testing.T) {
+	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
+		return openURL(t, "redis+rueidis://"+addr)
+	})
+}

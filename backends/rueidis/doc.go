@@ -1,0 +1,68 @@
+// Package rueidis runs the nodes of a [github.com/dlmgo/redlock/dlm.Manager]
+// on [github.com/redis/rueidis] clients.
+//
+// A blank import registers the driver under [Name], for node URLs with the
+// schemes "redis+rueidis://" and "rediss+rueidis://" (TLS):
+//
+//	import _ "github.com/dlmgo/redlock/backends/rueidis"
+//
+//	m, err := dlm.Open([]string{
+//		"redis+rueidis://:secret@10.0.0.1:6379/0",
+//		"redis+rueidis://10.0.0.2:6379?dial_timeout=100ms",
+//		"rediss+rueidis://user:secret@10.0.0.3:6380",
+//	})
+//
+// To use a client you already have, wrap it; the node shares the client and
+// does not close it:
+//
+//	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"10.0.0.1:6379"}})
+//	node := redlockrueidis.NewNode(c)
+//	m, err := dlm.New([]driver.Node{node, ...})
+//
+// The package names itself rueidis like the client library, so code that uses
+// both imports one of them under another name.
+//
+// # Clients from URLs
+//
+// [Driver.Open] makes one client per node: a single-node client (never a
+// cluster client, even if the server is a cluster member) with client-side
+// caching off and every call pipelined. Calls share the client; rueidis
+// batches concurrent calls onto a few connections, and the node never holds a
+// connection for itself. Open connects at once; a server that cannot be
+// reached does not fail Open but is connected to on first use, so a manager
+// can start while a minority of its nodes is down. Of the URL's settings,
+// dial_timeout bounds the dial and the handshake, and write_timeout becomes
+// ConnWriteTimeout, which bounds writes and the PING by which rueidis finds a
+// silent connection; read_timeout and pool_size have no rueidis counterpart
+// and are accepted but unused (the context bounds each call, and rueidis
+// pipelines over a few connections instead of pooling).
+//
+// # Replies
+//
+// rueidis speaks RESP3 to Redis 6 and later, where a Lua true or false comes
+// back as a RESP3 boolean rather than the RESP2 integer 1 and nil. The node
+// maps every reply to what RESP2 would have sent, so the core sees the same
+// values from every backend. Error replies keep the "ERR " prefix that
+// rueidis' own error type drops.
+//
+// # Contexts
+//
+// Every call returns when its context is done, with an error that wraps
+// ctx.Err(). rueidis needs help for that in two places, which the node
+// gives: it sends a lone call with the deadline as a socket deadline, blind
+// to an earlier cancellation (clients from URLs always pipeline; for a
+// wrapped client the node hides the deadline from rueidis), and it dials a
+// broken connection again inside the next call, bounded by the dial timeout
+// only (a node that has not answered lately runs calls on a goroutine of its
+// own, which the caller waits for only as long as its context allows).
+//
+// # Client version
+//
+// The module requires rueidis v1.0.10, the oldest release with
+// ClientOption.ForceSingleClient; it also has every other option the node
+// sets (Username, Password, SelectDB, TLSConfig, Dialer, ConnWriteTimeout,
+// DisableCache, AlwaysPipelining) and declares go 1.20, so this module keeps
+// the core's go 1.22. Releases up to v1.0.55 declare go 1.22 at most, later
+// ones go 1.23 and up (go 1.25 for v1.0.79); an application may require any
+// of them, and NewNode takes their clients.
+package rueidis

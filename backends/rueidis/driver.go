@@ -1,0 +1,104 @@
+package rueidis
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Name is the driver name under which this package registers itself, as it
+// appears in "redis+rueidis://" and "rediss+rueidis://" URLs.
+const Name = "rueidis"
+
+func init() { dlm.Register(Name, Driver{}) }
+
+// Driver opens nodes backed by a rueidis client. Its zero value is ready to
+// use; package dlm uses the one registered under [Name].
+type Driver struct{}
+
+var _ driver.Driver = Driver{}
+
+// Open parses url with [driver.ParseURL] and returns a node with a client of
+// its own, which the node's Close closes.
+//
+// Open connects at once, bounded by the URL's dial timeout (twice over: once
+// to dial, once for the handshake). A server that turns the settings down
+// fails Open: an error reply (a wrong password, a user without the rights to
+// connect, a database that does not exist) or a TLS certificate that does
+// not verify. A server that cannot be reached, or does not answer, does not:
+// the node connects on first use instead, so a manager can be opened while a
+// minority of its nodes is down. Until it connects, Eval and Ping return the
+// connection error. Errors never contain the password.
+func (Driver) Open(url string) (driver.Node, error) {
+	cfg, err := driver.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{addr: cfg.Addr, owned: true, opt: clientOption(cfg), born: time.Now(), healthyWindow: healthyWindow(cfg)}
+	c, err := rueidisclient.NewClient(n.opt)
+	if err != nil {
+		if refused(err) {
+			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", cfg.Addr, err), cfg.Password)
+		}
+		// Unreachable for now: connect on first use.
+		return n, nil
+	}
+	n.ref.Store(&clientRef{c})
+	n.sawReply()
+	return n, nil
+}
+
+// refused reports whether a failed connect reached a server that turned the
+// node's settings down, which trying again will not change: an error reply
+// (wrong password, a user without rights, no such database) or a TLS
+// certificate that does not verify.
+func refused(err error) bool {
+	if _, ok := rueidisclient.IsRedisErr(err); ok {
+		return true
+	}
+	var cert *tls.CertificateVerificationError
+	return errors.As(err, &cert)
+}
+
+// healthyWindow keeps a node on the direct path (guard.go) for half the time
+// after which rueidis drops a silent connection.
+func healthyWindow(cfg *driver.Config) time.Duration { return cfg.WriteTimeout / 2 }
+
+// clientOption translates a node URL into rueidis options.
+//
+//   - ForceSingleClient: a node is one master. rueidis would otherwise send
+//     CLUSTER SLOTS first and guess from the reply.
+//   - DisableCache: locks never use client-side caching, and a server that
+//     lacks it (Redis before 6, RESP2) then works too.
+//   - AlwaysPipelining: rueidis sends a lone request on the caller's
+//     goroutine with the context's deadline as the socket deadline, and in
+//     that mode a context cancelled before its deadline is not seen. Always
+//     pipelining makes every call wait on the context.
+//   - ConnWriteTimeout comes from write_timeout. It bounds socket writes and
+//     the PING rueidis sends on idle connections, which is how a node that
+//     stopped answering is noticed.
+//
+// read_timeout has no rueidis counterpart: the context bounds every reply.
+// pool_size is ignored: rueidis pipelines concurrent calls over a few shared
+// connections (PipelineMultiplex) instead of keeping a pool.
+func clientOption(cfg *driver.Config) rueidisclient.ClientOption {
+	return rueidisclient.ClientOption{
+		InitAddress:       []string{cfg.Addr},
+		Username:          cfg.Username,
+		Password:          cfg.Password,
+		SelectDB:          cfg.DB,
+		TLSConfig:         cfg.TLS,
+		Dialer:            net.Dialer{Timeout: cfg.DialTimeout},
+		ConnWriteTimeout:  cfg.WriteTimeout,
+		DisableCache:      true,
+		ForceSingleClient: true,
+		AlwaysPipelining:  true,
+	}
+}

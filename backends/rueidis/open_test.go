@@ -1,0 +1,190 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/dlmgo/redlock/backends/rueidis"
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+func TestRegistered(t *testing.T) {
+	for _, name := range dlm.Drivers() {
+		if name == rueidis.Name {
+			return
+		}
+	}
+	t.Fatalf("dlm.Drivers() = %q; want it to hold %q", dlm.Drivers(), rueidis.Name)
+}
+
+// TestOpenDownNode checks the choice Open makes for a server it cannot
+// reach: Open succeeds, calls fail with the connection error until the
+// server is back, then the node connects on its own.
+func TestOpenDownNode(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	s.Kill()
+
+	start := time.Now()
+	n := openURL(t, "redis+rueidis://"+s.Addr())
+	defer n.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("dlm.OpenNode of a down node took %v; want it to return at once", d)
+	}
+	if n.Addr() != s.Addr() {
+		t.Errorf("Addr() = %q; want %q", n.Addr(), s.Addr())
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if v, err := n.Eval(ctx, returnOne, nil, nil); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Eval on a down node = %#v, %v; want a connection error", v, err)
+	}
+	if err := n.(driver.Pinger).Ping(ctx); err == nil {
+		t.Fatal("Ping on a down node = nil; want a connection error")
+	}
+
+	s.Restart()
+	evalOne(t, n)
+}
+
+// TestOpenPausedNode: a server that accepts connections but does not answer
+// holds Open for the dial timeout (the handshake's bound), then the node
+// connects on first use, and calls in between end with their context. The
+// dial timeout outlasts the checks, so they all wait on one attempt.
+func TestOpenPausedNode(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	s.Pause()
+
+	start := time.Now()
+	n := openURL(t, "redis+rueidis://"+s.Addr()+"?dial_timeout=1s")
+	defer n.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("dlm.OpenNode of a paused node took %v; want about the dial timeout", d)
+	}
+	checkPrompt(t, n, "paused at Open")
+
+	s.Resume()
+	evalOne(t, n)
+}
+
+// TestPausedServer: rueidis drops a connection whose PING gets no answer
+// within ConnWriteTimeout (write_timeout) and dials again inside the next
+// call. Calls must still end with their context, whether it reaches its
+// deadline or is cancelled before it.
+func TestPausedServer(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=200ms&dial_timeout=3s")
+	defer n.Close()
+	evalOne(t, n)
+
+	s.Pause()
+	checkPrompt(t, n, "just paused")
+	time.Sleep(1500 * time.Millisecond) // several PING periods: the connection is gone
+	checkPrompt(t, n, "paused for long")
+
+	s.Resume()
+	evalOne(t, n)
+}
+
+// checkPrompt fails t unless Eval and Ping on n end with their contexts.
+func checkPrompt(t *testing.T, n driver.Node, when string) {
+	t.Helper()
+	const timeout, slack = 100 * time.Millisecond, 700 * time.Millisecond
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	start := time.Now()
+	_, err := n.Eval(ctx, returnOne, nil, nil)
+	cancel()
+	if d := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || d > timeout+slack {
+		t.Errorf("%s: Eval with a %v deadline = %v after %v; want DeadlineExceeded at once", when, timeout, err, d)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	timer := time.AfterFunc(timeout, cancel)
+	defer timer.Stop()
+	start = time.Now()
+	_, err = n.Eval(ctx, returnOne, nil, nil)
+	if d := time.Since(start); !errors.Is(err, context.Canceled) || d > timeout+slack {
+		t.Errorf("%s: Eval cancelled after %v = %v after %v; want Canceled at once", when, timeout, err, d)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	start = time.Now()
+	err = n.(driver.Pinger).Ping(ctx)
+	cancel()
+	if d := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || d > timeout+slack {
+		t.Errorf("%s: Ping with a %v deadline = %v after %v; want DeadlineExceeded at once", when, timeout, err, d)
+	}
+}
+
+func TestNewNodeDoesNotCloseClient(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
+
+	n := rueidis.NewNode(c)
+	if n.Addr() != s.Addr() {
+		t.Errorf("NewNode(c).Addr() = %q; want %q", n.Addr(), s.Addr())
+	}
+	evalOne(t, n)
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close() = %v; want nil", err)
+	}
+	if _, err := n.Eval(context.Background(), returnOne, nil, nil); err == nil {
+		t.Error("Eval after Close = nil error; want one")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if v, err := c.Do(ctx, c.B().Ping().Build()).ToString(); err != nil || v != "PONG" {
+		t.Fatalf("the wrapped client after node.Close: PING = %q, %v; want PONG, nil", v, err)
+	}
+	// A second node on the same client works alongside.
+	evalOne(t, rueidis.NewNode(c))
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	n := openURL(t, "redis+rueidis://"+s.Addr())
+	evalOne(t, n)
+	for i := 0; i < 2; i++ {
+		if err := n.Close(); err != nil {
+			t.Fatalf("Close() #%d = %v; want nil", i+1, err)
+		}
+	}
+	if _, err := n.Eval(context.Background(), returnOne, nil, nil); err == nil {
+		t.Error("Eval after Close = nil error; want one")
+	}
+}
+
+func TestTLS(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t, dlmtest.WithTLS())
+	n := openURL(t, "rediss+rueidis://"+s.Addr()+"?tls_ca_file="+url.QueryEscape(s.CAFile()))
+	defer n.Close()
+	evalOne(t, n)
+
+	// Without the CA the certificate is not trusted: a setting to fix, so
+	// Open fails. Skipping verification connects anyway.
+	if n, err := dlm.OpenNode("rediss+rueidis://" + s.Addr()); err == nil {
+		n.Close()
+		t.Error("dlm.OpenNode(rediss:// without the CA) = nil error; want a certificate error")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("dlm.OpenNode(rediss:// without the CA) error = %q; want a certificate error", err)
+	}
+	insecure := openURL(t, "rediss+rueidis://"+s.Addr()+"?tls_insecure_skip_verify=true")
+	defer insecure.Close()
+	evalOne(t, insecure)
+}

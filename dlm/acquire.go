@@ -1,0 +1,96 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Lock takes the lock named key, retrying with a jittered delay (see
+// [WithRetry]) until it is obtained, the retry budget is spent, or ctx ends.
+//
+// When ctx ends first, the error wraps ctx.Err() and says how many attempts
+// were made. When the budget is spent, the error is the last attempt's
+// [*QuorumError]: errors.Is(err, [ErrNotObtained]) if another holder had it,
+// errors.Is(err, [ErrUnavailable]) if too many nodes failed.
+func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.lockLoop(ctx, &cfg, key, rkeys)
+}
+
+// TryLock makes one attempt to take the lock named key. It returns an error
+// wrapping [ErrNotObtained] when another holder has it.
+func (m *Manager) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.acquire(ctx, &cfg, key, rkeys)
+}
+
+func (m *Manager) lockLoop(ctx context.Context, cfg *config, key string, rkeys []string) (*Lock, error) {
+	var timer *time.Timer
+	for attempt := 1; ; attempt++ {
+		l, err := m.acquire(ctx, cfg, key, rkeys)
+		var qerr *QuorumError
+		if err == nil || !errors.As(err, &qerr) {
+			return l, err
+		}
+		if cfg.tries > 0 && attempt >= cfg.tries {
+			return nil, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
+		}
+		wait := jitter(cfg.backoff(attempt))
+		cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: lock busy, retrying",
+			slog.String("key", key), slog.Int("attempt", attempt), slog.Duration("wait", wait),
+			slog.Int("for", qerr.For), slog.Int("against", qerr.Against), slog.Int("failed", qerr.Failed))
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", key, attempt, ctx.Err(), err)
+		case <-timer.C:
+		}
+		if m.closed.Load() {
+			return nil, ErrClosed
+		}
+	}
+}
+
+// acquire makes one attempt: the acquire script on every node at once, a
+// quorum within the validity, or a release on all nodes. Each attempt has a
+// token of its own, so the release of a failed attempt, which may finish in
+// the background, can never delete what a later attempt obtained.
+func (m *Manager) acquire(ctx context.Context, cfg *config, key string, rkeys []string) (*Lock, error) {
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	v, pend := m.poll(ctx, &request{
+		op: opLock, script: acquireScript, keys: rkeys, args: []string{token, ttlMillis(cfg.ttl)},
+		want: 1, timeout: cfg.timeout(), early: true,
+	})
+	drift := cfg.drift(cfg.ttl)
+	validity := cfg.ttl - time.Since(start) - drift
+	if v.yes >= quorum(len(m.nodes)) && validity > 0 {
+		return &Lock{m: m, cfg: *cfg, key: key, keys: rkeys, token: token, until: start.Add(cfg.ttl - drift), pend: pend}, nil
+	}
+	// Release everywhere, also where the reply was an error or never came:
+	// the request may have been applied all the same.
+	m.release(ctx, cfg, rkeys, token, pend)
+	v.logFailures(ctx, cfg.logger, opLock, key)
+	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= quorum(len(m.nodes)))
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
+	}
+	return nil, qerr
+}

@@ -1,0 +1,279 @@
+package dlmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+)
+
+// Dial connects a node to the redis-server at addr ("127.0.0.1:PORT"). The
+// suite closes the node.
+type Dial func(t *testing.T, addr string) driver.Node
+
+// suitePrefix is the key prefix the integration suite locks under, so it can
+// look at the keys on the servers.
+const suitePrefix = "dlmtest:"
+
+// TestManager runs the manager-level integration suite through dial on 1, 3
+// and 5 real redis-server processes that it starts and stops itself: mutual
+// exclusion under contention, release of a failed attempt on every node,
+// survival of a minority of dead nodes, a clean failure when a majority is
+// dead, and the rules for expired locks. Backend modules run it; so can the
+// author of a custom adapter. It checks that no goroutine outlives
+// [dlm.Manager.Close] and the nodes' Close.
+func TestManager(t *testing.T, dial Dial) {
+	for _, n := range []int{1, 3, 5} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			for _, tc := range []struct {
+				name string
+				fn   func(*testing.T, *cluster)
+			}{
+				{"MutualExclusion", testMutualExclusion},
+				{"ReleaseOnFailure", testReleaseOnFailure},
+				{"SurvivesMinorityDown", testSurvivesMinorityDown},
+				{"FailsCleanlyWithMajorityDown", testFailsWithMajorityDown},
+				{"ExtendAfterExpiry", testExtendAfterExpiry},
+				{"UnlockAfterExpiryKeepsNewHolder", testUnlockAfterExpiry},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					c := startCluster(t, n, dial)
+					tc.fn(t, c)
+					c.close(t)
+				})
+			}
+		})
+	}
+}
+
+// cluster is a manager over its own redis-server processes.
+type cluster struct {
+	servers []*Server
+	nodes   []driver.Node
+	m       *dlm.Manager
+	snap    *leakcheck.Snapshot
+}
+
+func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
+	t.Helper()
+	c := &cluster{servers: StartServers(t, n), snap: leakcheck.Take()}
+	for _, s := range c.servers {
+		c.nodes = append(c.nodes, dial(t, s.Addr()))
+	}
+	m, err := dlm.New(c.nodes, append([]dlm.Option{
+		dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(5 * time.Second), dlm.WithNodeTimeout(500 * time.Millisecond),
+	}, opts...)...)
+	if err != nil {
+		t.Fatalf("dlm.New over %d nodes: %v", n, err)
+	}
+	c.m = m
+	return c
+}
+
+// close closes the manager and the nodes and checks that nothing they
+// started is left running.
+func (c *cluster) close(t *testing.T) {
+	t.Helper()
+	if err := c.m.Close(); err != nil {
+		t.Errorf("Manager.Close: %v", err)
+	}
+	for _, n := range c.nodes {
+		if err := n.Close(); err != nil {
+			t.Errorf("node %s Close: %v", n.Addr(), err)
+		}
+	}
+	c.snap.Check(t, 5*time.Second)
+}
+
+// quorum is the majority of the cluster.
+func (c *cluster) quorum() int { return len(c.servers)/2 + 1 }
+
+// value returns what server i holds under the lock key of key, or nil.
+func (c *cluster) value(t *testing.T, i int, key string) any {
+	t.Helper()
+	v, err := c.servers[i].Do("GET", suitePrefix+"{"+key+"}")
+	if err != nil {
+		t.Fatalf("GET on %s: %v", c.servers[i].Addr(), err)
+	}
+	return v
+}
+
+func testMutualExclusion(t *testing.T, c *cluster) {
+	const workers, rounds = 32, 4
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var holders, grants atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				l, err := c.m.Lock(ctx, "mutex", dlm.WithRetry(0, dlm.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)))
+				if err != nil {
+					errs <- fmt.Errorf("lock: %w", err)
+					return
+				}
+				if h := holders.Add(1); h != 1 {
+					errs <- fmt.Errorf("%d holders at once", h)
+				}
+				grants.Add(1)
+				time.Sleep(100 * time.Microsecond)
+				holders.Add(-1)
+				if time.Now().After(l.Until()) {
+					errs <- errors.New("held past its validity; the test's timing is too tight")
+				}
+				if err := l.Unlock(ctx); err != nil {
+					errs <- fmt.Errorf("unlock: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := grants.Load(); got != workers*rounds {
+		t.Errorf("%d grants; want %d", got, workers*rounds)
+	}
+}
+
+func testReleaseOnFailure(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	// Another holder has the key on a quorum of nodes; the rest are free.
+	for i := 0; i < c.quorum(); i++ {
+		if _, err := c.servers[i].Do("SET", suitePrefix+"{busy}", "someone-else", "PX", "10000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := c.m.TryLock(ctx, "busy")
+	if !errors.Is(err, dlm.ErrNotObtained) {
+		t.Fatalf("TryLock of a key held on %d of %d nodes = %v; want ErrNotObtained", c.quorum(), len(c.servers), err)
+	}
+	var qerr *dlm.QuorumError
+	if !errors.As(err, &qerr) || qerr.Against != c.quorum() || qerr.Failed != 0 || qerr.For > len(c.servers)-c.quorum() {
+		t.Fatalf("vote = %+v; want %d against, none failed, at most %d for", qerr, c.quorum(), len(c.servers)-c.quorum())
+	}
+	// The free nodes may not have answered when the vote was decided; their
+	// release follows their reply, so wait for it briefly.
+	deadline := time.Now().Add(2 * time.Second)
+	for i := range c.servers {
+		want := any(nil)
+		if i < c.quorum() {
+			want = "someone-else"
+		}
+		got := c.value(t, i, "busy")
+		for got != want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			got = c.value(t, i, "busy")
+		}
+		if got != want {
+			t.Errorf("after the failed attempt node %d holds %v; want %v (the attempt must be released everywhere)", i, got, want)
+		}
+	}
+}
+
+func testSurvivesMinorityDown(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	down := len(c.servers) - c.quorum()
+	for i := 0; i < down; i++ {
+		c.servers[i].Kill()
+	}
+	l, err := c.m.TryLock(ctx, "minority")
+	if err != nil {
+		t.Fatalf("TryLock with %d of %d nodes down: %v", down, len(c.servers), err)
+	}
+	if _, err := c.m.TryLock(ctx, "minority"); !errors.Is(err, dlm.ErrNotObtained) {
+		t.Errorf("second TryLock with %d nodes down = %v; want ErrNotObtained", down, err)
+	}
+	if err := l.Extend(ctx, 5*time.Second); err != nil {
+		t.Errorf("Extend with %d nodes down: %v", down, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Errorf("Unlock with %d nodes down: %v", down, err)
+	}
+	for i := down; i < len(c.servers); i++ {
+		if v := c.value(t, i, "minority"); v != nil {
+			t.Errorf("node %d still holds the key after Unlock", i)
+		}
+	}
+}
+
+func testFailsWithMajorityDown(t *testing.T, c *cluster) {
+	for i := 0; i < c.quorum(); i++ {
+		c.servers[i].Kill()
+	}
+	start := time.Now()
+	_, err := c.m.TryLock(context.Background(), "majority")
+	if !errors.Is(err, dlm.ErrUnavailable) || errors.Is(err, dlm.ErrNotObtained) {
+		t.Fatalf("TryLock with %d of %d nodes down = %v; want ErrUnavailable, not ErrNotObtained", c.quorum(), len(c.servers), err)
+	}
+	var nerr *dlm.NodeError
+	if !errors.As(err, &nerr) || nerr.Node != c.servers[0].Addr() {
+		t.Errorf("errors.As(err, *NodeError) = %v; want the first dead node %s", nerr, c.servers[0].Addr())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("TryLock took %v with dead nodes; want a fast failure", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = c.m.Lock(ctx, "majority")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock with a majority down and a 300ms deadline = %v; want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Lock returned %v after its 300ms deadline", d)
+	}
+}
+
+func testExtendAfterExpiry(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	l, err := c.m.TryLock(ctx, "short", dlm.WithTTL(200*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(l.Until()) + 250*time.Millisecond)
+	if err := l.Extend(ctx, 5*time.Second); !errors.Is(err, dlm.ErrLockLost) {
+		t.Fatalf("Extend after expiry = %v; want ErrLockLost", err)
+	}
+	for i := range c.servers {
+		if v := c.value(t, i, "short"); v != nil {
+			t.Errorf("node %d holds the key again after Extend of an expired lock", i)
+		}
+	}
+}
+
+func testUnlockAfterExpiry(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	a, err := c.m.TryLock(ctx, "handover", dlm.WithTTL(200*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(a.Until()) + 250*time.Millisecond)
+	b, err := c.m.TryLock(ctx, "handover")
+	if err != nil {
+		t.Fatalf("TryLock after the first holder expired: %v", err)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("Unlock of the expired lock = %v; want ErrLockLost", err)
+	}
+	for i := range c.servers {
+		if v := c.value(t, i, "handover"); v == nil {
+			t.Errorf("node %d lost the new holder's key to the old holder's Unlock", i)
+		}
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Errorf("new holder's Unlock: %v", err)
+	}
+}

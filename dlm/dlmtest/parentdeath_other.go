@@ -1,0 +1,9 @@
+//go:build !linux
+
+package dlmtest
+
+import "os/exec"
+
+// dieWithParent does nothing where the kernel cannot kill a child when its
+// parent dies; cleanup functions stop the servers.
+func dieWithParent(*exec.Cmd) {}

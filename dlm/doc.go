@@ -1,0 +1,47 @@
+// Package dlm is a distributed lock manager on Redis, implementing the
+// Redlock algorithm over N independent Redis masters.
+//
+// A [Manager] holds the nodes. [Manager.Lock] and [Manager.TryLock] take a
+// lock named by a key: a fresh 128-bit random token is written with the key's
+// TTL to every node at once, and the lock is held when a majority (N/2+1)
+// granted it within the validity time
+//
+//	validity = TTL - elapsed - (TTL × drift factor + 2 ms)
+//
+// measured on the local monotonic clock. [Lock.Until] is the end of that
+// validity: the holder may act on the protected resource only before it.
+// Otherwise the attempt is released on every node — also those that failed or
+// did not answer, since their write may have landed — and Lock retries after
+// a jittered delay. [Lock.Unlock] deletes the key only where it still holds
+// the token; [Lock.Extend] resets the TTL only where it does, and counts only
+// with a quorum. With one node, the Manager is the plain single-instance lock.
+//
+// The package is to Redis clients what database/sql is to databases: it owns
+// the algorithm and every Lua script, and talks to nodes through the small
+// interfaces of package [github.com/dlmgo/redlock/dlm/driver]. Backends for
+// redigo, go-redis and rueidis register themselves when imported:
+//
+//	import _ "github.com/dlmgo/redlock/backends/goredis"
+//
+//	m, err := dlm.Open([]string{"redis+goredis://10.0.0.1:6379", ...})
+//
+// # Errors
+//
+// Errors are checked with errors.Is against the sentinels: [ErrNotObtained]
+// (another holder has the lock), [ErrUnavailable] (too many nodes failed for a
+// quorum), [ErrLockLost] (an Extend or Unlock found the lock gone or
+// expired), [ErrInvalid] (bad input, no round trip made), [ErrClosed]. A
+// cancelled wait wraps the context's error instead. Failed attempts are a
+// [*QuorumError] carrying the vote, and each node's failure is a [*NodeError]
+// naming the node, never its password; tokens never appear in errors or logs.
+//
+// # Safety
+//
+// Redlock is safe while a majority of nodes keeps its keys: a node that
+// crashes must stay down for the largest TTL in use before it rejoins empty,
+// or persist every write (appendfsync always). Validity is computed on the
+// client's monotonic clock; the nodes' clocks must not jump. A holder that
+// pauses past [Lock.Until] (GC, SIGSTOP, a VM migration) can still act after
+// another client obtained the lock: protect writes with a check that fails
+// for a stale holder.
+package dlm

@@ -1,0 +1,198 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// fault is what a fakeNode does to the requests it is sent, after its delay.
+type fault int
+
+const (
+	healthy   fault = iota
+	refuse          // fail, as a connection that cannot be made
+	errReply        // answer with a Redis error reply, without running the script
+	hang            // never answer: return only when the request's context ends
+	loseReply       // run the script, then report a timeout as if the reply was lost
+)
+
+// fakeNode is an in-memory driver.Node running the three lock scripts in Go.
+// Time is time.Now, so it follows the fake clock in a testing/synctest bubble;
+// keys expire lazily. Faults, delay and keys may be changed at any time.
+type fakeNode struct {
+	addr      string
+	mu        sync.Mutex
+	keys      map[string]fakeEntry
+	fault     fault
+	delay     time.Duration  // before running the script (a slow network)
+	calls     map[string]int // by script name: "acquire", "release", "extend"
+	closes    int
+	lastToken string // of the latest request, whatever became of it
+}
+
+type fakeEntry struct {
+	val string
+	exp time.Time
+}
+
+var _ driver.Node = (*fakeNode)(nil)
+
+func newFakeNode(i int) *fakeNode {
+	return &fakeNode{addr: fmt.Sprintf("fake-%d", i), keys: map[string]fakeEntry{}, calls: map[string]int{}}
+}
+
+func scriptName(s *driver.Script) string {
+	switch s.Hash {
+	case acquireScript.Hash:
+		return "acquire"
+	case releaseScript.Hash:
+		return "release"
+	case extendScript.Hash:
+		return "extend"
+	}
+	return ""
+}
+
+func (f *fakeNode) Addr() string { return f.addr }
+
+func (f *fakeNode) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closes++
+	return nil
+}
+
+func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	name := scriptName(s)
+	f.mu.Lock()
+	fl, delay := f.fault, f.delay
+	f.calls[name]++
+	if len(args) > 0 {
+		f.lastToken = args[0]
+	}
+	f.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fake %s: %w", f.addr, err)
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+		}
+	}
+	switch fl {
+	case refuse:
+		return nil, fmt.Errorf("dial tcp %s: connect: connection refused", f.addr)
+	case errReply:
+		return nil, errors.New("BUSY Redis is busy running a script")
+	case hang:
+		<-ctx.Done()
+		return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+	}
+	f.mu.Lock()
+	res, err := f.run(name, keys, args)
+	f.mu.Unlock()
+	if err == nil && fl == loseReply {
+		return nil, fmt.Errorf("read tcp %s: i/o timeout", f.addr)
+	}
+	return res, err
+}
+
+// run executes the script called name; f.mu is held.
+func (f *fakeNode) run(name string, keys, args []string) (any, error) {
+	if name == "" {
+		return nil, errors.New("NOSCRIPT No matching script. Please use EVAL")
+	}
+	token := args[0]
+	switch name {
+	case "acquire", "extend":
+		ms, err := strconv.Atoi(args[1])
+		if err != nil || ms <= 0 {
+			return nil, errors.New("ERR invalid expire time in 'set' command")
+		}
+		for _, k := range keys {
+			v, ok := f.getLocked(k)
+			if (name == "acquire" && ok && v != token) || (name == "extend" && v != token) {
+				return int64(0), nil
+			}
+		}
+		for _, k := range keys {
+			f.keys[k] = fakeEntry{val: token, exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
+		}
+		return int64(1), nil
+	default: // release
+		var n int64
+		for _, k := range keys {
+			if v, ok := f.getLocked(k); ok && v == token {
+				delete(f.keys, k)
+				n++
+			}
+		}
+		return n, nil
+	}
+}
+
+func (f *fakeNode) getLocked(key string) (string, bool) {
+	e, ok := f.keys[key]
+	if ok && !time.Now().Before(e.exp) {
+		delete(f.keys, key)
+		return "", false
+	}
+	return e.val, ok
+}
+
+// get returns the live value of key and when it expires.
+func (f *fakeNode) get(key string) (string, time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.getLocked(key)
+	return v, f.keys[key].exp, ok
+}
+
+// set stores key as another client's lock would.
+func (f *fakeNode) set(key, val string, ttl time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys[key] = fakeEntry{val: val, exp: time.Now().Add(ttl)}
+}
+
+// token returns the token of the latest request the node was sent.
+func (f *fakeNode) token() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastToken
+}
+
+// inject sets the node's fault and the delay before each request runs.
+func (f *fakeNode) inject(fl fault, delay time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fault, f.delay = fl, delay
+}
+
+// count returns how many times the script called name was sent ("" for all);
+// with name "close", how many times Close was called.
+func (f *fakeNode) count(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch name {
+	case "close":
+		return f.closes
+	case "":
+		n := 0
+		for _, c := range f.calls {
+			n += c
+		}
+		return n
+	}
+	return f.calls[name]
+}

@@ -1,0 +1,166 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Manager takes locks on a fixed set of independent Redis masters by the
+// Redlock algorithm: a lock is held when a majority of the nodes granted it
+// within its validity time. With one node it is the plain single-instance
+// lock. A Manager is safe for concurrent use; create one and share it.
+type Manager struct {
+	nodes  []driver.Node
+	addrs  []string
+	owned  bool // Close closes the nodes (they came from Open)
+	cfg    config
+	closed atomic.Bool
+	work   work
+}
+
+// New returns a Manager over nodes, which must be distinct Redis masters
+// (compared by [driver.Node.Addr]). The options become the defaults of every
+// call. [Manager.Close] does not close nodes passed to New.
+//
+// An even number of nodes is allowed but tolerates no more failures than one
+// node fewer; New logs a warning for it.
+func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
+	}
+	cfg, err := defaultConfig().with(opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg}
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
+		}
+		m.addrs[i] = n.Addr()
+		if j, dup := seen[m.addrs[i]]; dup {
+			return nil, fmt.Errorf("%w: nodes %d and %d are both %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, m.addrs[i])
+		}
+		seen[m.addrs[i]] = i
+	}
+	if len(nodes)%2 == 0 {
+		cfg.logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
+			slog.Int("nodes", len(nodes)), slog.Int("quorum", quorum(len(nodes))))
+	}
+	return m, nil
+}
+
+// Open opens a node for each URL with [OpenNode], so one manager may mix
+// client libraries, and returns a Manager over them as [New] does.
+// [Manager.Close] closes the nodes Open opened. If any URL fails, the nodes
+// already opened are closed again.
+func Open(urls []string, opts ...Option) (*Manager, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)
+	}
+	seen := make(map[string]int, len(urls))
+	for i, u := range urls {
+		cfg, err := driver.ParseURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
+		}
+		if j, dup := seen[cfg.Addr]; dup {
+			return nil, fmt.Errorf("%w: node URLs %d and %d both name %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, cfg.Addr)
+		}
+		seen[cfg.Addr] = i
+	}
+	nodes := make([]driver.Node, 0, len(urls))
+	for i, u := range urls {
+		n, err := OpenNode(u)
+		if err != nil {
+			closeAll(nodes)
+			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
+		}
+		nodes = append(nodes, n)
+	}
+	m, err := New(nodes, opts...)
+	if err != nil {
+		closeAll(nodes)
+		return nil, err
+	}
+	m.owned = true
+	return m, nil
+}
+
+// Close stops the Manager: later calls return [ErrClosed]. It waits for the
+// node requests still under way, each bounded by the node timeout, then
+// closes the nodes the Manager opened ([Open]), not those given to [New].
+// Locks still held are left to expire by their TTL; unlock them first.
+func (m *Manager) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	m.stopWork()
+	if !m.owned {
+		return nil
+	}
+	return closeAll(m.nodes)
+}
+
+// Nodes returns the addresses of the manager's nodes, in order.
+func (m *Manager) Nodes() []string {
+	return append([]string(nil), m.addrs...)
+}
+
+func closeAll(nodes []driver.Node) error {
+	var merr *multierror.Error
+	for _, n := range nodes {
+		if err := n.Close(); err != nil {
+			merr = multierror.Append(merr, &NodeError{Node: n.Addr(), Err: err})
+		}
+	}
+	return merr.ErrorOrNil()
+}
+
+// prepare checks a call's arguments and returns its configuration and the
+// Redis keys of the lock.
+func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (config, []string, error) {
+	if ctx == nil {
+		return config{}, nil, fmt.Errorf("%w: nil Context", ErrInvalid)
+	}
+	if m.closed.Load() {
+		return config{}, nil, ErrClosed
+	}
+	cfg, err := m.cfg.with(opts)
+	if err != nil {
+		return cfg, nil, err
+	}
+	rkeys := make([]string, len(keys))
+	for i, k := range keys {
+		if err := checkKey(k); err != nil {
+			return cfg, nil, err
+		}
+		rkeys[i] = cfg.redisKey(k)
+	}
+	return cfg, rkeys, nil
+}
+
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key of %d bytes: at most %d allowed", ErrInvalid, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// redisKey is the Redis key of a lock: the prefix, then the key in braces as
+// a Redis Cluster hash tag, so that every key derived from it by a suffix
+// falls in the same hash slot.
+func (c *config) redisKey(key string) string {
+	return c.prefix + "{" + key + "}"
+}

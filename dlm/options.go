@@ -1,0 +1,165 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults used when no option says otherwise.
+const (
+	// DefaultTTL is how long a lock lives on the nodes unless extended.
+	DefaultTTL = 10 * time.Second
+	// DefaultDriftFactor is the share of the TTL allowed for clock drift
+	// between the client and the nodes; 2 ms are added on top.
+	DefaultDriftFactor = 0.01
+	// DefaultKeyPrefix namespaces every key the library writes.
+	DefaultKeyPrefix = "redlock:"
+	// MaxKeyLen is the longest lock key accepted, in bytes.
+	MaxKeyLen = 1024
+)
+
+// Bounds of the node timeout derived from the TTL when [WithNodeTimeout] is
+// not given: a twentieth of the TTL, clamped to this range.
+const (
+	minDerivedNodeTimeout = 20 * time.Millisecond
+	maxDerivedNodeTimeout = 250 * time.Millisecond
+)
+
+// An Option configures a [Manager] (as its default) or one call (as an
+// override of the manager's default). Options are checked when used: an
+// invalid value makes [New], [Open] or the call return an error wrapping
+// [ErrInvalid], before any round trip.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	ttl         time.Duration
+	driftFactor float64
+	nodeTimeout time.Duration // 0: derived from ttl
+	tries       int           // 0: until the context ends
+	backoff     Backoff
+	prefix      string
+	logger      *slog.Logger
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:         DefaultTTL,
+		driftFactor: DefaultDriftFactor,
+		backoff:     ExponentialBackoff(10*time.Millisecond, 200*time.Millisecond),
+		prefix:      DefaultKeyPrefix,
+		logger:      slog.New(discardHandler{}),
+	}
+}
+
+// WithTTL sets how long a lock lives on the nodes (default [DefaultTTL]). It
+// must be at least a millisecond and leave time after the drift allowance.
+// Redis counts TTLs in whole milliseconds; finer parts are dropped.
+func WithTTL(ttl time.Duration) Option {
+	return optionFunc(func(c *config) { c.ttl = ttl })
+}
+
+// WithDriftFactor sets the share of the TTL subtracted from a lock's validity
+// for clock drift between client and nodes (default [DefaultDriftFactor]),
+// in [0, 0.5). Two milliseconds are always added for Redis' expiry precision.
+func WithDriftFactor(f float64) Option {
+	return optionFunc(func(c *config) { c.driftFactor = f })
+}
+
+// WithNodeTimeout bounds each request to one node: acquire, extend and
+// release alike. By default it is a twentieth of the TTL, between 20 ms and
+// 250 ms, so a dead node cannot consume the lock's validity.
+func WithNodeTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.nodeTimeout = d })
+}
+
+// WithRetry sets how [Manager.Lock] retries: at most tries attempts in all
+// (0 means until the context ends, the default), waiting backoff(n) between
+// attempt n and n+1, with jitter: the wait is drawn uniformly from
+// [backoff(n)/2, backoff(n)]. A nil backoff keeps the current one. The default
+// is [ExponentialBackoff] from 10 ms to 200 ms.
+func WithRetry(tries int, backoff Backoff) Option {
+	return optionFunc(func(c *config) {
+		c.tries = tries
+		if backoff != nil {
+			c.backoff = backoff
+		}
+	})
+}
+
+// WithKeyPrefix sets the prefix of every Redis key the library writes
+// (default [DefaultKeyPrefix]).
+func WithKeyPrefix(prefix string) Option {
+	return optionFunc(func(c *config) { c.prefix = prefix })
+}
+
+// WithLogger sets where the library logs node errors and retries. Tokens and
+// passwords are never logged. A nil logger, the default, discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			l = slog.New(discardHandler{})
+		}
+		c.logger = l
+	})
+}
+
+// with returns a copy of c with opts applied, validated.
+func (c config) with(opts []Option) (config, error) {
+	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalid)
+		}
+		o.apply(&c)
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.ttl < time.Millisecond:
+		return fmt.Errorf("%w: TTL %v: want at least 1ms", ErrInvalid, c.ttl)
+	case c.driftFactor < 0 || c.driftFactor >= 0.5 || c.driftFactor != c.driftFactor:
+		return fmt.Errorf("%w: drift factor %v: want a number in [0, 0.5)", ErrInvalid, c.driftFactor)
+	case c.ttl <= c.drift(c.ttl):
+		return fmt.Errorf("%w: TTL %v leaves no validity after the drift allowance %v", ErrInvalid, c.ttl, c.drift(c.ttl))
+	case c.nodeTimeout < 0:
+		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, c.nodeTimeout)
+	case c.tries < 0:
+		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, c.tries)
+	}
+	return nil
+}
+
+// drift is the allowance subtracted from a lock's validity for a given TTL.
+func (c *config) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.driftFactor) + 2*time.Millisecond
+}
+
+// timeout is the bound on one node request.
+func (c *config) timeout() time.Duration {
+	if c.nodeTimeout > 0 {
+		return c.nodeTimeout
+	}
+	return min(max(c.ttl/20, minDerivedNodeTimeout), maxDerivedNodeTimeout)
+}
+
+// ttlMillis is the TTL as Redis' PX argument.
+func ttlMillis(ttl time.Duration) string {
+	return fmt.Sprint(ttl.Milliseconds())
+}
+
+// discardHandler is a slog.Handler that drops every record.
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }

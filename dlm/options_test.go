@@ -1,0 +1,175 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInvalidInput checks that bad options, contexts and keys are rejected
+// with ErrInvalid before any round trip, by New, TryLock and Lock alike.
+func TestInvalidInput(t *testing.T) {
+	var nilCtx context.Context
+	ctx := context.Background()
+	longKey := strings.Repeat("k", MaxKeyLen+1)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		key  string
+		opts []Option
+		want string // in the error
+	}{
+		{"TTL 0", ctx, "k", []Option{WithTTL(0)}, "want at least 1ms"},
+		{"TTL -1", ctx, "k", []Option{WithTTL(-1)}, "want at least 1ms"},
+		{"TTL 1ns", ctx, "k", []Option{WithTTL(time.Nanosecond)}, "want at least 1ms"},
+		// 1ms and 2ms pass the minimum but leave nothing after the drift
+		// allowance of ttl×0.01 + 2ms.
+		{"TTL 1ms", ctx, "k", []Option{WithTTL(time.Millisecond)}, "leaves no validity"},
+		{"TTL 2ms", ctx, "k", []Option{WithTTL(2 * time.Millisecond)}, "leaves no validity"},
+		{"TTL 2ms, no drift factor", ctx, "k", []Option{WithTTL(2 * time.Millisecond), WithDriftFactor(0)}, "leaves no validity"},
+		{"drift factor -0.1", ctx, "k", []Option{WithDriftFactor(-0.1)}, "drift factor"},
+		{"drift factor 0.5", ctx, "k", []Option{WithDriftFactor(0.5)}, "drift factor"},
+		{"drift factor NaN", ctx, "k", []Option{WithDriftFactor(math.NaN())}, "drift factor"},
+		{"drift factor +Inf", ctx, "k", []Option{WithDriftFactor(math.Inf(1))}, "drift factor"},
+		{"node timeout -1", ctx, "k", []Option{WithNodeTimeout(-1)}, "node timeout"},
+		{"retry tries -1", ctx, "k", []Option{WithRetry(-1, nil)}, "retry tries"},
+		{"nil Option", ctx, "k", []Option{WithTTL(time.Second), nil}, "nil Option"},
+		{"nil Context", nilCtx, "k", nil, "nil Context"},
+		{"empty key", ctx, "", nil, "empty key"},
+		{"key too long", ctx, longKey, nil, "at most 1024"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakes(3)
+			m := newManager(t, fs)
+			l, err := m.TryLock(tc.ctx, tc.key, tc.opts...)
+			if l != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("TryLock(%s) = %v, %v; want ErrInvalid saying %q", tc.name, l, err, tc.want)
+			}
+			l, err = m.Lock(tc.ctx, tc.key, tc.opts...)
+			if l != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Lock(%s) = %v, %v; want ErrInvalid saying %q", tc.name, l, err, tc.want)
+			}
+			if tc.ctx != nil && tc.key == "k" {
+				m, err := New(asNodes(fs), tc.opts...)
+				if m != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("New(%s) = %v, %v; want ErrInvalid saying %q", tc.name, m, err, tc.want)
+				}
+			}
+			if got := countAll(fs, ""); got != 0 {
+				t.Errorf("%d script calls; want 0", got)
+			}
+		})
+	}
+}
+
+// TestValidInputBoundaries checks the smallest values that are accepted.
+func TestValidInputBoundaries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  string
+		opts []Option
+	}{
+		{"TTL 3ms", "k", []Option{WithTTL(3 * time.Millisecond), WithNodeTimeout(time.Second)}},
+		{"TTL 2ms+1ns, no drift factor", "k", []Option{WithTTL(2*time.Millisecond + 1), WithDriftFactor(0), WithNodeTimeout(time.Second)}},
+		{"drift factor 0.49", "k", []Option{WithDriftFactor(0.49)}},
+		{"node timeout 0 (derived)", "k", []Option{WithNodeTimeout(0)}},
+		{"retry tries 0", "k", []Option{WithRetry(0, nil)}},
+		{"nil logger", "k", []Option{WithLogger(nil)}},
+		{"key of MaxKeyLen", strings.Repeat("k", MaxKeyLen), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := defaultConfig().with(tc.opts); err != nil {
+				t.Fatalf("options %s = %v; want valid", tc.name, err)
+			}
+			if err := checkKey(tc.key); err != nil {
+				t.Fatalf("checkKey(%d bytes) = %v; want nil", len(tc.key), err)
+			}
+		})
+	}
+}
+
+// TestDerivedNodeTimeout checks the node timeout: a twentieth of the TTL
+// within [20ms, 250ms] unless WithNodeTimeout sets it.
+func TestDerivedNodeTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, set, want time.Duration
+	}{
+		{3 * time.Millisecond, 0, 20 * time.Millisecond},
+		{100 * time.Millisecond, 0, 20 * time.Millisecond},
+		{400 * time.Millisecond, 0, 20 * time.Millisecond},
+		{time.Second, 0, 50 * time.Millisecond},
+		{2 * time.Second, 0, 100 * time.Millisecond},
+		{5 * time.Second, 0, 250 * time.Millisecond},
+		{DefaultTTL, 0, 250 * time.Millisecond},
+		{time.Hour, 0, 250 * time.Millisecond},
+		{DefaultTTL, 7 * time.Millisecond, 7 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, time.Second},
+	} {
+		c, err := defaultConfig().with([]Option{WithTTL(tc.ttl), WithNodeTimeout(tc.set)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.timeout(); got != tc.want {
+			t.Errorf("timeout(TTL %v, WithNodeTimeout(%v)) = %v; want %v", tc.ttl, tc.set, got, tc.want)
+		}
+	}
+}
+
+// TestDrift checks the drift allowance: ttl×factor + 2ms.
+func TestDrift(t *testing.T) {
+	for _, tc := range []struct {
+		ttl    time.Duration
+		factor float64
+		want   time.Duration
+	}{
+		{DefaultTTL, DefaultDriftFactor, 102 * time.Millisecond},
+		{time.Second, DefaultDriftFactor, 12 * time.Millisecond},
+		{time.Second, 0, 2 * time.Millisecond},
+		{100 * time.Millisecond, 0.1, 12 * time.Millisecond},
+	} {
+		c := config{driftFactor: tc.factor}
+		if got := c.drift(tc.ttl); got != tc.want {
+			t.Errorf("drift(%v, factor %v) = %v; want %v", tc.ttl, tc.factor, got, tc.want)
+		}
+	}
+}
+
+// TestKeyPrefix checks the Redis key of a lock: the prefix, then the key in
+// braces (a Redis Cluster hash tag), from the manager's default or a call's
+// own option.
+func TestKeyPrefix(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(3)
+	m := newManager(t, fs, WithKeyPrefix("app:"))
+	ctx := context.Background()
+	l1, err := m.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := m.TryLock(ctx, "k", WithKeyPrefix("other:"))
+	if err != nil {
+		t.Fatalf("TryLock under another prefix = %v; want a lock (a different key)", err)
+	}
+	for _, key := range []string{"app:{k}", "other:{k}"} {
+		held := 0
+		for _, v := range holders(fs, key) {
+			if v != "" {
+				held++
+			}
+		}
+		if held < quorum(3) { // TryLock returns once a quorum answered
+			t.Errorf("%d nodes hold %q; want at least %d", held, key, quorum(3))
+		}
+	}
+	if got := holders(fs, rkey("k")); got[0]+got[1]+got[2] != "" {
+		t.Errorf("nodes hold %q under the default prefix; want nothing", got)
+	}
+	for _, l := range []*Lock{l1, l2} {
+		if err := l.Unlock(ctx); err != nil {
+			t.Errorf("Unlock(%s) = %v", l.Key(), err)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// vote counts the nodes' answers to one script.
+type vote struct {
+	yes, no, failed int
+	errs            []error // by node index; nil when no node failed
+}
+
+// request is one script run sent to the nodes.
+type request struct {
+	op      string
+	script  *driver.Script
+	keys    []string
+	args    []string
+	want    int64 // the reply that counts as yes; any other integer is no
+	timeout time.Duration
+	// early stops waiting once the outcome is known: a quorum of yes, or
+	// too few nodes left to reach one. The replies still due are handed
+	// back as a pending; their requests end by their own deadline.
+	early bool
+	// only, when set, limits the request to the nodes marked true.
+	only []bool
+}
+
+type reply struct {
+	node int
+	yes  bool
+	err  error
+}
+
+// poll sends req to every node at once, each under its own timeout, and
+// counts the answers. When it stops early, the replies still due arrive on
+// the returned pending, which is nil otherwise.
+func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
+	n := len(m.nodes)
+	var v vote
+	if n == 1 {
+		v.count(m.ask(ctx, 0, req), n)
+		return v, nil
+	}
+	replies := make(chan reply, n) // buffered: late senders never block
+	asked := 0
+	for i := range m.nodes {
+		if req.only == nil || req.only[i] {
+			asked++
+			m.spawn(func() { replies <- m.ask(ctx, i, req) })
+		}
+	}
+	var answered []bool
+	if req.early {
+		answered = make([]bool, n)
+	}
+	q := quorum(n)
+	for got := 1; got <= asked; got++ {
+		r := <-replies
+		v.count(r, n)
+		if !req.early {
+			continue
+		}
+		answered[r.node] = true
+		// Stop at a quorum of yes, or once none is possible and the
+		// replies still due cannot change whether failures alone
+		// prevented it (QuorumError.Is), so the error does not depend
+		// on which nodes happened to answer first.
+		left := asked - got
+		if left > 0 && (v.yes >= q || (v.yes+left < q && (v.failed > n-q || v.failed+left <= n-q))) {
+			return v, &pending{replies: replies, left: left, answered: answered}
+		}
+	}
+	return v, nil
+}
+
+// pending holds the replies a poll stopped waiting for.
+type pending struct {
+	replies  <-chan reply
+	left     int
+	answered []bool // the nodes whose reply was counted
+}
+
+// wait waits for the replies still due; each request ends by its node
+// timeout.
+func (p *pending) wait() {
+	for ; p.left > 0; p.left-- {
+		<-p.replies
+	}
+}
+
+// release runs the release script on the nodes and waits for all of them.
+// It runs even when ctx is done, each node bounded by the node timeout,
+// because a key left behind blocks every other client for its TTL.
+//
+// A failed attempt passes the pending replies of its acquire: a node is then
+// released only after its acquire request answered or timed out, so that the
+// release cannot overtake the acquire on another connection and leave the
+// key behind until its TTL. The nodes that had answered are released before
+// release returns; the others in the background as their replies arrive,
+// which ends within two node timeouts.
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token string, p *pending) vote {
+	ctx = context.WithoutCancel(ctx)
+	req := &request{
+		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
+		want: int64(len(rkeys)), timeout: cfg.timeout(),
+	}
+	if p != nil {
+		m.spawn(func() {
+			for ; p.left > 0; p.left-- {
+				node := (<-p.replies).node
+				m.spawn(func() { m.ask(ctx, node, req) }) // at once, not after the previous one
+			}
+		})
+		req.only = p.answered
+	}
+	v, _ := m.poll(ctx, req)
+	return v
+}
+
+// ask runs req on node i.
+func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
+	ctx, cancel := context.WithTimeout(ctx, req.timeout)
+	defer cancel()
+	res, err := m.nodes[i].Eval(ctx, req.script, req.keys, req.args)
+	if err != nil {
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
+	}
+	got, ok := res.(int64)
+	if !ok {
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: fmt.Errorf("%s script: unexpected reply of type %T", req.op, res)}}
+	}
+	return reply{node: i, yes: got == req.want}
+}
+
+func (v *vote) count(r reply, nodes int) {
+	switch {
+	case r.err != nil:
+		v.failed++
+		if v.errs == nil {
+			v.errs = make([]error, nodes)
+		}
+		v.errs[r.node] = r.err
+	case r.yes:
+		v.yes++
+	default:
+		v.no++
+	}
+}
+
+// quorum is the majority of n nodes.
+func quorum(n int) int { return n/2 + 1 }
+
+// failure builds the error for a vote that fell short, node errors in node
+// order.
+func (v *vote) failure(op, key string, nodes int, expired bool) *QuorumError {
+	e := &QuorumError{
+		Op: op, Key: key, Nodes: nodes, Quorum: quorum(nodes),
+		For: v.yes, Against: v.no, Failed: v.failed, Expired: expired,
+	}
+	if v.errs != nil {
+		var merr *multierror.Error
+		for _, err := range v.errs {
+			if err != nil {
+				merr = multierror.Append(merr, err)
+			}
+		}
+		merr.ErrorFormat = listErrors
+		e.Err = merr
+	}
+	return e
+}
+
+// listErrors formats node failures on one line, unlike multierror's default.
+func listErrors(errs []error) string {
+	s := ""
+	for i, err := range errs {
+		if i > 0 {
+			s += "; "
+		}
+		s += err.Error()
+	}
+	return s
+}
+
+// logFailures logs each node failure of a vote.
+func (v *vote) logFailures(ctx context.Context, l *slog.Logger, op, key string) {
+	if v.errs == nil || !l.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	for _, err := range v.errs {
+		if err != nil {
+			l.LogAttrs(ctx, slog.LevelWarn, "dlm: node request failed",
+				slog.String("op", op), slog.String("key", key), slog.Any("error", err))
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package dlm
+
+import "github.com/dlmgo/redlock/dlm/driver"
+
+// Operation names, as they appear in errors and logs.
+const (
+	opLock   = "lock"
+	opExtend = "extend"
+	opUnlock = "unlock"
+)
+
+// The scripts all take the lock's keys as KEYS and the holder's token as
+// ARGV[1]. A node's answer is all or nothing for the keys it is given, so a
+// lock over several keys is counted per node.
+
+// acquireScript sets every key to the token with a TTL of ARGV[2] ms, if none
+// is held under another token. A key already holding this token counts as
+// free, so the script is safe to run twice. It returns 1 or 0.
+var acquireScript = driver.NewScript(`
+for _, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if v and v ~= ARGV[1] then return 0 end
+end
+for _, k in ipairs(KEYS) do
+  redis.call('SET', k, ARGV[1], 'PX', ARGV[2])
+end
+return 1
+`)
+
+// releaseScript deletes the keys that still hold the token and returns how
+// many it deleted. It never touches another holder's key.
+var releaseScript = driver.NewScript(`
+local n = 0
+for _, k in ipairs(KEYS) do
+  if redis.call('GET', k) == ARGV[1] then
+    n = n + redis.call('DEL', k)
+  end
+end
+return n
+`)
+
+// extendScript sets the TTL of every key to ARGV[2] ms if all still hold the
+// token, and returns 1; otherwise it changes nothing and returns 0. It never
+// recreates an expired key.
+var extendScript = driver.NewScript(`
+for _, k in ipairs(KEYS) do
+  if redis.call('GET', k) ~= ARGV[1] then return 0 end
+end
+for _, k in ipairs(KEYS) do
+  redis.call('PEXPIRE', k, ARGV[2])
+end
+return 1
+`)

@@ -1,0 +1,46 @@
+package dlm
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"testing"
+)
+
+// TestToken checks that tokens are 128 random bits, distinct every time.
+func TestToken(t *testing.T) {
+	seen := make(map[string]bool, 1000)
+	for i := 0; i < 1000; i++ {
+		tok, err := newToken()
+		if err != nil {
+			t.Fatalf("newToken() = %v", err)
+		}
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil || len(b) != 16 {
+			t.Fatalf("newToken() = %q: decodes to %d bytes, %v; want 16 bytes", tok, len(b), err)
+		}
+		if seen[tok] {
+			t.Fatalf("newToken() returned %q twice in %d calls", tok, i+1)
+		}
+		seen[tok] = true
+	}
+}
+
+// TestScriptHashes checks that the scripts' digests match their sources and
+// that the three scripts are distinct (the fake node tells them apart by
+// digest).
+func TestScriptHashes(t *testing.T) {
+	for name, s := range map[string]*struct{ src, hash string }{
+		"acquire": {acquireScript.Source, acquireScript.Hash},
+		"release": {releaseScript.Source, releaseScript.Hash},
+		"extend":  {extendScript.Source, extendScript.Hash},
+	} {
+		sum := sha1.Sum([]byte(s.src))
+		if got := hex.EncodeToString(sum[:]); got != s.hash {
+			t.Errorf("%s script: Hash = %s; want %s", name, s.hash, got)
+		}
+	}
+	if acquireScript.Hash == releaseScript.Hash || releaseScript.Hash == extendScript.Hash || acquireScript.Hash == extendScript.Hash {
+		t.Errorf("two scripts share a digest")
+	}
+}

@@ -1,0 +1,8 @@
+module github.com/dlmgo/redlock
+
+go 1.22
+
+require (
+	github.com/hashicorp/errwrap v1.0.0 // indirect
+	github.com/hashicorp/go-multierror v1.1.1 // indirect
+)
