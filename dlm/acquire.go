@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -16,27 +17,38 @@ import (
 // [*QuorumError]: errors.Is(err, [ErrNotObtained]) if another holder had it,
 // errors.Is(err, [ErrUnavailable]) if too many nodes failed.
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return m.lockLoop(ctx, &cfg, key, rkeys)
+	return m.lock(ctx, []string{key}, opts, true)
 }
 
 // TryLock makes one attempt to take the lock named key. It returns an error
 // wrapping [ErrNotObtained] when another holder has it.
 func (m *Manager) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	return m.lock(ctx, []string{key}, opts, false)
+}
+
+// lock takes a lock over keys (sorted and distinct), waiting or not, and
+// starts its auto-extension when asked to.
+func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait bool) (*Lock, error) {
+	cfg, rkeys, err := m.prepare(ctx, keys, opts)
 	if err != nil {
 		return nil, err
 	}
-	return m.acquire(ctx, &cfg, key, rkeys)
+	var l *Lock
+	if wait {
+		l, err = m.lockLoop(ctx, &cfg, keys, rkeys)
+	} else {
+		l, err = m.acquire(ctx, &cfg, keys, rkeys)
+	}
+	if err == nil && cfg.autoExtend != nil {
+		l.startWatchdog(ctx, *cfg.autoExtend)
+	}
+	return l, err
 }
 
-func (m *Manager) lockLoop(ctx context.Context, cfg *config, key string, rkeys []string) (*Lock, error) {
+func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, error) {
 	var timer *time.Timer
 	for attempt := 1; ; attempt++ {
-		l, err := m.acquire(ctx, cfg, key, rkeys)
+		l, err := m.acquire(ctx, cfg, keys, rkeys)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
 			return l, err
@@ -46,7 +58,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, key string, rkeys [
 		}
 		wait := jitter(cfg.backoff(attempt))
 		cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: lock busy, retrying",
-			slog.String("key", key), slog.Int("attempt", attempt), slog.Duration("wait", wait),
+			slog.String("key", keyName(keys)), slog.Int("attempt", attempt), slog.Duration("wait", wait),
 			slog.Int("for", qerr.For), slog.Int("against", qerr.Against), slog.Int("failed", qerr.Failed))
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -56,7 +68,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, key string, rkeys [
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", key, attempt, ctx.Err(), err)
+			return nil, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, ctx.Err(), err)
 		case <-timer.C:
 		}
 		if m.closed.Load() {
@@ -69,7 +81,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, key string, rkeys [
 // quorum within the validity, or a release on all nodes. Each attempt has a
 // token of its own, so the release of a failed attempt, which may finish in
 // the background, can never delete what a later attempt obtained.
-func (m *Manager) acquire(ctx context.Context, cfg *config, key string, rkeys []string) (*Lock, error) {
+func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -82,15 +94,24 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, key string, rkeys []
 	drift := cfg.drift(cfg.ttl)
 	validity := cfg.ttl - time.Since(start) - drift
 	if v.yes >= quorum(len(m.nodes)) && validity > 0 {
-		return &Lock{m: m, cfg: *cfg, key: key, keys: rkeys, token: token, until: start.Add(cfg.ttl - drift), pend: pend}, nil
+		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, until: start.Add(cfg.ttl - drift), pend: pend}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
 	m.release(ctx, cfg, rkeys, token, pend)
+	key := keyName(keys)
 	v.logFailures(ctx, cfg.logger, opLock, key)
 	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= quorum(len(m.nodes)))
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
 	}
 	return nil, qerr
+}
+
+// keyName is how a lock's keys appear in errors and logs.
+func keyName(keys []string) string {
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return strings.Join(keys, ",")
 }

@@ -13,19 +13,31 @@ import (
 type Lock struct {
 	m     *Manager
 	cfg   config
-	key   string
-	keys  []string // Redis keys
+	keys  []string // as the caller gave them, sorted for a multi-key lock
+	rkeys []string // Redis keys
 	token string
 	pend  *pending // acquire requests still due when the lock was obtained
 
+	// watchdog, when auto-extension is on: cancel stops it, done is
+	// closed when it has returned.
+	stopWatchdog context.CancelFunc
+	watchdogDone chan struct{}
+
 	mu       sync.Mutex
 	until    time.Time
-	released bool // Unlock was called
-	lost     bool // a quorum of nodes no longer holds the token
+	released bool  // Unlock was called
+	lostErr  error // why the lock is known lost; nil while it is not
+	done     chan struct{}
+	expiry   *time.Timer // closes done when the validity ends
+	onEnd    []func(cause error)
 }
 
-// Key returns the lock's key as given to [Manager.Lock].
-func (l *Lock) Key() string { return l.key }
+// Key returns the lock's key as given to [Manager.Lock]. For a lock over
+// several keys it returns them sorted and joined by commas.
+func (l *Lock) Key() string { return keyName(l.keys) }
+
+// Keys returns the lock's keys, sorted.
+func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
 
 // Until returns the end of the lock's validity by the local monotonic clock.
 // The holder may act on the protected resource only before it.
@@ -35,42 +47,60 @@ func (l *Lock) Until() time.Time {
 	return l.until
 }
 
+// Lost returns a channel that is closed when the lock is released by
+// [Lock.Unlock] or known lost: an extension found it gone on a quorum, or its
+// validity is about to end without a successful extension. That last signal
+// comes a guard interval before [Lock.Until] — a twentieth of the validity,
+// at most one node timeout — so the holder has time to stop before the
+// validity ends.
+func (l *Lock) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watchExpiry()
+	return l.done
+}
+
 // Unlock releases the lock on every node: each node deletes the key only if
 // it still holds this lock's token, so a lock that expired and was taken by
-// someone else is left alone.
+// someone else is left alone. It stops auto-extension first.
 //
 // Unlock runs even if ctx is already done, each node bounded by the node
 // timeout, since a lock left behind blocks others until its TTL. Called
 // right after the lock was obtained, it first lets the acquire requests
-// still under way end (within their own node timeout). It returns
-// an error wrapping [ErrLockLost] when the validity had ended before Unlock
-// or a quorum no longer held the lock, and on a second call.
+// still under way end (within their own node timeout). It returns an error
+// wrapping [ErrLockLost] when the lock was lost or its validity had ended
+// before Unlock, and on a second call.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
+	l.stopExtending()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.key, ErrLockLost)
+		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrLockLost)
 	}
 	if l.m.closed.Load() {
 		return ErrClosed
 	}
 	l.released = true
+	lostErr := l.lostErr
 	expiredFor := time.Since(l.until)
+	l.end(nil)
 	if l.pend != nil {
 		// An acquire request still under way could land after the release
 		// and leave the key behind until its TTL.
 		l.pend.wait()
 	}
-	v := l.m.release(ctx, &l.cfg, l.keys, l.token, nil)
-	v.logFailures(ctx, l.cfg.logger, opUnlock, l.key)
-	if v.yes < quorum(len(l.m.nodes)) {
-		return v.failure(opUnlock, l.key, len(l.m.nodes), false)
-	}
-	if expiredFor >= 0 || l.lost {
-		return fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.key, expiredFor.Round(time.Millisecond), ErrLockLost)
+	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, nil)
+	v.logFailures(ctx, l.cfg.logger, opUnlock, l.Key())
+	switch {
+	case lostErr != nil:
+		return lostErr // the release's own failures were logged
+	case v.yes < quorum(len(l.m.nodes)):
+		return v.failure(opUnlock, l.Key(), len(l.m.nodes), false)
+	case expiredFor >= 0:
+		return fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
 	return nil
 }
@@ -94,34 +124,101 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	defer l.mu.Unlock()
 	switch {
 	case l.released:
-		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.key, ErrLockLost)
+		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrLockLost)
 	case l.m.closed.Load():
 		return ErrClosed
-	case l.lost:
-		return fmt.Errorf("dlm: extend %q: %w", l.key, ErrLockLost)
+	case l.lostErr != nil:
+		return l.lostErr
 	}
 	start := time.Now()
 	if !start.Before(l.until) {
-		l.lost = true
-		return fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.key, start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
+		err := fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.Key(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
+		l.end(err)
+		return err
 	}
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, &request{
-		op: opExtend, script: extendScript, keys: l.keys, args: []string{l.token, ttlMillis(ttl)},
+		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.token, ttlMillis(ttl)},
 		want: 1, timeout: cfg.timeout(), early: true,
 	})
 	drift := cfg.drift(ttl)
 	if v.yes >= quorum(n) && ttl-time.Since(start)-drift > 0 {
 		l.until = start.Add(ttl - drift)
+		if l.expiry != nil {
+			l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
+		}
 		return nil
 	}
-	v.logFailures(ctx, l.cfg.logger, opExtend, l.key)
+	v.logFailures(ctx, l.cfg.logger, opExtend, l.Key())
+	qerr := v.failure(opExtend, l.Key(), n, v.yes >= quorum(n))
 	if v.no > n-quorum(n) {
-		l.lost = true // a quorum no longer holds the token
+		l.end(qerr) // a quorum no longer holds the token
 	}
-	qerr := v.failure(opExtend, l.key, n, v.yes >= quorum(n))
 	if ctx.Err() != nil {
-		return fmt.Errorf("dlm: extend %q: %w (%v)", l.key, ctx.Err(), qerr)
+		return fmt.Errorf("dlm: extend %q: %w (%v)", l.Key(), ctx.Err(), qerr)
 	}
 	return qerr
+}
+
+// watchExpiry makes sure l.done exists and is closed when the validity
+// ends. Called with l.mu held.
+func (l *Lock) watchExpiry() {
+	if l.done != nil {
+		return
+	}
+	l.done = make(chan struct{})
+	if l.released || l.lostErr != nil {
+		close(l.done)
+		return
+	}
+	l.expiry = time.AfterFunc(time.Until(l.until)-l.cfg.lossGuard(), l.expire)
+}
+
+// expire runs when the validity timer fires.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || l.lostErr != nil {
+		return
+	}
+	if left := time.Until(l.until) - l.cfg.lossGuard(); left > 0 { // extended meanwhile
+		l.expiry.Reset(left)
+		return
+	}
+	l.end(fmt.Errorf("dlm: lock %q: validity ends in %v and no extension succeeded: %w",
+		l.Key(), time.Until(l.until).Round(time.Millisecond), ErrLockLost))
+}
+
+// end records that the lock is no longer held — released when cause is nil,
+// lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
+// call wins.
+func (l *Lock) end(cause error) {
+	if l.lostErr != nil || (l.released && cause != nil) {
+		return
+	}
+	if cause != nil {
+		l.lostErr = cause
+	}
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
+	if l.done != nil {
+		select {
+		case <-l.done:
+		default:
+			close(l.done)
+		}
+	}
+	for _, f := range l.onEnd {
+		f(cause)
+	}
+	l.onEnd = nil
+}
+
+// stopExtending stops the watchdog, if any, and waits for it to return.
+func (l *Lock) stopExtending() {
+	if l.stopWatchdog != nil {
+		l.stopWatchdog()
+		<-l.watchdogDone
+	}
 }

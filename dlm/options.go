@@ -47,6 +47,7 @@ type config struct {
 	backoff     Backoff
 	prefix      string
 	logger      *slog.Logger
+	autoExtend  *AutoExtend // nil: off
 }
 
 func defaultConfig() config {
@@ -134,6 +135,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, c.nodeTimeout)
 	case c.tries < 0:
 		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, c.tries)
+	case c.autoExtend != nil:
+		return c.autoExtend.validate()
 	}
 	return nil
 }
@@ -149,6 +152,13 @@ func (c *config) timeout() time.Duration {
 		return c.nodeTimeout
 	}
 	return min(max(c.ttl/20, minDerivedNodeTimeout), maxDerivedNodeTimeout)
+}
+
+// lossGuard is how long before the end of the validity a lock that could
+// not be extended is reported lost: a twentieth of the validity, at least a
+// millisecond, at most one node timeout.
+func (c *config) lossGuard() time.Duration {
+	return min(max((c.ttl-c.drift(c.ttl))/20, time.Millisecond), c.timeout())
 }
 
 // ttlMillis is the TTL as Redis' PX argument.

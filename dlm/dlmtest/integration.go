@@ -26,7 +26,9 @@ const suitePrefix = "dlmtest:"
 // and 5 real redis-server processes that it starts and stops itself: mutual
 // exclusion under contention, release of a failed attempt on every node,
 // survival of a minority of dead nodes, a clean failure when a majority is
-// dead, and the rules for expired locks. Backend modules run it; so can the
+// dead, the rules for expired locks, and Do under faults: a frozen majority
+// cancels fn's context before the validity ends, a job ten times the TTL
+// keeps its lock against 16 rivals, and cancelling the caller releases. Backend modules run it; so can the
 // author of a custom adapter. It checks that no goroutine outlives
 // [dlm.Manager.Close] and the nodes' Close.
 func TestManager(t *testing.T, dial Dial) {
@@ -42,6 +44,9 @@ func TestManager(t *testing.T, dial Dial) {
 				{"FailsCleanlyWithMajorityDown", testFailsWithMajorityDown},
 				{"ExtendAfterExpiry", testExtendAfterExpiry},
 				{"UnlockAfterExpiryKeepsNewHolder", testUnlockAfterExpiry},
+				{"PausedMajorityCancelsDo", testPausedMajorityCancelsDo},
+				{"DoOutlivesTTL", testDoOutlivesTTL},
+				{"CallerCancelReleases", testCallerCancelReleases},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					c := startCluster(t, n, dial)

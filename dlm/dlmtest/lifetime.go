@@ -1,0 +1,174 @@
+package dlmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// testPausedMajorityCancelsDo freezes a majority of the nodes while Do's fn
+// runs: extensions can no longer reach a quorum, so fn's context must be
+// cancelled before the lock's validity ends, and no one else may obtain the
+// lock while fn's context is live.
+func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
+	const ttl = time.Second
+	ctx := context.Background()
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(100 * time.Millisecond)}
+	var (
+		until     time.Time
+		cancelled atomic.Int64 // UnixNano of the cancellation of fn's ctx
+	)
+	start := time.Now()
+	err := c.m.Do(ctx, "paused", func(fctx context.Context) error {
+		context.AfterFunc(fctx, func() { cancelled.Store(time.Now().UnixNano()) })
+		for i := 0; i < c.quorum(); i++ {
+			c.servers[i].Pause()
+		}
+		// A rival tries while the holder's context is live; with a
+		// majority frozen it must not succeed.
+		if _, err := c.m.TryLock(ctx, "paused", opts...); err == nil {
+			t.Error("a second holder obtained the lock while the first one's context was live")
+		}
+		<-fctx.Done()
+		until = dlm.LockFromContext(fctx).Until()
+		if cause := context.Cause(fctx); !errors.Is(cause, dlm.ErrLockLost) {
+			t.Errorf("context.Cause(fn's ctx) = %v; want ErrLockLost", cause)
+		}
+		return nil
+	}, opts...)
+	for i := 0; i < c.quorum(); i++ {
+		c.servers[i].Resume()
+	}
+	if !errors.Is(err, dlm.ErrLockLost) {
+		t.Fatalf("Do with a majority frozen = %v; want ErrLockLost", err)
+	}
+	// Compare wall clock readings: both sides come from this process.
+	at := time.Unix(0, cancelled.Load())
+	if !at.Before(until) {
+		t.Errorf("fn's context cancelled %v after the validity ended; want before", at.Sub(until.Round(0)))
+	}
+	// The nodes' keys expire ttl after the acquire began at the earliest.
+	if serverExpiry := start.Add(ttl).Round(0); !at.Before(serverExpiry) {
+		t.Errorf("fn's context cancelled %v after the keys could expire on the nodes", at.Sub(serverExpiry))
+	}
+	t.Logf("fn's context cancelled %v before the end of validity", until.Round(0).Sub(at))
+	// Once the nodes are back and the keys expired, the lock is free.
+	l, err := c.m.Lock(ctx, "paused", dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
+	if err != nil {
+		t.Fatalf("Lock after the frozen holder's loss: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// testDoOutlivesTTL runs fn for ten times the TTL under Do while 16
+// goroutines compete for the same lock: the lock must be held throughout
+// and no two holders may overlap.
+func testDoOutlivesTTL(t *testing.T, c *cluster) {
+	const ttl = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var holders atomic.Int32
+	enter := func() error {
+		if h := holders.Add(1); h != 1 {
+			return fmt.Errorf("%d holders at once", h)
+		}
+		return nil
+	}
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(100 * time.Millisecond)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	var rivalGrants atomic.Int32
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				err := c.m.Do(ctx, "long", func(context.Context) error {
+					defer holders.Add(-1)
+					rivalGrants.Add(1)
+					return enter()
+				}, append(opts, dlm.WithRetry(0, dlm.FixedBackoff(50*time.Millisecond)))...)
+				if err != nil && ctx.Err() == nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var lost bool
+	err := c.m.Do(ctx, "long", func(fctx context.Context) error {
+		defer holders.Add(-1)
+		if err := enter(); err != nil {
+			return err
+		}
+		grantsBefore := rivalGrants.Load()
+		select {
+		case <-time.After(10 * ttl):
+		case <-fctx.Done():
+			lost = true
+		}
+		if n := rivalGrants.Load() - grantsBefore; n != 0 {
+			return fmt.Errorf("%d rival grants while the long job held the lock", n)
+		}
+		return nil
+	}, append(opts, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)))...)
+	cancel()
+	wg.Wait()
+	close(errs)
+	if err != nil || lost {
+		t.Errorf("Do running 10×TTL = %v (context cancelled: %v); want the lock held throughout", err, lost)
+	}
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// testCallerCancelReleases cancels the caller's context while fn runs: fn's
+// context ends, extension stops, and the lock is released at once.
+func testCallerCancelReleases(t *testing.T, c *cluster) {
+	ctx, cancel := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- c.m.Do(ctx, "cancelled", func(fctx context.Context) error {
+			close(running)
+			<-fctx.Done()
+			return fctx.Err()
+		}, dlm.WithTTL(5*time.Second))
+	}()
+	<-running
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Do did not return after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) || errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("Do after cancel = %v; want context.Canceled, not ErrLockLost", err)
+	}
+	for i := range c.servers {
+		if v := c.value(t, i, "cancelled"); v != nil {
+			t.Errorf("node %d still holds the lock after Do returned", i)
+		}
+	}
+	// A waiting Lock stops waiting on cancel, too.
+	holder, err := c.m.TryLock(context.Background(), "cancelled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Unlock(context.Background())
+	wctx, wcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer wcancel()
+	if _, err := c.m.Lock(wctx, "cancelled"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting Lock after its deadline = %v; want context.DeadlineExceeded", err)
+	}
+}

@@ -1,0 +1,113 @@
+package dlmtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/resp"
+)
+
+// TestLossSignalLatency measures, over many trials on three real nodes, when
+// Do's fn sees its context cancelled after its lock is lost, for both kinds
+// of loss:
+//   - a frozen majority, where no extension can succeed: the lock is
+//     declared lost a loss guard before its validity ends (docs/lifetime.md),
+//     so the cancellation must come after that point and before the end;
+//   - keys deleted on a majority, found by the next extension.
+func TestLossSignalLatency(t *testing.T) {
+	const (
+		trials      = 10
+		ttl         = time.Second
+		nodeTimeout = 100 * time.Millisecond
+		// The documented loss guard: a twentieth of the validity
+		// (TTL less 1% and 2 ms), at most the node timeout.
+		guard = (ttl - ttl/100 - 2*time.Millisecond) / 20
+	)
+	servers := dlmtest.StartServers(t, 3)
+	var nodes []driver.Node
+	for _, s := range servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	m, err := dlm.New(nodes, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout), dlm.WithKeyPrefix("loss:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	// run holds key under Do, calls inject to cause the loss, and returns
+	// when fn's context was cancelled and the lock's final validity end.
+	run := func(key string, inject, heal func()) (cancelled, until time.Time) {
+		var at atomic.Int64
+		err := m.Do(context.Background(), key, func(ctx context.Context) error {
+			context.AfterFunc(ctx, func() { at.Store(time.Now().UnixNano()) })
+			inject()
+			<-ctx.Done()
+			until = dlm.LockFromContext(ctx).Until().Round(0)
+			return nil
+		})
+		heal()
+		if !errors.Is(err, dlm.ErrLockLost) {
+			t.Fatalf("Do(%q) = %v; want ErrLockLost", key, err)
+		}
+		return time.Unix(0, at.Load()), until
+	}
+	majority := servers[:2]
+
+	var signal, margin, deleted []time.Duration
+	for i := 0; i < trials; i++ {
+		cancelled, until := run(fmt.Sprintf("frozen-%d", i), func() {
+			for _, s := range majority {
+				s.Pause()
+			}
+		}, func() {
+			for _, s := range majority {
+				s.Resume()
+			}
+		})
+		signal = append(signal, cancelled.Sub(until.Add(-guard)))
+		margin = append(margin, until.Sub(cancelled))
+		if !cancelled.Before(until) {
+			t.Errorf("trial %d: fn's context cancelled %v after the validity ended", i, cancelled.Sub(until))
+		}
+		if cancelled.Before(until.Add(-guard)) {
+			t.Errorf("trial %d: fn's context cancelled %v before the loss guard, while the lock could still be extended", i, until.Add(-guard).Sub(cancelled))
+		}
+
+		key := fmt.Sprintf("deleted-%d", i)
+		var deletedAt time.Time
+		cancelled, _ = run(key, func() {
+			deletedAt = time.Now()
+			for _, s := range majority {
+				if _, err := s.Do("DEL", "loss:{"+key+"}"); err != nil {
+					t.Error(err)
+				}
+			}
+		}, func() {})
+		deleted = append(deleted, cancelled.Sub(deletedAt))
+	}
+	t.Logf("frozen majority (guard %v): cancellation %v/%v (p50/p99) after the loss guard, %v/%v (p50/p1) before the end of validity, over %d trials",
+		guard, pct(signal, 50), pct(signal, 99), pct(margin, 50), pct(margin, 1), trials)
+	t.Logf("keys deleted on a majority: cancellation %v/%v (p50/p99) after the deletion, over %d trials",
+		pct(deleted, 50), pct(deleted, 99), trials)
+}
+
+// pct returns the p-th percentile of ds (nearest rank).
+func pct(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}

@@ -1,0 +1,74 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Do takes the lock named key, waiting as [Manager.Lock] does, runs fn while
+// keeping the lock extended, and releases it when fn returns.
+//
+// fn's context is cancelled the moment the lock is lost or can no longer be
+// proven held: an extension found it gone on a quorum, or its validity ended
+// while extensions kept failing. [context.Cause] of fn's context then wraps
+// [ErrLockLost]. Do returns fn's error, joined with an error wrapping
+// [ErrLockLost] when the lock was lost before fn returned; check it with
+// errors.Is.
+//
+// Extension follows [WithAutoExtend], on with its defaults unless an option
+// says otherwise. Cancelling ctx stops the wait, cancels fn's context, stops
+// extension, and releases the lock once fn returns.
+func (m *Manager) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
+	return m.do(ctx, []string{key}, fn, opts)
+}
+
+// DoAll is [Manager.Do] for a lock over several keys, taken as
+// [Manager.LockAll] takes it.
+func (m *Manager) DoAll(ctx context.Context, keys []string, fn func(ctx context.Context) error, opts ...Option) error {
+	keys, err := sortedUnique(keys)
+	if err != nil {
+		return err
+	}
+	return m.do(ctx, keys, fn, opts)
+}
+
+func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Context) error, opts []Option) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
+	defer cancel(nil)
+	l.mu.Lock()
+	if l.lostErr != nil {
+		cancel(l.lostErr)
+	} else {
+		l.onEnd = append(l.onEnd, func(cause error) {
+			if cause != nil {
+				cancel(cause)
+			}
+		})
+	}
+	l.mu.Unlock()
+
+	ferr := fn(fctx)
+	if uerr := l.Unlock(ctx); uerr != nil {
+		return errors.Join(ferr, uerr)
+	}
+	return ferr
+}
+
+// lockKey is the context key under which Do passes the lock to fn.
+type lockKey struct{}
+
+// LockFromContext returns the lock [Manager.Do] holds while it runs fn with
+// ctx, or nil outside Do. fn uses it for [Lock.Until] and the lock's other
+// accessors; it should not unlock it.
+func LockFromContext(ctx context.Context) *Lock {
+	l, _ := ctx.Value(lockKey{}).(*Lock)
+	return l
+}

@@ -1,0 +1,58 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Handle is what another process needs to take over a held lock: its keys,
+// its secret token and the end of its validity. Whoever has the Handle can
+// release or extend the lock, so pass it only over trusted channels. It
+// encodes as JSON.
+type Handle struct {
+	Keys  []string  `json:"keys"`
+	Token string    `json:"token"`
+	Until time.Time `json:"until"`
+}
+
+// Handle returns what [Manager.Resume] needs to take the lock over in
+// another process. Until is wall-clock time there, so the two machines'
+// clocks must agree to well within the validity; the receiver should act as
+// if the validity ended earlier by their possible skew.
+func (l *Lock) Handle() Handle {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0)}
+}
+
+// Resume returns a Lock for a lock obtained elsewhere, from its [Handle],
+// with the options of this manager and opts (TTL and key prefix must match
+// the original's; [WithAutoExtend] starts extension here, tied to ctx). It
+// makes no round trip: the lock is taken to be valid until h.Until, and an
+// error wrapping [ErrLockLost] is returned if that has passed. Extend it to
+// confirm it is still held. The process that handed it over should neither
+// extend nor unlock it any more.
+func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, error) {
+	if h.Token == "" {
+		return nil, fmt.Errorf("%w: Handle has no token", ErrInvalid)
+	}
+	keys, err := sortedUnique(h.Keys)
+	if err != nil {
+		return nil, err
+	}
+	cfg, rkeys, err := m.prepare(ctx, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Rebase the wall-clock end onto this process' monotonic clock.
+	left := time.Until(h.Until)
+	if left <= 0 {
+		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
+	}
+	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, until: time.Now().Add(left)}
+	if cfg.autoExtend != nil {
+		l.startWatchdog(ctx, *cfg.autoExtend)
+	}
+	return l, nil
+}
