@@ -87,21 +87,32 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 		return nil, err
 	}
 	start := time.Now()
-	v, pend := m.poll(ctx, &request{
+	req := &request{
 		op: opLock, script: acquireScript, keys: rkeys, args: []string{token, ttlMillis(cfg.ttl)},
 		want: 1, timeout: cfg.timeout(), early: true,
-	})
+	}
+	if cfg.fencing {
+		req.script, req.keys, req.fenced = fencedAcquireScript, fencedKeys(rkeys), true
+	}
+	v, pend := m.poll(ctx, req)
+	q := quorum(len(m.nodes))
+	var fence int64
+	if cfg.fencing && v.yes >= q {
+		// A grant counts only once its token is held by a quorum.
+		fence, v.yes = m.settleFence(ctx, cfg, req.keys, token, &v)
+	}
 	drift := cfg.drift(cfg.ttl)
 	validity := cfg.ttl - time.Since(start) - drift
-	if v.yes >= quorum(len(m.nodes)) && validity > 0 {
-		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, until: start.Add(cfg.ttl - drift), pend: pend}, nil
+	if v.yes >= q && validity > 0 {
+		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, fence: uint64(fence),
+			until: start.Add(cfg.ttl - drift), pend: pend}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
 	m.release(ctx, cfg, rkeys, token, pend)
 	key := keyName(keys)
 	v.logFailures(ctx, cfg.logger, opLock, key)
-	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= quorum(len(m.nodes)))
+	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= q)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
 	}

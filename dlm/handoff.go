@@ -14,6 +14,8 @@ type Handle struct {
 	Keys  []string  `json:"keys"`
 	Token string    `json:"token"`
 	Until time.Time `json:"until"`
+	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
+	Fence uint64 `json:"fence,omitempty"`
 }
 
 // Handle returns what [Manager.Resume] needs to take the lock over in
@@ -23,7 +25,7 @@ type Handle struct {
 func (l *Lock) Handle() Handle {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0)}
+	return Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0), Fence: l.fence}
 }
 
 // Resume returns a Lock for a lock obtained elsewhere, from its [Handle],
@@ -50,7 +52,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if left <= 0 {
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
 	}
-	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, until: time.Now().Add(left)}
+	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, fence: h.Fence, until: time.Now().Add(left)}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(ctx, *cfg.autoExtend)
 	}

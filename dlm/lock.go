@@ -16,6 +16,7 @@ type Lock struct {
 	keys  []string // as the caller gave them, sorted for a multi-key lock
 	rkeys []string // Redis keys
 	token string
+	fence uint64   // fencing token; 0 without fencing
 	pend  *pending // acquire requests still due when the lock was obtained
 
 	// watchdog, when auto-extension is on: cancel stops it, done is
@@ -171,7 +172,14 @@ func (l *Lock) watchExpiry() {
 		close(l.done)
 		return
 	}
-	l.expiry = time.AfterFunc(time.Until(l.until)-l.cfg.lossGuard(), l.expire)
+	left := time.Until(l.until) - l.cfg.lossGuard()
+	if left <= 0 {
+		// Report it now rather than from a timer a moment later, so that
+		// Lost of a lock past its guard is closed when it returns.
+		l.end(l.expiredErr())
+		return
+	}
+	l.expiry = time.AfterFunc(left, l.expire)
 }
 
 // expire runs when the validity timer fires.
@@ -185,8 +193,14 @@ func (l *Lock) expire() {
 		l.expiry.Reset(left)
 		return
 	}
-	l.end(fmt.Errorf("dlm: lock %q: validity ends in %v and no extension succeeded: %w",
-		l.Key(), time.Until(l.until).Round(time.Millisecond), ErrLockLost))
+	l.end(l.expiredErr())
+}
+
+// expiredErr is the loss of a lock whose validity is about to end, or has
+// ended, without a successful extension. Called with l.mu held.
+func (l *Lock) expiredErr() error {
+	return fmt.Errorf("dlm: lock %q: validity ends in %v and no extension succeeded: %w",
+		l.Key(), time.Until(l.until).Round(time.Millisecond), ErrLockLost)
 }
 
 // end records that the lock is no longer held — released when cause is nil,

@@ -48,6 +48,7 @@ type config struct {
 	prefix      string
 	logger      *slog.Logger
 	autoExtend  *AutoExtend // nil: off
+	fencing     bool
 }
 
 func defaultConfig() config {

@@ -15,6 +15,7 @@ import (
 type vote struct {
 	yes, no, failed int
 	errs            []error // by node index; nil when no node failed
+	fences          []int64 // by node index, for a fenced acquire: the counter a yes carried
 }
 
 // request is one script run sent to the nodes.
@@ -31,11 +32,15 @@ type request struct {
 	early bool
 	// only, when set, limits the request to the nodes marked true.
 	only []bool
+	// fenced makes any positive reply a yes that carries the node's
+	// fencing counter, recorded in vote.fences.
+	fenced bool
 }
 
 type reply struct {
 	node int
 	yes  bool
+	val  int64
 	err  error
 }
 
@@ -45,6 +50,9 @@ type reply struct {
 func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	n := len(m.nodes)
 	var v vote
+	if req.fenced {
+		v.fences = make([]int64, n)
+	}
 	if n == 1 {
 		v.count(m.ask(ctx, 0, req), n)
 		return v, nil
@@ -137,6 +145,9 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	if !ok {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: fmt.Errorf("%s script: unexpected reply of type %T", req.op, res)}}
 	}
+	if req.fenced {
+		return reply{node: i, yes: got > 0, val: got}
+	}
 	return reply{node: i, yes: got == req.want}
 }
 
@@ -150,6 +161,9 @@ func (v *vote) count(r reply, nodes int) {
 		v.errs[r.node] = r.err
 	case r.yes:
 		v.yes++
+		if v.fences != nil {
+			v.fences[r.node] = r.val
+		}
 	default:
 		v.no++
 	}

@@ -51,3 +51,45 @@ for _, k in ipairs(KEYS) do
 end
 return 1
 `)
+
+// The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
+// counters as KEYS[n+1..2n] (see docs/fencing.md). Counters never expire.
+
+// fencedAcquireScript is acquireScript that also, when it takes the keys,
+// sets every counter to one more than the largest of them and returns that
+// value (at least 1); it returns 0 when another holder has a key.
+var fencedAcquireScript = driver.NewScript(`
+local n = #KEYS / 2
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v and v ~= ARGV[1] then return 0 end
+end
+local f = 0
+for i = n + 1, 2 * n do
+  local c = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if c > f then f = c end
+end
+f = f + 1
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[n + i], f)
+end
+return f
+`)
+
+// raiseFenceScript raises every counter to at least ARGV[2] if all the lock
+// keys still hold the token ARGV[1], and returns 1; otherwise it changes
+// nothing and returns 0.
+var raiseFenceScript = driver.NewScript(`
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+local f = tonumber(ARGV[2])
+for i = n + 1, 2 * n do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') < f then
+    redis.call('SET', KEYS[i], ARGV[2])
+  end
+end
+return 1
+`)

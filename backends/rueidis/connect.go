@@ -80,7 +80,7 @@ func (n *node) dial(a *attempt) {
 	n.dialing = nil
 	n.mu.Unlock()
 	if err == nil && closed {
-		c.Close()
+		n.closeClient(c)
 		c, err = nil, errClosed
 	}
 	a.c, a.err = c, err

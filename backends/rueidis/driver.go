@@ -41,7 +41,11 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &node{addr: cfg.Addr, owned: true, opt: clientOption(cfg), born: time.Now(), healthyWindow: healthyWindow(cfg)}
+	n := &node{
+		addr: cfg.Addr, owned: true, opt: clientOption(cfg), conns: &conns{}, closeGrace: cfg.WriteTimeout,
+		born: time.Now(), healthyWindow: healthyWindow(cfg),
+	}
+	n.opt.DialFn = n.conns.dial
 	c, err := rueidisclient.NewClient(n.opt)
 	if err != nil {
 		if refused(err) {

@@ -15,7 +15,7 @@ import (
 // own that the caller waits for only as long as its context allows.
 //
 // "Known to answer" means that a reply came within the last healthyWindow and
-// no call failed since. rueidis drops a connection that stays open only after
+// no call failed since but by its context. rueidis drops a connection that stays open only after
 // ConnWriteTimeout without a reply to its PING, so while the window is
 // shorter than that no reconnect can be due on the direct path; a connection
 // that breaks (reset, closed) is dialed again at once, and fails or succeeds
@@ -47,8 +47,14 @@ func (n *node) sawReply() {
 	}
 }
 
-// sawFailure records that a call failed without a reply.
-func (n *node) sawFailure() { n.lastReply.Store(0) }
+// sawFailure records that a call failed without a reply, unless its context
+// ended: a server that is slow to answer a short deadline is not broken, and
+// one that went silent is caught by the window.
+func (n *node) sawFailure(ctx context.Context) {
+	if ctx.Err() == nil {
+		n.lastReply.Store(0)
+	}
+}
 
 // since returns the monotonic time since the node was made, never 0.
 func (n *node) since() int64 { return int64(time.Since(n.born)) + 1 }

@@ -52,6 +52,12 @@ type node struct {
 	closed atomic.Bool
 	wg     sync.WaitGroup
 
+	// conns are the connections of a client the node made, which Close
+	// closes if the client's own Close has not ended after closeGrace
+	// (conns.go).
+	conns      *conns
+	closeGrace time.Duration
+
 	// Connecting on first use, for nodes whose server was down at Open:
 	// opt is what to connect with, dialing the attempt under way (guarded
 	// by mu).
@@ -124,7 +130,7 @@ func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Scrip
 		msg, _ = res.ToMessage()
 	}
 	if err := res.NonRedisError(); err != nil {
-		n.sawFailure()
+		n.sawFailure(ctx)
 		return nil, ctxError(ctx, err)
 	}
 	n.sawReply()
@@ -156,7 +162,7 @@ func (n *node) ping(ctx context.Context, c rueidisclient.Client) (any, error) {
 	}
 	res := c.Do(n.callContext(ctx), c.B().Ping().Build())
 	if err := res.NonRedisError(); err != nil {
-		n.sawFailure()
+		n.sawFailure(ctx)
 		return nil, ctxError(ctx, err)
 	}
 	n.sawReply()
@@ -165,7 +171,9 @@ func (n *node) ping(ctx context.Context, c rueidisclient.Client) (any, error) {
 }
 
 // Close closes the client if the node made it, after the calls under way
-// and a connection attempt under way have ended. Calls after Close fail.
+// and a connection attempt under way have ended. It waits at most the write
+// timeout for the server to answer rueidis' QUIT, then closes the
+// connections. Calls after Close fail.
 func (n *node) Close() error {
 	n.calls.Lock()
 	already := n.closed.Swap(true)
@@ -175,7 +183,7 @@ func (n *node) Close() error {
 	}
 	n.wg.Wait()
 	if ref := n.ref.Swap(nil); ref != nil && n.owned {
-		ref.Close()
+		n.closeClient(ref.Client)
 	}
 	return nil
 }

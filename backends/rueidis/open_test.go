@@ -128,6 +128,25 @@ func checkPrompt(t *testing.T, n driver.Node, when string) {
 	}
 }
 
+// TestClosePausedServer: rueidis' own Close waits for the server to answer
+// QUIT; the node's Close gives up after the write timeout and closes the
+// connections.
+func TestClosePausedServer(t *testing.T) {
+	checkNoLeak(t)
+	s := dlmtest.StartServer(t)
+	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=300ms")
+	evalOne(t, n)
+	s.Pause()
+	defer s.Resume()
+	start := time.Now()
+	if err := n.Close(); err != nil {
+		t.Errorf("Close() = %v; want nil", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close with the server paused took %v; want about the 300ms write timeout", d)
+	}
+}
+
 func TestNewNodeDoesNotCloseClient(t *testing.T) {
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)

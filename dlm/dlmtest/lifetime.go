@@ -72,7 +72,7 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 // goroutines compete for the same lock: the lock must be held throughout
 // and no two holders may overlap.
 func testDoOutlivesTTL(t *testing.T, c *cluster) {
-	const ttl = 300 * time.Millisecond
+	const ttl = 500 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var holders atomic.Int32

@@ -1,0 +1,93 @@
+package rueidis
+
+import (
+	"crypto/tls"
+	"net"
+	"sync"
+	"time"
+
+	rueidisclient "github.com/redis/rueidis"
+)
+
+// rueidis' Client.Close sends QUIT on each connection and waits for the
+// answer, and stops the PING that would otherwise give up on a silent
+// server: closing a client whose server is paused or cut off waits until the
+// server answers, which may be never. A node that made its client therefore
+// dials through conns, and when Close has not finished after the write
+// timeout, it closes the sockets under rueidis, which then finishes at once.
+
+// conns dials connections as rueidis does and keeps the open ones.
+type conns struct {
+	mu     sync.Mutex
+	open   map[*conn]struct{}
+	closed bool
+}
+
+// dial is a rueidis ClientOption.DialFn.
+func (cs *conns) dial(dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+	var nc net.Conn
+	var err error
+	if cfg != nil {
+		nc, err = tls.DialWithDialer(d, "tcp", dst, cfg)
+	} else {
+		nc, err = d.Dial("tcp", dst)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{Conn: nc, cs: cs}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		nc.Close()
+		return nil, net.ErrClosed
+	}
+	if cs.open == nil {
+		cs.open = make(map[*conn]struct{})
+	}
+	cs.open[c] = struct{}{}
+	return c, nil
+}
+
+// closeAll closes the open connections and fails later dials.
+func (cs *conns) closeAll() {
+	cs.mu.Lock()
+	cs.closed = true
+	open := cs.open
+	cs.open = nil
+	cs.mu.Unlock()
+	for c := range open {
+		c.Conn.Close()
+	}
+}
+
+// conn is a connection that leaves its conns when closed.
+type conn struct {
+	net.Conn
+	cs *conns
+}
+
+func (c *conn) Close() error {
+	c.cs.mu.Lock()
+	delete(c.cs.open, c)
+	c.cs.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// closeClient closes c, a client the node made, waiting at most grace for
+// the server to answer before closing its connections.
+func (n *node) closeClient(c rueidisclient.Client) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Close()
+	}()
+	t := time.NewTimer(n.closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		n.conns.closeAll()
+		<-done
+	}
+}
