@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 )
@@ -33,11 +32,24 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	var l *Lock
+	attempts := 1
 	if wait {
-		l, err = m.lockLoop(ctx, &cfg, keys, rkeys)
+		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)
 	} else {
 		l, err = m.acquire(ctx, &cfg, keys, rkeys)
+	}
+	kind := EventObtained
+	if err != nil {
+		kind = EventNotObtained
+	}
+	if cfg.wants(ctx, kind, err) {
+		ev := &Event{Kind: kind, Op: opLock, Key: keyName(keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
+		if l != nil {
+			ev.Fence = l.fence
+		}
+		cfg.emit(ctx, ev)
 	}
 	if err == nil && cfg.autoExtend != nil {
 		l.startWatchdog(ctx, *cfg.autoExtend)
@@ -45,21 +57,19 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	return l, err
 }
 
-func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, error) {
+// lockLoop makes attempts until one wins, and returns how many it made.
+func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
 	var timer *time.Timer
 	for attempt := 1; ; attempt++ {
 		l, err := m.acquire(ctx, cfg, keys, rkeys)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
-			return l, err
+			return l, attempt, err
 		}
 		if cfg.tries > 0 && attempt >= cfg.tries {
-			return nil, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
+			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
 		}
 		wait := jitter(cfg.backoff(attempt))
-		cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: lock busy, retrying",
-			slog.String("key", keyName(keys)), slog.Int("attempt", attempt), slog.Duration("wait", wait),
-			slog.Int("for", qerr.For), slog.Int("against", qerr.Against), slog.Int("failed", qerr.Failed))
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -68,11 +78,11 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, ctx.Err(), err)
+			return nil, attempt, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, ctx.Err(), err)
 		case <-timer.C:
 		}
 		if m.closed.Load() {
-			return nil, ErrClosed
+			return nil, attempt, ErrClosed
 		}
 	}
 }
@@ -102,17 +112,18 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 		fence, v.yes = m.settleFence(ctx, cfg, req.keys, token, &v)
 	}
 	drift := cfg.drift(cfg.ttl)
-	validity := cfg.ttl - time.Since(start) - drift
-	if v.yes >= q && validity > 0 {
+	elapsed := time.Since(start)
+	key := keyName(keys)
+	if v.yes >= q && cfg.ttl-elapsed-drift > 0 {
+		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, fence: uint64(fence),
 			until: start.Add(cfg.ttl - drift), pend: pend}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
-	m.release(ctx, cfg, rkeys, token, pend)
-	key := keyName(keys)
-	v.logFailures(ctx, cfg.logger, opLock, key)
+	m.releaseAttempt(ctx, cfg, rkeys, token, &v, pend)
 	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= q)
+	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
 	}

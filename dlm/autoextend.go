@@ -15,7 +15,8 @@ type AutoExtend struct {
 	// Remaining is the share of the validity left when an extension starts,
 	// in (0, 1); 0 means the default, 1/3. An extension starts earlier
 	// still if less than two node timeouts would be left for its round
-	// trip, and up to a tenth earlier for jitter.
+	// trip (but not before half the wait), and up to a tenth earlier for
+	// jitter.
 	Remaining float64
 	// MaxHold caps the total time the lock is held by extension, counted
 	// from when it was obtained: the last extension ends the TTL at the
@@ -66,6 +67,12 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 	defer close(l.watchdogDone)
 	timer := time.NewTimer(l.nextExtension(a.Remaining))
 	defer timer.Stop()
+	// Extend returns once a quorum answered; the requests still due to the
+	// other nodes must not be cancelled with it, or only the fastest
+	// quorum would keep the key. Each extension's context is cancelled
+	// when the next one starts or the watchdog stops.
+	cancelLast := context.CancelFunc(func() {})
+	defer func() { cancelLast() }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -76,8 +83,7 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 		if a.MaxHold > 0 {
 			left := time.Until(obtained.Add(a.MaxHold))
 			if left <= l.cfg.drift(left) {
-				l.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "dlm: auto-extension reached MaxHold",
-					slog.String("key", l.Key()), slog.Duration("max_hold", a.MaxHold))
+				l.logMaxHold(ctx, a)
 				return
 			}
 			ttl = min(ttl, left)
@@ -85,10 +91,18 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 		// The extension must have ended, and released the lock's mutex,
 		// before the loss guard, when the lock is reported lost if no
 		// extension has succeeded: half a guard earlier still.
+		cancelLast()
 		ectx, cancel := context.WithDeadline(ctx, l.Until().Add(-l.cfg.lossGuard()*3/2))
+		cancelLast = cancel
 		err := l.Extend(ectx, ttl)
-		cancel()
 		switch {
+		case err == nil && ttl < l.cfg.ttl:
+			// This extension ends the TTL at MaxHold; another would
+			// only shorten it, over and over as MaxHold nears. Its
+			// requests still due end by their deadline.
+			cancelLast = func() {}
+			l.logMaxHold(ctx, a)
+			return
 		case err == nil:
 			timer.Reset(l.nextExtension(a.Remaining))
 		case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), ctx.Err() != nil:
@@ -100,20 +114,34 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 			if left <= 0 {
 				return
 			}
-			l.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "dlm: extension failed, retrying",
-				slog.String("key", l.Key()), slog.Duration("validity_left", left), slog.Any("error", err))
-			timer.Reset(jitter(min(l.cfg.timeout(), left/4)))
+			// Retries come closer as the end nears, but not closer than a
+			// millisecond: the gaps would otherwise shrink forever.
+			wait := max(jitter(min(l.cfg.timeout(), left/4)), time.Millisecond)
+			if wait >= left {
+				return
+			}
+			// Extend reported the failure as an event.
+			timer.Reset(wait)
 		}
 	}
 }
 
+func (l *Lock) logMaxHold(ctx context.Context, a AutoExtend) {
+	l.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "dlm: auto-extension reached MaxHold",
+		slog.String("key", l.Key()), slog.Duration("max_hold", a.MaxHold))
+}
+
 // nextExtension is the wait until the next extension should start: when the
 // given share of the validity remains, but no later than two node timeouts
-// before its end, less up to a tenth for jitter.
+// before its end, less up to a tenth for jitter. When two node timeouts take
+// up most of the validity, it still waits half as long as the share alone
+// would have it wait: extensions would otherwise go back to back, as fast as
+// the nodes answer.
 func (l *Lock) nextExtension(remaining float64) time.Duration {
 	validity := l.cfg.ttl - l.cfg.drift(l.cfg.ttl)
 	left := time.Until(l.Until())
-	wait := min(left-time.Duration(remaining*float64(validity)), left-2*l.cfg.timeout())
+	atShare := left - time.Duration(remaining*float64(validity))
+	wait := max(min(atShare, left-2*l.cfg.timeout()), atShare/2)
 	if wait <= 0 {
 		return 0
 	}

@@ -304,3 +304,33 @@ func BenchmarkAcquire(b *testing.B) {
 		})
 	}
 }
+
+func TestStatus(t *testing.T) {
+	c := newFencingCluster(t)
+	ctx := context.Background()
+	l, err := c.m.TryLock(ctx, "st", dlm.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	c.servers[4].Kill()
+	st, err := c.m.Status(ctx, "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range st[:4] {
+		if !s.Held || s.TTL <= 0 || s.TTL > 5*time.Second || s.Fence != l.Token() || s.Err != nil {
+			t.Errorf("Status of node %d = %+v; want held, TTL in (0, 5s], fence %d", i, s, l.Token())
+		}
+	}
+	if st[4].Err == nil {
+		t.Errorf("Status of the killed node = %+v; want an error", st[4])
+	}
+	free, err := c.m.Status(ctx, "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free[0].Held || free[0].Fence != 0 {
+		t.Errorf("Status of a free key = %+v; want not held, fence 0", free[0])
+	}
+}

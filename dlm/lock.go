@@ -93,17 +93,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		// and leave the key behind until its TTL.
 		l.pend.wait()
 	}
-	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, nil)
-	v.logFailures(ctx, l.cfg.logger, opUnlock, l.Key())
+	start := time.Now()
+	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token)
+	var err error
 	switch {
 	case lostErr != nil:
-		return lostErr // the release's own failures were logged
+		err = lostErr // the release's own failures are reported as events
 	case v.yes < quorum(len(l.m.nodes)):
-		return v.failure(opUnlock, l.Key(), len(l.m.nodes), false)
+		err = v.failure(opUnlock, l.Key(), len(l.m.nodes), false)
 	case expiredFor >= 0:
-		return fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
+		err = fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
-	return nil
+	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence, Err: err}, l.m.addrs)
+	return err
 }
 
 // Extend sets the lock's TTL to ttl from now on every node that still holds
@@ -143,15 +145,18 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		want: 1, timeout: cfg.timeout(), early: true,
 	})
 	drift := cfg.drift(ttl)
+	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
 	if v.yes >= quorum(n) && ttl-time.Since(start)-drift > 0 {
 		l.until = start.Add(ttl - drift)
 		if l.expiry != nil {
 			l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
 		}
+		l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 		return nil
 	}
-	v.logFailures(ctx, l.cfg.logger, opExtend, l.Key())
 	qerr := v.failure(opExtend, l.Key(), n, v.yes >= quorum(n))
+	ev.Kind, ev.Err = EventExtendFailed, qerr
+	l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 	if v.no > n-quorum(n) {
 		l.end(qerr) // a quorum no longer holds the token
 	}
@@ -212,6 +217,9 @@ func (l *Lock) end(cause error) {
 	}
 	if cause != nil {
 		l.lostErr = cause
+		if l.cfg.wants(context.Background(), EventLost, cause) {
+			l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause})
+		}
 	}
 	if l.expiry != nil {
 		l.expiry.Stop()

@@ -49,6 +49,7 @@ type config struct {
 	logger      *slog.Logger
 	autoExtend  *AutoExtend // nil: off
 	fencing     bool
+	hook        Hook // nil: none
 }
 
 func defaultConfig() config {
@@ -102,8 +103,11 @@ func WithKeyPrefix(prefix string) Option {
 	return optionFunc(func(c *config) { c.prefix = prefix })
 }
 
-// WithLogger sets where the library logs node errors and retries. Tokens and
-// passwords are never logged. A nil logger, the default, discards everything.
+// WithLogger sets where the library logs what happens to locks, as
+// structured records of the events a [Hook] sees: node failures, losses and
+// failed extensions at Warn, locks not obtained at Info, attempts, grants,
+// extensions and releases at Debug. Tokens and passwords are never logged. A
+// nil logger, the default, discards everything.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) {
 		if l == nil {

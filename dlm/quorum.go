@@ -3,7 +3,6 @@ package dlm
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -107,18 +106,28 @@ func (p *pending) wait() {
 // release runs the release script on the nodes and waits for all of them.
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
-//
-// A failed attempt passes the pending replies of its acquire: a node is then
-// released only after its acquire request answered or timed out, so that the
-// release cannot overtake the acquire on another connection and leave the
-// key behind until its TTL. The nodes that had answered are released before
-// release returns; the others in the background as their replies arrive,
-// which ends within two node timeouts.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token string, p *pending) vote {
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token string) vote {
+	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token))
+	return v
+}
+
+// releaseAttempt releases a failed attempt on every node, given its vote
+// and the replies still due. A node is released only after its acquire
+// request answered or failed, so that the release cannot overtake the
+// acquire on another connection and leave the key behind until its TTL.
+// The nodes that answered are released before releaseAttempt returns; the
+// nodes whose acquire failed (likely slow or unreachable) and those still
+// due are released in the background, which ends within two node timeouts,
+// so an unreachable node does not cost the caller a second timeout.
+func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
 	ctx = context.WithoutCancel(ctx)
-	req := &request{
-		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
-		want: int64(len(rkeys)), timeout: cfg.timeout(),
+	req := releaseRequest(cfg, rkeys, token)
+	answered := make([]bool, len(m.nodes))
+	for i := range answered {
+		answered[i] = (p == nil || p.answered[i]) && (v.errs == nil || v.errs[i] == nil)
+		if !answered[i] && (p == nil || p.answered[i]) {
+			m.spawn(func() { m.ask(ctx, i, req) })
+		}
 	}
 	if p != nil {
 		m.spawn(func() {
@@ -127,10 +136,16 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 				m.spawn(func() { m.ask(ctx, node, req) }) // at once, not after the previous one
 			}
 		})
-		req.only = p.answered
 	}
-	v, _ := m.poll(ctx, req)
-	return v
+	req.only = answered
+	m.poll(ctx, req)
+}
+
+func releaseRequest(cfg *config, rkeys []string, token string) *request {
+	return &request{
+		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
+		want: int64(len(rkeys)), timeout: cfg.timeout(),
+	}
 }
 
 // ask runs req on node i.
@@ -202,17 +217,4 @@ func listErrors(errs []error) string {
 		s += err.Error()
 	}
 	return s
-}
-
-// logFailures logs each node failure of a vote.
-func (v *vote) logFailures(ctx context.Context, l *slog.Logger, op, key string) {
-	if v.errs == nil || !l.Enabled(ctx, slog.LevelWarn) {
-		return
-	}
-	for _, err := range v.errs {
-		if err != nil {
-			l.LogAttrs(ctx, slog.LevelWarn, "dlm: node request failed",
-				slog.String("op", op), slog.String("key", key), slog.Any("error", err))
-		}
-	}
 }

@@ -93,3 +93,11 @@ for i = n + 1, 2 * n do
 end
 return 1
 `)
+
+// newInspectScript returns the status script: for KEYS[1] (a lock key) and
+// KEYS[2] (its counter) it returns {PTTL of the key, counter or 0}.
+func newInspectScript() *driver.Script {
+	return driver.NewScript(`
+return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+`)
+}

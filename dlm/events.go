@@ -1,0 +1,145 @@
+package dlm
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind int
+
+// The events a [Hook] observes.
+const (
+	// EventAttempt: one acquire attempt ended; Err is nil when it won.
+	EventAttempt EventKind = iota + 1
+	// EventObtained: Lock, TryLock or their multi-key forms returned a
+	// lock, after Attempts attempts in Duration.
+	EventObtained
+	// EventNotObtained: they returned Err instead.
+	EventNotObtained
+	// EventExtended: an extension succeeded.
+	EventExtended
+	// EventExtendFailed: an extension failed with Err.
+	EventExtendFailed
+	// EventLost: the lock is known lost, for the reason in Err.
+	EventLost
+	// EventReleased: Unlock finished; Err is its error, if any.
+	EventReleased
+	// EventNodeError: one node failed a request of operation Op.
+	EventNodeError
+)
+
+var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error"}
+
+// String returns the kind's name, such as "obtained".
+func (k EventKind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened to a lock. It never carries the holder's
+// token.
+type Event struct {
+	Kind EventKind
+	Op   string // "lock", "extend" or "unlock"
+	Key  string
+	// Node is the failing node's address, for EventNodeError.
+	Node string
+	// Start and Duration time the operation, attempt or request.
+	Start    time.Time
+	Duration time.Duration
+	// Attempts counts the acquire attempts, for EventObtained and
+	// EventNotObtained.
+	Attempts int
+	// For, Against and Failed are the vote, where one was taken.
+	For, Against, Failed int
+	// Fence is the fencing token, when fencing is on and a lock was held.
+	Fence uint64
+	Err   error
+}
+
+// Hook observes lock operations: attempts, grants, extensions, losses,
+// releases and node failures, with their durations. Observe is called on
+// the goroutine of the operation, sometimes while the lock's internal mutex
+// is held: it must be quick and must not call back into the Lock. The event
+// is valid only during the call. contrib/otel turns events into
+// OpenTelemetry spans and metrics.
+type Hook interface {
+	Observe(ctx context.Context, e *Event)
+}
+
+// WithHook sends every event of the manager or call to h. Without a hook,
+// events cost nothing beyond what the logger asks for.
+func WithHook(h Hook) Option {
+	return optionFunc(func(c *config) { c.hook = h })
+}
+
+// eventLevel is the log level of each kind; failures are louder.
+func eventLevel(k EventKind, err error) slog.Level {
+	switch k {
+	case EventLost, EventNodeError, EventExtendFailed:
+		return slog.LevelWarn
+	case EventNotObtained:
+		return slog.LevelInfo
+	case EventReleased:
+		if err != nil {
+			return slog.LevelWarn
+		}
+	}
+	return slog.LevelDebug
+}
+
+// wants reports whether an event of kind k would be observed or logged, so
+// that callers build events only then.
+func (c *config) wants(ctx context.Context, k EventKind, err error) bool {
+	return c.hook != nil || c.logger.Enabled(ctx, eventLevel(k, err))
+}
+
+// emit sends e to the hook and the logger.
+func (c *config) emit(ctx context.Context, e *Event) {
+	if c.hook != nil {
+		c.hook.Observe(ctx, e)
+	}
+	level := eventLevel(e.Kind, e.Err)
+	if !c.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("event", e.Kind.String()), slog.String("key", e.Key))
+	if e.Node != "" {
+		attrs = append(attrs, slog.String("node", e.Node))
+	}
+	attrs = append(attrs, slog.Duration("duration", e.Duration))
+	if e.For+e.Against+e.Failed > 0 {
+		attrs = append(attrs, slog.Int("for", e.For), slog.Int("against", e.Against), slog.Int("failed", e.Failed))
+	}
+	if e.Attempts > 0 {
+		attrs = append(attrs, slog.Int("attempts", e.Attempts))
+	}
+	if e.Fence > 0 {
+		attrs = append(attrs, slog.Uint64("fence", e.Fence))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("error", e.Err))
+	}
+	c.logger.LogAttrs(ctx, level, "dlm: "+e.Op+" "+e.Kind.String(), attrs...)
+}
+
+// emitVote sends the node failures of a vote, then ev with the vote filled
+// in, if anyone is listening.
+func (c *config) emitVote(ctx context.Context, v *vote, ev Event, addrs []string) {
+	if v.errs != nil && c.wants(ctx, EventNodeError, nil) {
+		for i, err := range v.errs {
+			if err != nil {
+				c.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: addrs[i], Start: ev.Start, Duration: ev.Duration, Err: err})
+			}
+		}
+	}
+	if c.wants(ctx, ev.Kind, ev.Err) {
+		ev.For, ev.Against, ev.Failed = v.yes, v.no, v.failed
+		c.emit(ctx, &ev)
+	}
+}

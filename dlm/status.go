@@ -1,0 +1,76 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// statusScript reports, for one lock key, its remaining TTL in ms (-2 when
+// absent) and its fencing counter (0 when none). It never reveals the
+// holder's token.
+var statusScript = newInspectScript()
+
+// NodeStatus is what one node knows of a lock.
+type NodeStatus struct {
+	// Node is the node's address.
+	Node string
+	// Held reports whether the node holds the lock's key.
+	Held bool
+	// TTL is the key's remaining time to live on the node, when held.
+	TTL time.Duration
+	// Fence is the key's fencing counter on the node (0 without fencing).
+	Fence uint64
+	// Err is the node's failure, if it did not answer.
+	Err error
+}
+
+// Status asks every node about the lock named key, for tools and
+// monitoring: which nodes hold it, for how much longer, and their fencing
+// counters. It neither takes nor changes anything, and never reveals the
+// holder's token. Node failures are reported per node; the error is only for
+// bad input or a closed manager.
+func (m *Manager) Status(ctx context.Context, key string, opts ...Option) ([]NodeStatus, error) {
+	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NodeStatus, len(m.nodes))
+	done := make(chan struct{}, len(m.nodes))
+	for i := range m.nodes {
+		m.spawn(func() {
+			defer func() { done <- struct{}{} }()
+			out[i] = m.inspect(ctx, &cfg, i, rkeys[0])
+		})
+	}
+	for range m.nodes {
+		<-done
+	}
+	return out, nil
+}
+
+func (m *Manager) inspect(ctx context.Context, cfg *config, i int, rkey string) NodeStatus {
+	st := NodeStatus{Node: m.addrs[i]}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	defer cancel()
+	res, err := m.nodes[i].Eval(ctx, statusScript, []string{rkey, rkey + fenceSuffix}, nil)
+	if err != nil {
+		st.Err = &NodeError{Node: m.addrs[i], Err: err}
+		return st
+	}
+	vals, ok := res.([]any)
+	if !ok || len(vals) != 2 {
+		st.Err = &NodeError{Node: m.addrs[i], Err: fmt.Errorf("status script: unexpected reply of type %T", res)}
+		return st
+	}
+	pttl, _ := vals[0].(int64)
+	fence, _ := vals[1].(int64)
+	st.Held = pttl != -2
+	if pttl > 0 {
+		st.TTL = time.Duration(pttl) * time.Millisecond
+	}
+	if fence > 0 {
+		st.Fence = uint64(fence)
+	}
+	return st
+}
