@@ -104,12 +104,20 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	if cfg.fencing {
 		req.script, req.keys, req.fenced = fencedAcquireScript, fencedKeys(rkeys), true
 	}
+	if cfg.restartGuard > 0 {
+		req.script = guardedAcquireScript
+		if cfg.fencing {
+			req.script = guardedFencedAcquireScript
+		}
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], rkeys[0]+guardSuffix)
+		req.args = append(req.args, ttlMillis(cfg.restartGuard))
+	}
 	v, pend := m.poll(ctx, req)
 	q := quorum(len(m.nodes))
 	var fence int64
 	if cfg.fencing && v.yes >= q {
 		// A grant counts only once its token is held by a quorum.
-		fence, v.yes = m.settleFence(ctx, cfg, req.keys, token, &v)
+		fence, v.yes = m.settleFence(ctx, cfg, rkeys, token, &v)
 	}
 	drift := cfg.drift(cfg.ttl)
 	elapsed := time.Since(start)

@@ -46,7 +46,7 @@ func fencedKeys(rkeys []string) []string {
 // Otherwise the granting nodes below it raise their counters to it, again
 // only while they still hold our keys. It returns the token and the number
 // of nodes that hold it, which must be a quorum.
-func (m *Manager) settleFence(ctx context.Context, cfg *config, fkeys []string, token string, v *vote) (fence int64, holding int) {
+func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, token string, v *vote) (fence int64, holding int) {
 	var below []bool
 	for _, f := range v.fences {
 		fence = max(fence, f)
@@ -66,7 +66,7 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, fkeys []string, 
 		return fence, holding
 	}
 	raised, _ := m.poll(ctx, &request{
-		op: opLock, script: raiseFenceScript, keys: fkeys,
+		op: opLock, script: raiseFenceScript, keys: fencedKeys(rkeys),
 		args: []string{token, strconv.FormatInt(fence, 10)},
 		want: 1, timeout: cfg.timeout(), only: below,
 	})

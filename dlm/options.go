@@ -40,16 +40,17 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	ttl         time.Duration
-	driftFactor float64
-	nodeTimeout time.Duration // 0: derived from ttl
-	tries       int           // 0: until the context ends
-	backoff     Backoff
-	prefix      string
-	logger      *slog.Logger
-	autoExtend  *AutoExtend // nil: off
-	fencing     bool
-	hook        Hook // nil: none
+	ttl          time.Duration
+	driftFactor  float64
+	nodeTimeout  time.Duration // 0: derived from ttl
+	tries        int           // 0: until the context ends
+	backoff      Backoff
+	prefix       string
+	logger       *slog.Logger
+	autoExtend   *AutoExtend // nil: off
+	fencing      bool
+	hook         Hook          // nil: none
+	restartGuard time.Duration // 0: none
 }
 
 func defaultConfig() config {
@@ -141,9 +142,11 @@ func (c *config) validate() error {
 	case c.tries < 0:
 		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, c.tries)
 	case c.autoExtend != nil:
-		return c.autoExtend.validate()
+		if err := c.autoExtend.validate(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return c.validateGuard()
 }
 
 // drift is the allowance subtracted from a lock's validity for a given TTL.

@@ -160,6 +160,9 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	if !ok {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: fmt.Errorf("%s script: unexpected reply of type %T", req.op, res)}}
 	}
+	if got < 0 {
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: ErrNodeRestarted}}
+	}
 	if req.fenced {
 		return reply{node: i, yes: got > 0, val: got}
 	}

@@ -16,16 +16,41 @@ const (
 // acquireScript sets every key to the token with a TTL of ARGV[2] ms, if none
 // is held under another token. A key already holding this token counts as
 // free, so the script is safe to run twice. It returns 1 or 0.
-var acquireScript = driver.NewScript(`
-for _, k in ipairs(KEYS) do
-  local v = redis.call('GET', k)
+var acquireScript = driver.NewScript(plainKeys + acquireBody)
+
+const acquireBody = `
+for i = 1, nk do
+  local v = redis.call('GET', KEYS[i])
   if v and v ~= ARGV[1] then return 0 end
 end
-for _, k in ipairs(KEYS) do
-  redis.call('SET', k, ARGV[1], 'PX', ARGV[2])
+for i = 1, nk do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
 return 1
-`)
+`
+
+// plainKeys starts a script whose KEYS are all lock keys (or lock keys and
+// counters): nk counts them.
+const plainKeys = `local nk = #KEYS
+`
+
+// guardPrelude starts a script under the restart guard (see
+// WithRestartGuard). The last key is the guard key, which holds the time (ms,
+// by the node's clock) from which the node may count toward a quorum: its
+// start time plus ARGV[3] ms, computed from its uptime when the key is
+// missing — the first time, or after the node lost its data. Until then
+// the script returns -1 and changes nothing.
+const guardPrelude = `local nk = #KEYS - 1
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
+if safe < 0 then
+  local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+  safe = now - up * 1000 + tonumber(ARGV[3])
+  redis.call('SET', KEYS[#KEYS], safe)
+end
+if now < safe then return -1 end
+`
 
 // releaseScript deletes the keys that still hold the token and returns how
 // many it deleted. It never touches another holder's key.
@@ -58,8 +83,10 @@ return 1
 // fencedAcquireScript is acquireScript that also, when it takes the keys,
 // sets every counter to one more than the largest of them and returns that
 // value (at least 1); it returns 0 when another holder has a key.
-var fencedAcquireScript = driver.NewScript(`
-local n = #KEYS / 2
+var fencedAcquireScript = driver.NewScript(plainKeys + fencedAcquireBody)
+
+const fencedAcquireBody = `
+local n = nk / 2
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v and v ~= ARGV[1] then return 0 end
@@ -75,7 +102,13 @@ for i = 1, n do
   redis.call('SET', KEYS[n + i], f)
 end
 return f
-`)
+`
+
+// The acquire scripts under the restart guard.
+var (
+	guardedAcquireScript       = driver.NewScript(guardPrelude + acquireBody)
+	guardedFencedAcquireScript = driver.NewScript(guardPrelude + fencedAcquireBody)
+)
 
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
 // keys still hold the token ARGV[1], and returns 1; otherwise it changes

@@ -1,0 +1,43 @@
+package dlm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// guardSuffix names a lock key's restart-guard key on each node.
+const guardSuffix = ":guard"
+
+// ErrNodeRestarted is a node's failure under [WithRestartGuard] when the node
+// lost its data less than the guard window ago: it is not counted toward a
+// quorum yet. Find it with errors.Is inside a [*NodeError].
+var ErrNodeRestarted = errors.New("dlm: node restarted empty within the restart guard window; not counted yet")
+
+// WithRestartGuard makes the library enforce Redlock's delayed-restart rule
+// instead of trusting operators with it: a node that lost its data (it
+// restarted without persistence, or is new) does not count toward a quorum
+// until it has been up for window, which must be at least the largest TTL
+// any client uses for these keys. A node that restarts with its data intact
+// (AOF) is counted at once, since it forgot nothing.
+//
+// Each node keeps, per lock key, a key that never expires and holds the
+// moment, by the node's own clock, from which it may be counted; when that
+// key is missing, the acquire script computes the moment from the node's
+// uptime (INFO server). The guarded scripts therefore also need the INFO
+// and TIME commands under ACLs. A node refused this way fails the attempt
+// with [ErrNodeRestarted]. Nodes that are new when the guard is first used
+// wait out the window too.
+func WithRestartGuard(window time.Duration) Option {
+	return optionFunc(func(c *config) { c.restartGuard = window })
+}
+
+func (c *config) validateGuard() error {
+	switch {
+	case c.restartGuard < 0:
+		return fmt.Errorf("%w: restart guard window %v: want a positive duration, or 0 for none", ErrInvalid, c.restartGuard)
+	case c.restartGuard > 0 && c.restartGuard < c.ttl:
+		return fmt.Errorf("%w: restart guard window %v is shorter than the TTL %v; it must cover the largest TTL in use", ErrInvalid, c.restartGuard, c.ttl)
+	}
+	return nil
+}
