@@ -5,13 +5,14 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := $(CURDIR)/.bin
-# Every module but the benchmark harness, which has its own target.
-MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -not -path './internal/bench/*' -exec dirname {} \; | sort)
+# Every module, the benchmark harness too: make test runs its unit tests and a
+# seconds-long smoke run of every case (make bench is the real measurement).
+MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
 # Each module is tested on its own, through its replace directives, as a
 # user of that module would build it.
 export GOWORK = off
 
-.PHONY: test deps vet staticcheck unit tidy-check
+.PHONY: test deps vet staticcheck unit tidy-check bench fuzz
 
 test: deps vet staticcheck unit
 
@@ -35,5 +36,40 @@ vet:
 staticcheck: $(BIN)/staticcheck
 	@set -e; for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(BIN)/staticcheck ./...); done
 
+# The chaos suite appends its figures (operations checked, faults injected,
+# violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
 unit:
-	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -race -count=1 ./...); done
+	@rm -f $(BIN)/chaos-figures.txt
+	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...); done
+	@if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
+
+# make fuzz: each fuzz target for FUZZTIME; make test already runs their
+# committed corpora (testdata/fuzz) as regression tests. Minimizing is
+# capped, or each new input could take a minute of the budget. With Go
+# before 1.27 a duration may end in a spurious "context deadline exceeded"
+# that wrote no failing input (golang/go#75804); a count such as
+# FUZZTIME=200000x cannot.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := FuzzParseURL:./dlm/driver FuzzRedact:./dlm/driver FuzzOptions:./dlm
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $${t%%:*}"; \
+	  $(GO) test -run=NONE -fuzz="^$${t%%:*}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1000x $${t#*:}; \
+	done
+
+# make bench: the side-by-side benchmark of issue 7 (redlock over each backend
+# against redsync, on five redis-server processes it starts itself). It takes
+# about four minutes and rewrites docs/benchmarks.md and docs/benchmarks.svg.
+bench: deps
+	cd internal/bench && GOWORK=off $(GO) run ./cmd/lockbench -out ../../docs
+
+# make chaos: the chaos suite's soak (internal/chaos, TestSoak): the real
+# manager through all three backends under every fault for CHAOS_SOAK (at
+# least 5m), with the safety checker; -v prints its figures (lines starting
+# "chaos:") and every fault applied. make test runs the same suite's fast
+# part, with a seconds-long soak.
+CHAOS_SOAK ?= 5m
+.PHONY: chaos
+chaos: deps
+	cd internal/chaos && $(GO) test -race -count=1 -v -run '^TestSoak$$' -chaos.soak=$(CHAOS_SOAK) -timeout 30m .

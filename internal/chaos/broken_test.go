@@ -1,0 +1,140 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+)
+
+// figure prints a line of figures to the test log and to stdout, where `go
+// test -v` and CI logs show it. `go test ./...` without -v hides the output
+// of a passing package, so the line is also appended to the file named by
+// $CHAOS_FIGURES, when set, for a CI step to print.
+func figure(t testing.TB, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log(line)
+	fmt.Println(line)
+	if path := os.Getenv("CHAOS_FIGURES"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			_, err = fmt.Fprintln(f, line)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			t.Errorf("CHAOS_FIGURES: %v", err)
+		}
+	}
+}
+
+// runUntil runs w for at most d; with stopEarly, it stops as soon as the
+// checker finds a violation. It returns the stats and the exact checker's
+// report, after cross-checking the verdict with porcupine.
+func runUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (Stats, Report) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan Stats)
+	go func() { done <- w.Run(ctx) }()
+	var stats Stats
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case stats = <-done:
+			break wait
+		case <-tick.C:
+			if stopEarly {
+				if r := Check(w.History.Grants()); len(r.Violations) > 0 {
+					cancel()
+				}
+			}
+		}
+	}
+	grants := w.History.Grants()
+	rep := Check(grants)
+	res, ops := CheckLinearizable(grants, 30*time.Second)
+	if (res == porcupine.Illegal) != (len(rep.Violations) > 0) {
+		t.Errorf("porcupine says %v over %d operations; the exact checker found %d violations", res, ops, len(rep.Violations))
+	}
+	return stats, rep
+}
+
+// TestCheckerFlagsBrokenLockers proves that the suite can fail: the same
+// contention, on the same five nodes, through the same proxies and backends,
+// finds violations with each deliberately broken Redlock and none with the
+// real manager or with a sound toy.
+//
+// Holders often act right up to Until (Overrun), which is where a missing
+// drift allowance shows. The no-drift toy and its sound control run with a
+// client clock 5% slow against the nodes' — the fault the drift allowance
+// exists for (on one machine every clock runs at one rate, so the toy's
+// clock is scaled); the sound control subtracts 6% and stays safe.
+func TestCheckerFlagsBrokenLockers(t *testing.T) {
+	const clients = 6
+	c := StartCluster(t, 5, clients)
+	keys := func(prefix string) []KeySpec {
+		return []KeySpec{{prefix + "-a", 300 * time.Millisecond}, {prefix + "-b", 400 * time.Millisecond}}
+	}
+	for _, tc := range []struct {
+		name   string
+		open   func() []*Client
+		broken bool
+	}{
+		{"toy " + NoNX.String(), func() []*Client {
+			return c.ToyClients(func(l *ToyLocker) { l.Flaw = NoNX })
+		}, true},
+		{"toy " + QuorumOne.String(), func() []*Client {
+			return c.ToyClients(func(l *ToyLocker) { l.Flaw = QuorumOne })
+		}, true},
+		{"toy " + NoDrift.String() + " clock 5% slow", func() []*Client {
+			return c.ToyClients(func(l *ToyLocker) { l.Flaw, l.ClockRate = NoDrift, 0.95 })
+		}, true},
+		{"toy sound clock 5% slow drift 6%", func() []*Client {
+			return c.ToyClients(func(l *ToyLocker) { l.Flaw, l.ClockRate, l.DriftFactor = Sound, 0.95, 0.06 })
+		}, false},
+		{"real manager", func() []*Client {
+			return c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(chaosNodeTimeout))
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := leakcheck.Take()
+			start := time.Now()
+			cl := tc.open()
+			w := &Workload{
+				Clients: cl, Keys: keys(fmt.Sprintf("broken-%d", time.Now().UnixNano())), History: NewHistory(),
+				LockTimeout: 2 * time.Second, Hold: 0.3, Overrun: 0.4, Seed: 7,
+			}
+			d := 4 * time.Second
+			if tc.broken {
+				d = 8 * time.Second
+			}
+			stats, rep := runUntil(t, w, d, tc.broken)
+			CloseClients(t, cl)
+			snap.Check(t, 5*time.Second)
+			figure(t, "chaos-broken: locker=%q grants=%d ops=%d violations=%d elapsed=%v errors=%s",
+				tc.name, rep.Grants, rep.Ops, len(rep.Violations), time.Since(start).Round(time.Millisecond), FormatCounts(stats.Errors))
+			if len(rep.Violations) > 0 {
+				t.Logf("first violation: %v", rep.Violations[0])
+			}
+			switch {
+			case tc.broken && len(rep.Violations) == 0:
+				t.Errorf("the checker found no violation in %d grants of a broken locker", rep.Grants)
+			case !tc.broken && len(rep.Violations) > 0:
+				t.Errorf("%d violations in %d grants; want none:\n%v", len(rep.Violations), rep.Grants, rep.Violations)
+			}
+			if !tc.broken && rep.Grants < 20 {
+				t.Errorf("only %d grants: the load is too light to show anything", rep.Grants)
+			}
+		})
+	}
+}

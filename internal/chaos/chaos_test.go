@@ -1,0 +1,424 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+)
+
+var (
+	fastFor = flag.Duration("chaos.fast", 25*time.Second, "how long TestChaosFast applies faults under contention")
+	soakFor = flag.Duration("chaos.soak", 5*time.Second, "how long TestSoak runs; make chaos sets 5m or more")
+	seed    = flag.Uint64("chaos.seed", 0, "random seed of the workload and the faults (0: from the clock)")
+	faults  = flag.String("chaos.faults", "all", "comma-separated fault kinds the injector applies, or all, or none")
+)
+
+// faultKinds returns the kinds -chaos.faults names.
+func faultKinds(t testing.TB) []string {
+	switch *faults {
+	case "all":
+		return AllFaults
+	case "none", "":
+		return nil
+	}
+	kinds := strings.Split(*faults, ",")
+	for _, k := range kinds {
+		if !slices.Contains(AllFaults, k) {
+			t.Fatalf("-chaos.faults: unknown fault %q; known: %s", k, strings.Join(AllFaults, ","))
+		}
+	}
+	return kinds
+}
+
+// The chaos configuration: five nodes, nine clients (three per backend),
+// three keys with short TTLs.
+const (
+	chaosNodes   = 5
+	chaosClients = 9
+)
+
+var chaosKeys = []KeySpec{{"k300", 300 * time.Millisecond}, {"k500", 500 * time.Millisecond}, {"k800", 800 * time.Millisecond}}
+
+func maxTTL(keys []KeySpec) time.Duration {
+	m := time.Duration(0)
+	for _, k := range keys {
+		m = max(m, k.TTL)
+	}
+	return m
+}
+
+func pickSeed(t testing.TB) uint64 {
+	s := *seed
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -chaos.seed=%d)", s, s)
+	return s
+}
+
+// epochResult is what one run of the workload under faults found.
+type epochResult struct {
+	stats   Stats
+	faults  map[string]int64
+	report  Report
+	lin     porcupine.CheckResult
+	linOps  int
+	linTime time.Duration
+	exact   time.Duration
+}
+
+// chaosEpoch runs the workload on keys (renamed with suffix) for d while the
+// injector applies faults, then checks the history with both checkers.
+func chaosEpoch(t *testing.T, c *Cluster, clients []*Client, d time.Duration, suffix string, r *rand.Rand) epochResult {
+	t.Helper()
+	keys := make([]KeySpec, len(chaosKeys))
+	for i, k := range chaosKeys {
+		keys[i] = KeySpec{k.Name + suffix, k.TTL}
+	}
+	w := &Workload{
+		Clients: clients, Keys: keys, History: NewHistory(), LockTimeout: 2 * time.Second,
+		Hold: 0.5, Overrun: 0.05, Pause: 0.05, Crash: 0.03, Extend: 0.2, PauseBeyond: 100 * time.Millisecond,
+		Seed: r.Uint64(),
+	}
+	in := &Injector{C: c, MaxTTL: maxTTL(keys), Kinds: faultKinds(t), MaxKilled: 1, Rand: rand.New(rand.NewPCG(r.Uint64(), 1)),
+		Logf: func(f string, a ...any) { t.Logf("fault: "+f, a...) }}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan Stats)
+	go func() { done <- w.Run(ctx) }()
+	in.Run(t, ctx) // on this goroutine: the servers' methods fail the test
+	res := epochResult{stats: <-done, faults: in.Counts}
+	res.faults[FaultClientPausePastValidity] += res.stats.Pauses
+	res.faults[FaultHolderCrash] += res.stats.Crashes
+	grants := w.History.Grants()
+	start := time.Now()
+	res.report = Check(grants)
+	res.exact = time.Since(start)
+	start = time.Now()
+	res.lin, res.linOps = CheckLinearizable(grants, time.Minute)
+	res.linTime = time.Since(start)
+	if (res.lin == porcupine.Illegal) != (len(res.report.Violations) > 0) || res.lin == porcupine.Unknown {
+		t.Errorf("porcupine says %v over %d operations; the exact checker found %d violations", res.lin, res.linOps, len(res.report.Violations))
+	}
+	for _, v := range res.report.Violations {
+		t.Errorf("violation: %v", v)
+	}
+	return res
+}
+
+func (e *epochResult) add(o epochResult) {
+	if e.faults == nil {
+		e.faults = map[string]int64{}
+		e.stats = Stats{Errors: map[string]int64{}, ByBackend: map[string]int64{}}
+		e.lin = porcupine.Ok
+	}
+	for k, v := range o.faults {
+		e.faults[k] += v
+	}
+	for k, v := range o.stats.Errors {
+		e.stats.Errors[k] += v
+	}
+	for k, v := range o.stats.ByBackend {
+		e.stats.ByBackend[k] += v
+	}
+	e.stats.Attempts += o.stats.Attempts
+	e.stats.Grants += o.stats.Grants
+	e.stats.LateWrites += o.stats.LateWrites
+	e.stats.ExtendsOK += o.stats.ExtendsOK
+	e.stats.ExtendsErr += o.stats.ExtendsErr
+	e.report.Ops += o.report.Ops
+	e.report.Grants += o.report.Grants
+	e.report.Keys += o.report.Keys
+	e.report.Violations = append(e.report.Violations, o.report.Violations...)
+	if o.lin != porcupine.Ok {
+		e.lin = o.lin
+	}
+	e.linOps += o.linOps
+	e.linTime += o.linTime
+	e.exact += o.exact
+}
+
+func sum(m map[string]int64) int64 {
+	n := int64(0)
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// figures prints the chaos figures line.
+func (e *epochResult) figures(t *testing.T, test string, d time.Duration) {
+	t.Helper()
+	figure(t, "chaos: test=%s nodes=%d clients=%d keys=%d ttl=%v..%v node_timeout=%v duration=%v ops=%d grants=%d lock_calls=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v exact_time=%v late_writes=%d extends=%d/%d grants_by_backend=%s lock_errors=%s",
+		test, chaosNodes, chaosClients, len(chaosKeys), chaosKeys[0].TTL, maxTTL(chaosKeys), chaosNodeTimeout, d.Round(time.Second),
+		e.report.Ops, e.report.Grants, e.stats.Attempts, sum(e.faults), FormatCounts(e.faults), len(e.report.Violations),
+		e.lin, e.linOps, e.linTime.Round(time.Millisecond), e.exact.Round(time.Microsecond), e.stats.LateWrites,
+		e.stats.ExtendsOK, e.stats.ExtendsOK+e.stats.ExtendsErr, FormatCounts(e.stats.ByBackend), FormatCounts(e.stats.Errors))
+}
+
+// chaosNodeTimeout bounds each node request of the chaos clients. The
+// default, a twentieth of the TTL (15–40 ms here, clamped to at least 20 ms),
+// is shorter than the tail latency of this 2-core machine under -race with
+// nine clients and five servers (p99 25–35 ms measured), which turns healthy
+// nodes into failures and muddies the liveness figures.
+const chaosNodeTimeout = 100 * time.Millisecond
+
+func startChaos(t *testing.T) (*Cluster, []*Client) {
+	t.Helper()
+	c := StartCluster(t, chaosNodes, chaosClients)
+	return c, c.ManagerClients(dlm.WithNodeTimeout(chaosNodeTimeout),
+		dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
+}
+
+// TestChaosFast runs the real manager, through all three backends, under
+// every fault for -chaos.fast, and checks that no two clients ever believed
+// they held a key at once. Then it measures liveness: how long a lock takes
+// to come back after its holder crashed, how often a lock is obtained with
+// two of five nodes down, and how fast and how a lock fails with three down.
+func TestChaosFast(t *testing.T) {
+	start := time.Now()
+	snap := leakcheck.Take()
+	r := rand.New(rand.NewPCG(pickSeed(t), 0))
+	c, clients := startChaos(t)
+	var res epochResult
+	res.add(chaosEpoch(t, c, clients, *fastFor, "", r))
+	res.figures(t, "TestChaosFast", *fastFor)
+	if res.stats.Grants < 50 {
+		t.Errorf("only %d grants in %v: the suite exercised too little", res.stats.Grants, *fastFor)
+	}
+	for _, b := range Backends {
+		if res.stats.ByBackend[b] == 0 {
+			t.Errorf("no grant through %s", b)
+		}
+	}
+	for _, k := range faultKinds(t) {
+		if res.faults[k] == 0 {
+			t.Errorf("fault %s was never applied", k)
+		}
+	}
+	regain(t, c, clients)
+	minorityDown(t, c, clients)
+	CloseClients(t, clients)
+	if err := c.Net.Close(); err != nil {
+		t.Errorf("closing proxies: %v", err)
+	}
+	snap.Check(t, 10*time.Second)
+	t.Logf("TestChaosFast took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestSoak is TestChaosFast's first part for -chaos.soak, in epochs of at
+// most a minute with fresh keys, so that each history porcupine checks stays
+// well under 20k operations per key.
+func TestSoak(t *testing.T) {
+	snap := leakcheck.Take()
+	r := rand.New(rand.NewPCG(pickSeed(t), 1))
+	c, clients := startChaos(t)
+	var res epochResult
+	const epoch = time.Minute
+	for left, i := *soakFor, 0; left > 0; left, i = left-epoch, i+1 {
+		d := min(left, epoch)
+		e := chaosEpoch(t, c, clients, d, fmt.Sprintf("-soak%d", i), r)
+		t.Logf("epoch %d (%v): %d grants, %d faults, %d violations", i, d, e.stats.Grants, sum(e.faults), len(e.report.Violations))
+		res.add(e)
+	}
+	res.figures(t, "TestSoak", *soakFor)
+	CloseClients(t, clients)
+	if err := c.Net.Close(); err != nil {
+		t.Errorf("closing proxies: %v", err)
+	}
+	snap.Check(t, 10*time.Second)
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(q*float64(len(s)-1))]
+}
+
+// regain measures how long a lock takes to come back after its holder
+// crashed: a holder takes the lock, works a little, and crashes (its manager
+// closes with the lock held); a client already waiting for the lock obtains
+// it once the keys expire. The time from the crash to the new grant is
+// bounded by the TTL.
+func regain(t *testing.T, c *Cluster, clients []*Client) {
+	t.Helper()
+	const rounds, ttl = 6, 500 * time.Millisecond
+	const bound = ttl + 300*time.Millisecond // the TTL, a retry and round trips under -race
+	h := NewHistory()
+	var times []time.Duration
+	for i := 0; i < rounds; i++ {
+		key := fmt.Sprintf("regain-%d", i)
+		holderBackend := Backends[i%len(Backends)]
+		urls := make([]string, 0, chaosNodes)
+		for _, a := range c.Net.Addrs(i % chaosClients) {
+			urls = append(urls, NodeURL(holderBackend, a))
+		}
+		holder, err := dlm.Open(urls, dlm.WithTTL(ttl), dlm.WithNodeTimeout(chaosNodeTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		l, err := holder.Lock(context.Background(), key)
+		if err != nil {
+			t.Fatalf("holder's Lock: %v", err)
+		}
+		h.Grant(key, "holder/"+holderBackend, t0, time.Now(), l.Until(), 0) // never released
+		waiter := clients[(i+1)%len(clients)]
+		type result struct {
+			at     time.Time
+			lease  Lease
+			err    error
+			called time.Time
+		}
+		got := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			called := time.Now()
+			lease, err := waiter.Locker.Lock(ctx, key, ttl)
+			got <- result{time.Now(), lease, err, called}
+		}()
+		time.Sleep(time.Duration(rand.IntN(int(ttl / 2))))
+		crashed := time.Now()
+		if err := holder.Close(); err != nil { // the lock is left to expire
+			t.Errorf("holder's Close: %v", err)
+		}
+		res := <-got
+		if res.err != nil {
+			t.Fatalf("waiter %s never regained the lock: %v", waiter.Name, res.err)
+		}
+		id := h.Grant(key, waiter.Name, res.called, res.at, res.lease.Until(), 0)
+		h.Release(id, time.Now(), res.lease.Until())
+		_ = res.lease.Unlock(context.Background())
+		d := res.at.Sub(crashed)
+		times = append(times, d)
+		if d > bound {
+			t.Errorf("lock regained %v after its holder crashed; want at most %v (TTL %v)", d, bound, ttl)
+		}
+	}
+	rep := Check(h.Grants())
+	if len(rep.Violations) > 0 {
+		t.Errorf("regain: violations %v", rep.Violations)
+	}
+	figure(t, "chaos: regain_ttl=%v regain_rounds=%d regain_p50=%v regain_max=%v regain_bound=%v violations=%d",
+		ttl, rounds, quantile(times, 0.5).Round(time.Millisecond), quantile(times, 1).Round(time.Millisecond), bound, len(rep.Violations))
+}
+
+// minorityDown measures availability with two of five nodes killed (every
+// attempt should succeed), then with three (every attempt fails fast with
+// ErrUnavailable, and Lock returns by its context's deadline), then with
+// three black-holed (failures by timeout rather than refusal).
+func minorityDown(t *testing.T, c *Cluster, clients []*Client) {
+	t.Helper()
+	ctx := context.Background()
+	const ttl = 500 * time.Millisecond
+	one := clients[:len(Backends)] // one client per backend
+	c.Servers[3].Kill()
+	c.Servers[4].Kill()
+	ok, tries := 0, 0
+	var lat []time.Duration
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		for _, cl := range one {
+			tries++
+			start := time.Now()
+			l, err := cl.Locker.TryLock(ctx, fmt.Sprintf("two-down-%d", tries), ttl)
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				t.Logf("%s: TryLock with 2 of 5 down: %v", cl.Name, err)
+				continue
+			}
+			ok++
+			_ = l.Unlock(ctx)
+		}
+	}
+	rate := float64(ok) / float64(tries)
+	figure(t, "chaos: two_down_success=%.3f two_down_ok=%d two_down_tries=%d two_down_trylock_p50=%v two_down_trylock_max=%v",
+		rate, ok, tries, quantile(lat, 0.5).Round(time.Microsecond), quantile(lat, 1).Round(time.Microsecond))
+	if rate < 0.9 {
+		t.Errorf("with 2 of 5 nodes down, %d of %d attempts succeeded; want nearly all", ok, tries)
+	}
+
+	c.Servers[2].Kill()
+	killed := time.Now() // the last of the three
+	threeDown := func(what string, ctxFor time.Duration) string {
+		var tryMax, lockMax, retryMax time.Duration
+		for _, cl := range one {
+			m := cl.Locker.(ManagerLocker).M
+			start := time.Now()
+			_, err := m.TryLock(ctx, "three-down", dlm.WithTTL(ttl))
+			tryMax = max(tryMax, time.Since(start))
+			if !errors.Is(err, dlm.ErrUnavailable) {
+				t.Errorf("%s, %s: TryLock = %v; want ErrUnavailable", what, cl.Name, err)
+			}
+			start = time.Now()
+			_, err = m.Lock(ctx, "three-down", dlm.WithTTL(ttl), dlm.WithRetry(3, dlm.FixedBackoff(10*time.Millisecond)))
+			retryMax = max(retryMax, time.Since(start))
+			if !errors.Is(err, dlm.ErrUnavailable) {
+				t.Errorf("%s, %s: Lock with 3 tries = %v; want ErrUnavailable", what, cl.Name, err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, ctxFor)
+			start = time.Now()
+			_, err = m.Lock(cctx, "three-down", dlm.WithTTL(ttl))
+			lockMax = max(lockMax, time.Since(start))
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s, %s: Lock until the context ends = %v; want it to wrap DeadlineExceeded", what, cl.Name, err)
+			}
+		}
+		// Under -race on two cores, allow generous margins.
+		if tryMax > 500*time.Millisecond || retryMax > time.Second {
+			t.Errorf("%s: TryLock took up to %v, Lock with 3 tries up to %v; want a fast failure", what, tryMax, retryMax)
+		}
+		if lockMax > ctxFor+250*time.Millisecond {
+			t.Errorf("%s: Lock returned up to %v after its context, which ended after %v", what, lockMax, ctxFor)
+		}
+		return fmt.Sprintf("%[1]s_trylock=ErrUnavailable %[1]s_trylock_max=%[2]v %[1]s_lock3tries=ErrUnavailable %[1]s_lock3tries_max=%[3]v %[1]s_lock_ctx=%[4]v %[1]s_lock_returned_max=%[5]v",
+			what, tryMax.Round(time.Microsecond), retryMax.Round(time.Microsecond), ctxFor, lockMax.Round(time.Millisecond))
+	}
+	killedLine := threeDown("three_down", 300*time.Millisecond)
+	// Delayed restart: the nodes rejoin empty only after the TTL.
+	time.Sleep(time.Until(killed.Add(maxTTL(chaosKeys) + restartMargin)))
+	for _, i := range []int{2, 3, 4} {
+		c.Servers[i].Restart()
+	}
+	// Three black-holed nodes: the attempts fail by the node timeout.
+	var heals []func()
+	for _, cl := range one {
+		heals = append(heals, c.Net.Partition(cl.ID, 0, 1, 2))
+	}
+	holedLine := threeDown("three_holed", 300*time.Millisecond)
+	for _, heal := range heals {
+		heal()
+	}
+	// Right after the heal, the black-holed connections are reset: how
+	// long until each client obtains a lock again?
+	healed := time.Now()
+	var recover time.Duration
+	for _, cl := range one {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := cl.Locker.Lock(cctx, fmt.Sprintf("after-heal-%d", cl.ID), ttl)
+		cancel()
+		if err != nil {
+			t.Errorf("%s: Lock right after healing the partition: %v", cl.Name, err)
+			continue
+		}
+		recover = max(recover, time.Since(healed))
+		_ = l.Unlock(ctx)
+	}
+	figure(t, "chaos: %s %s heal_to_lock_max=%v", killedLine, holedLine, recover.Round(time.Millisecond))
+}

@@ -1,0 +1,24 @@
+// Package chaos is the chaos and safety suite of the lock manager: real
+// redis-server processes behind fault-injecting proxies, many clients
+// contending for a few keys through all three backends, faults applied while
+// they run, and a checker that proves from the recorded history that no two
+// clients ever believed they held the same lock at once.
+//
+// The pieces:
+//
+//   - [Proxy] and [Net]: an in-process TCP proxy on loopback with latency,
+//     black hole, drop and heal, one per client and node, so a client can be
+//     cut from any subset of the nodes ([Net.Partition]).
+//   - [History] and [Check]: every grant and release with monotonic
+//     timestamps, and an exact checker of overlapping validity windows and
+//     of fencing tokens; [CheckLinearizable] checks the same history with
+//     porcupine against a mutex model, as a cross-check.
+//   - [Locker]: the real [github.com/dlmgo/redlock/dlm.Manager] and
+//     deliberately broken Redlocks ([ToyLocker]) that prove the checker can
+//     fail.
+//   - [Workload] and [Injector]: the contention and the faults.
+//
+// It is a module of its own so that porcupine never enters the core's
+// go.mod. `make test` runs the fast tests; `make chaos` runs a soak of five
+// minutes (TestSoak with -chaos.soak).
+package chaos
