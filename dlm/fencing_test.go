@@ -14,18 +14,48 @@ import (
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
-// countingNode records the scripts a node runs.
+// countingNode records the scripts a node runs, and how many are under way.
 type countingNode struct {
 	driver.Node
-	mu    sync.Mutex
-	calls map[string]int // by script hash
+	mu       sync.Mutex
+	calls    map[string]int // by script hash
+	underWay int
 }
 
 func (c *countingNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	c.mu.Lock()
 	c.calls[s.Hash]++
+	c.underWay++
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.underWay--
+		c.mu.Unlock()
+	}()
 	return c.Node.Eval(ctx, s, keys, args)
+}
+
+// settle waits until the given nodes have answered every request sent to
+// them. A grant returns once a quorum said yes, and the requests to the other
+// nodes may still land afterwards; a test that changes those nodes' keys
+// waits for them first.
+func (c *fencingCluster) settle(t *testing.T, nodes ...int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, i := range nodes {
+		for {
+			c.nodes[i].mu.Lock()
+			n := c.nodes[i].underWay
+			c.nodes[i].mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still has %d requests under way", i, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 func (c *countingNode) scripts() int {
@@ -179,7 +209,7 @@ func TestFencingCommonCaseOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let the requests still under way end, then count before Unlock.
-	time.Sleep(50 * time.Millisecond)
+	c.settle(t, 0, 1, 2, 3, 4)
 	for i, n := range c.nodes {
 		if got := n.scripts(); got != 1 {
 			t.Errorf("node %d ran %d different scripts for one fenced acquire; want 1", i, got)

@@ -37,6 +37,7 @@ func TestRestartGuard(t *testing.T) {
 				t.Fatalf("A's TryLock: %v", err)
 			}
 			defer a.Unlock(ctx)
+			c.settle(t, 3, 4) // A's refused requests must not land after the DEL
 			c.do(t, []int{3, 4}, "DEL", fencePrefix+"{k}")
 			c.servers[2].Restart() // empty, at once
 			b, err := c.m.TryLock(ctx, "k")

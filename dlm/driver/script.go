@@ -3,6 +3,7 @@ package driver
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"strings"
 )
 
@@ -21,9 +22,14 @@ func NewScript(src string) *Script {
 	return &Script{Source: src, Hash: hex.EncodeToString(sum[:])}
 }
 
-// IsNoScript reports whether err is the reply a node gives to EVALSHA for a
-// script it has not cached. Adapters use it to decide when to fall back to
-// EVAL.
+// IsNoScript reports whether err is, or wraps, the reply a node gives to
+// EVALSHA for a script it has not cached. Adapters use it to decide when to
+// fall back to EVAL.
 func IsNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	for ; err != nil; err = errors.Unwrap(err) {
+		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
 }

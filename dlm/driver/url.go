@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -75,57 +76,75 @@ func ParseURL(rawURL string) (*Config, error) {
 	if err != nil {
 		// url.Error quotes the raw URL, password included: say what failed
 		// without it.
-		return nil, badURL(rawURL, "%s", describeURLError(err))
+		return nil, badURL(rawURL, "", "%s", describeURLError(err))
+	}
+	// From here on every message is also scrubbed of the password, which a
+	// careless URL may repeat elsewhere (in the path, in a parameter).
+	var password string
+	if u.User != nil {
+		password, _ = u.User.Password()
 	}
 	scheme, drv, _ := strings.Cut(u.Scheme, "+")
 	if scheme != "redis" && scheme != "rediss" {
-		return nil, badURL(rawURL, "scheme %q: want redis://, rediss://, redis+DRIVER:// or rediss+DRIVER://", u.Scheme)
+		return nil, badURL(rawURL, password, "scheme %q: want redis://, rediss://, redis+DRIVER:// or rediss+DRIVER://", u.Scheme)
 	}
 	if strings.Contains(u.Scheme, "+") && drv == "" {
-		return nil, badURL(rawURL, "scheme %q names no driver after '+'", u.Scheme)
+		return nil, badURL(rawURL, password, "scheme %q names no driver after '+'", u.Scheme)
+	}
+	if u.Host == "" && u.User == nil && strings.Contains(u.Opaque+u.Path, "@") {
+		// "redis:user:pass@host" or "redis:/user:pass@host": user
+		// information outside an authority, which the path error below
+		// would quote.
+		return nil, badURL(rawURL, password, "user information needs %s://USER:PASSWORD@HOST", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return nil, badURL(rawURL, "want %s://HOST:PORT", u.Scheme)
+		return nil, badURL(rawURL, password, "want %s://HOST:PORT", u.Scheme)
 	}
 	cfg := &Config{
 		Driver:       drv,
+		Password:     password,
 		DialTimeout:  DefaultDialTimeout,
 		ReadTimeout:  DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout,
 	}
 	if cfg.Addr, err = hostPort(u.Host); err != nil {
-		return nil, badURL(rawURL, "%v", err)
+		return nil, badURL(rawURL, password, "%v", err)
 	}
 	if u.User != nil {
 		cfg.Username = u.User.Username()
-		cfg.Password, _ = u.User.Password()
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if cfg.DB, err = parseDB(p); err != nil {
-			return nil, badURL(rawURL, "path: %v", err)
+			return nil, badURL(rawURL, password, "path: %v", err)
 		}
 	}
 	if u.Fragment != "" {
-		return nil, badURL(rawURL, "unexpected fragment")
+		return nil, badURL(rawURL, password, "unexpected fragment")
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, badURL(rawURL, "query: %v", err)
+		return nil, badURL(rawURL, password, "query: %v", err)
 	}
 	if err := cfg.applyParams(q, scheme == "rediss"); err != nil {
-		return nil, badURL(rawURL, "%v", err)
+		return nil, badURL(rawURL, password, "%v", err)
 	}
 	return cfg, nil
 }
 
 func hostPort(host string) (string, error) {
-	if host == "" {
-		return net.JoinHostPort("localhost", DefaultPort), nil
-	}
 	h, p, err := net.SplitHostPort(host)
 	if err != nil {
-		// No port: the whole thing is the host (IPv6 literals keep brackets).
-		h, p = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), DefaultPort
+		// No port: the whole thing is the host. An IPv6 literal needs its
+		// brackets, or "fe80::1:6380" would silently mean port 6379.
+		h, p = host, DefaultPort
+		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+			h = h[1 : len(h)-1]
+		} else if strings.Contains(h, ":") {
+			return "", fmt.Errorf("host %q: put an IPv6 address in brackets, as in [::1]:6379", host)
+		}
+	}
+	if strings.ContainsAny(h, "[]") || h == "" && strings.HasPrefix(host, "[") {
+		return "", fmt.Errorf("host %q: want a host name or an IPv6 address in brackets", host)
 	}
 	if h == "" {
 		h = "localhost"
@@ -134,7 +153,9 @@ func hostPort(host string) (string, error) {
 	if err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("port %q: want a number from 1 to 65535", p)
 	}
-	return net.JoinHostPort(h, p), nil
+	// The port in canonical form, so that "h:06379" and "h:6379" are the
+	// same address to the manager's duplicate check.
+	return net.JoinHostPort(h, strconv.Itoa(n)), nil
 }
 
 func parseDB(s string) (int, error) {
@@ -146,12 +167,19 @@ func parseDB(s string) (int, error) {
 }
 
 func (c *Config) applyParams(q url.Values, useTLS bool) error {
-	for k, vs := range q {
+	// In a fixed order, so that a URL with several faults always gets the
+	// same error.
+	names := make([]string, 0, len(q))
+	for k := range q {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
 		if !knownParams[k] {
 			return fmt.Errorf("unknown parameter %q", k)
 		}
-		if len(vs) != 1 {
-			return fmt.Errorf("parameter %q given %d times", k, len(vs))
+		if len(q[k]) != 1 {
+			return fmt.Errorf("parameter %q given %d times", k, len(q[k]))
 		}
 		if strings.HasPrefix(k, "tls_") && !useTLS {
 			return fmt.Errorf("parameter %q needs a rediss:// URL", k)
@@ -163,15 +191,16 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 			return err
 		}
 	}
-	for name, dst := range map[string]*time.Duration{
-		"dial_timeout": &c.DialTimeout, "read_timeout": &c.ReadTimeout, "write_timeout": &c.WriteTimeout,
-	} {
-		if v := q.Get(name); v != "" {
+	for _, p := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"dial_timeout", &c.DialTimeout}, {"read_timeout", &c.ReadTimeout}, {"write_timeout", &c.WriteTimeout}} {
+		if v := q.Get(p.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return fmt.Errorf("%s %q: want a positive duration such as 50ms", name, v)
+				return fmt.Errorf("%s %q: want a positive duration such as 50ms", p.name, v)
 			}
-			*dst = d
+			*p.dst = d
 		}
 	}
 	if v := q.Get("pool_size"); v != "" {
@@ -223,8 +252,11 @@ func (c *Config) buildTLS(q url.Values) error {
 	return nil
 }
 
-func badURL(rawURL, format string, args ...any) error {
-	return fmt.Errorf("%w %s: %s", ErrBadURL, Redact(rawURL), fmt.Sprintf(format, args...))
+// badURL returns an error wrapping [ErrBadURL] that names rawURL without its
+// password, and scrubs password, when known, from the whole message.
+func badURL(rawURL, password, format string, args ...any) error {
+	msg := Redact(rawURL) + ": " + fmt.Sprintf(format, args...)
+	return fmt.Errorf("%w %s", ErrBadURL, redactString(msg, password))
 }
 
 func describeURLError(err error) string {

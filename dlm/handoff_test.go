@@ -1,0 +1,151 @@
+package dlm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// handOver encodes l's Handle as JSON and decodes it, as a job runner
+// passing the lock to a worker would.
+func handOver(t *testing.T, l *Lock) Handle {
+	t.Helper()
+	b, err := json.Marshal(l.Handle())
+	if err != nil {
+		t.Fatalf("json.Marshal(Handle()) = %v", err)
+	}
+	var h Handle
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatalf("json.Unmarshal(%s) = %v", b, err)
+	}
+	return h
+}
+
+// TestHandleJSON checks that a Handle carries the lock's keys, token and
+// validity, and survives a JSON round trip unchanged.
+func TestHandleJSON(t *testing.T) {
+	checkLeaks(t)
+	for _, keys := range [][]string{{"k"}, {"b", "a"}} {
+		fs := newFakes(5)
+		m := newManager(t, fs)
+		l, err := m.LockAll(context.Background(), keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := l.Handle()
+		if !slices.Equal(h.Keys, l.Keys()) || h.Token != l.token || h.Token == "" || !h.Until.Equal(l.Until()) {
+			t.Errorf("Handle() = %+v; want keys %q, the lock's token, Until %v", h, l.Keys(), l.Until())
+		}
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{`"keys":`, `"token":`, `"until":`} {
+			if !strings.Contains(string(b), field) {
+				t.Errorf("Handle as JSON %s has no %s field", b, field)
+			}
+		}
+		got := handOver(t, l)
+		again, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(b) || !got.Until.Equal(h.Until) {
+			t.Errorf("Handle after a JSON round trip = %s; want %s", again, b)
+		}
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Errorf("Unlock() = %v", err)
+		}
+	}
+}
+
+// TestResume checks that a lock handed to a second Manager over the same
+// nodes can be extended and unlocked there, and that the original holder
+// can no longer extend it once the new holder unlocked it.
+func TestResume(t *testing.T) {
+	checkLeaks(t)
+	for _, keys := range [][]string{{"k"}, {"c", "a", "b"}} {
+		fs := newFakes(5)
+		m1 := newManager(t, fs)
+		m2 := newManager(t, fs)
+		orig, err := m1.LockAll(context.Background(), keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the acquire on every node", func() bool { return countAll(fs, "acquire") == 5 })
+		h := handOver(t, orig)
+		l, err := m2.Resume(context.Background(), h)
+		if err != nil {
+			t.Fatalf("Resume(%+v) = %v", h, err)
+		}
+		if l.Key() != orig.Key() || !slices.Equal(l.Keys(), orig.Keys()) {
+			t.Errorf("Resume(…).Keys() = %q; want %q", l.Keys(), orig.Keys())
+		}
+		if d := l.Until().Sub(orig.Until()); d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("Resume(…).Until() is %v off the original's", d)
+		}
+		if got := countAll(fs, "") - 5; got != 0 {
+			t.Errorf("Resume sent %d requests; want none", got)
+		}
+		if err := l.Extend(context.Background(), time.Minute); err != nil {
+			t.Errorf("Extend() of the resumed lock = %v; want nil", err)
+		}
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Errorf("Unlock() of the resumed lock = %v; want nil", err)
+		}
+		for _, k := range keys {
+			waitFor(t, "the keys released on every node", func() bool { return noneHold(fs, rkey(k)) })
+		}
+		if err := orig.Extend(context.Background(), time.Minute); !errors.Is(err, ErrLockLost) {
+			t.Errorf("Extend() by the original holder after the new one unlocked = %v; want ErrLockLost", err)
+		}
+		for _, k := range keys {
+			if !noneHold(fs, rkey(k)) {
+				t.Errorf("after the original's Extend, nodes hold %s = %q; want nothing revived", k, holders(fs, rkey(k)))
+			}
+		}
+	}
+}
+
+// TestResumeInvalid checks that Resume rejects a handle without a token or
+// keys, and one whose validity has ended, without a round trip.
+func TestResumeInvalid(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(5)
+	m := newManager(t, fs)
+	later := time.Now().Add(time.Minute)
+	var nilCtx context.Context
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		h    Handle
+		want error
+	}{
+		{"no token", context.Background(), Handle{Keys: []string{"k"}, Until: later}, ErrInvalid},
+		{"no keys", context.Background(), Handle{Token: "t", Until: later}, ErrInvalid},
+		{"empty key", context.Background(), Handle{Keys: []string{""}, Token: "t", Until: later}, ErrInvalid},
+		{"nil ctx", nilCtx, Handle{Keys: []string{"k"}, Token: "t", Until: later}, ErrInvalid},
+		{"bad option", context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: later}, ErrInvalid},
+		{"expired", context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: time.Now().Add(-time.Millisecond)}, ErrLockLost},
+		{"zero Until", context.Background(), Handle{Keys: []string{"k"}, Token: "t"}, ErrLockLost},
+	} {
+		var opts []Option
+		if tc.name == "bad option" {
+			opts = []Option{WithAutoExtend(AutoExtend{Remaining: 2})}
+		}
+		if l, err := m.Resume(tc.ctx, tc.h, opts...); l != nil || !errors.Is(err, tc.want) {
+			t.Errorf("Resume(%s) = %v, %v; want %v", tc.name, l, err, tc.want)
+		}
+	}
+	m.Close()
+	if _, err := m.Resume(context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: later}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Resume on a closed Manager = %v; want ErrClosed", err)
+	}
+	if got := countAll(fs, ""); got != 0 {
+		t.Errorf("failed Resume calls sent %d requests; want 0", got)
+	}
+}

@@ -1,0 +1,112 @@
+// Command lockbench runs redlock's side-by-side benchmark: it starts five
+// redis-server processes on loopback ports, measures redlock over each
+// backend and redsync v4 on them in one run, and writes benchmarks.md and
+// benchmarks.svg into the -out directory. It stops its servers on exit,
+// on error and on Ctrl-C.
+//
+//	lockbench -out docs                 # what `make bench` runs
+//	lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/dlmgo/redlock/internal/bench"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg := bench.DefaultConfig()
+	var (
+		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
+		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
+		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, hotkey/c8-w1ms/redsync, latency/rueidis, allocs/redigo")
+		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
+	)
+	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each uncontended, latency and physical-limit case")
+	flag.DurationVar(&cfg.HotDuration, "hot-duration", cfg.HotDuration, "length of each hot-key case")
+	flag.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "TTL of every lock, for every library")
+	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs each case is split into, the libraries taking turns in a different order each round")
+	flag.IntVar(&cfg.AllocCycles, "alloc-cycles", cfg.AllocCycles, "lock+unlock cycles counted for allocations")
+	flag.IntVar(&cfg.PhysConns, "phys-conns", cfg.PhysConns, "connections per node for the physical limit")
+	flag.IntVar(&cfg.PhysBatch, "phys-batch", cfg.PhysBatch, "SET+EVALSHA pairs per pipelined round trip for the physical limit")
+	flag.Parse()
+	if *runPattern != "" {
+		re, err := regexp.Compile(*runPattern)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lockbench: -run: %v\n", err)
+			return 2
+		}
+		cfg.Run = re
+	}
+	cfg.Log = os.Stderr
+
+	// The first Ctrl-C or SIGTERM stops the run and the servers cleanly;
+	// a second one, after stop, ends the process at once (the kernel then
+	// kills the servers, which were started to die with it).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	res, err := measure(ctx, cfg, *nodes, *redisServer, *cpuProfile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench: %v\n", err)
+		if errors.Is(err, context.Canceled) {
+			return 130
+		}
+		return 1
+	}
+	if *out == "" {
+		fmt.Print(bench.Markdown(res))
+		return 0
+	}
+	if err := bench.WriteReport(*out, res); err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "lockbench: wrote %s/benchmarks.md and %s/benchmarks.svg in %v\n", *out, *out, res.Elapsed.Round(time.Second))
+	return 0
+}
+
+// measure starts the servers, runs the benchmark and stops the servers,
+// whatever happens.
+func measure(ctx context.Context, cfg bench.Config, nodes int, redisServer, cpuProfile string) (*bench.Results, error) {
+	bin, err := bench.RedisServerPath(redisServer)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := bench.StartCluster(ctx, bin, nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.Stop()
+	fmt.Fprintf(os.Stderr, "lockbench: %d redis-server %s at %v\n", nodes, cluster.Servers[0].Version, cluster.Addrs())
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return bench.Run(ctx, cfg, cluster.Addrs(), cluster.Servers[0].Version)
+}

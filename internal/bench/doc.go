@@ -1,0 +1,11 @@
+// Package bench is redlock's side-by-side benchmark harness: it starts real
+// redis-server processes, runs the scenarios of the project's performance
+// issue against redlock over each backend and against redsync v4 on the
+// same nodes in the same run, and writes the report (Markdown and an SVG
+// chart) that docs/benchmarks.md is.
+//
+// It is a module of its own so that redsync, the comparison target, never
+// enters the library's module graph. It uses only the library's public API,
+// so it measures whatever the library does at the time it runs. The command
+// is ./cmd/lockbench; `make bench` at the repository root runs it.
+package bench

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	goredislib "github.com/redis/go-redis/v9"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	_ "github.com/dlmgo/redlock/backends/goredis" // registers redis+goredis://
+	_ "github.com/dlmgo/redlock/backends/redigo"  // registers redis+redigo://
+	_ "github.com/dlmgo/redlock/backends/rueidis" // registers redis+rueidis://
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// A Library is one lock implementation under test.
+type Library struct {
+	ID   string // short name, used in case names: "goredis", "redsync"
+	Name string // as shown in the report
+	// Baseline marks the comparison target that ratios are taken against.
+	Baseline bool
+	// Open connects to the nodes. Every lock lives ttl; a blocking lock
+	// tries at least tries times before giving up (for libraries that
+	// count tries rather than wait for the context).
+	Open func(addrs []string, ttl time.Duration, tries int) (Locker, error)
+}
+
+// A Locker is an open Library.
+type Locker interface {
+	// Mutex returns a lock on key for one goroutine, reused for every
+	// cycle that goroutine runs on that key.
+	Mutex(key string) Mutex
+	Close() error
+}
+
+// A Mutex is one goroutine's handle on a lock key.
+type Mutex interface {
+	// Lock blocks until the lock is held or ctx ends.
+	Lock(ctx context.Context) error
+	// Unlock releases the lock taken by the last Lock.
+	Unlock(ctx context.Context) error
+}
+
+// Libraries returns the libraries of a run: redlock over each backend, then
+// redsync, the baseline.
+func Libraries() []Library {
+	libs := make([]Library, 0, 4)
+	for _, b := range []string{"goredis", "redigo", "rueidis"} {
+		libs = append(libs, Library{ID: b, Name: "redlock+" + b, Open: openRedlock(b)})
+	}
+	return append(libs, Library{ID: "redsync", Name: "redsync v4 (go-redis v9)", Baseline: true, Open: openRedsync})
+}
+
+// openRedlock opens a dlm.Manager over the nodes through backend, with the
+// library's defaults but for the TTL: Lock retries until its context ends.
+// Options for variants to come (a fairness mode, say) go into extra.
+func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Duration, int) (Locker, error) {
+	return func(addrs []string, ttl time.Duration, _ int) (Locker, error) {
+		urls := make([]string, len(addrs))
+		for i, a := range addrs {
+			urls[i] = "redis+" + backend + "://" + a
+		}
+		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithTTL(ttl)}, extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		return redlockLocker{m}, nil
+	}
+}
+
+type redlockLocker struct{ m *dlm.Manager }
+
+func (l redlockLocker) Mutex(key string) Mutex { return &redlockMutex{m: l.m, key: key} }
+func (l redlockLocker) Close() error           { return l.m.Close() }
+
+type redlockMutex struct {
+	m    *dlm.Manager
+	key  string
+	held *dlm.Lock
+}
+
+func (x *redlockMutex) Lock(ctx context.Context) error {
+	l, err := x.m.Lock(ctx, x.key)
+	if err != nil {
+		return err
+	}
+	x.held = l
+	return nil
+}
+
+func (x *redlockMutex) Unlock(ctx context.Context) error {
+	l := x.held
+	x.held = nil
+	if l == nil {
+		return errors.New("unlock of a lock not held")
+	}
+	return l.Unlock(ctx)
+}
+
+// openRedsync opens redsync over one go-redis v9 client per node, with
+// redsync's defaults but for the expiry (the TTL) and the number of tries,
+// which is sized by the caller so that contention does not make a Lock fail.
+func openRedsync(addrs []string, ttl time.Duration, tries int) (Locker, error) {
+	clients := make([]*goredislib.Client, len(addrs))
+	pools := make([]redsyncredis.Pool, 0, len(addrs))
+	for i, a := range addrs {
+		clients[i] = goredislib.NewClient(&goredislib.Options{Addr: a})
+		pools = append(pools, redsyncgoredis.NewPool(clients[i]))
+	}
+	rs := redsync.New(pools...)
+	return &redsyncLocker{rs: rs, clients: clients, ttl: ttl, tries: tries}, nil
+}
+
+type redsyncLocker struct {
+	rs      *redsync.Redsync
+	clients []*goredislib.Client
+	ttl     time.Duration
+	tries   int
+}
+
+func (l *redsyncLocker) Mutex(key string) Mutex {
+	return redsyncMutex{l.rs.NewMutex(key, redsync.WithExpiry(l.ttl), redsync.WithTries(l.tries))}
+}
+
+func (l *redsyncLocker) Close() error {
+	var errs []error
+	for _, c := range l.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type redsyncMutex struct{ m *redsync.Mutex }
+
+func (x redsyncMutex) Lock(ctx context.Context) error { return x.m.LockContext(ctx) }
+
+func (x redsyncMutex) Unlock(ctx context.Context) error {
+	ok, err := x.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = fmt.Errorf("redsync: unlock of %s reached no quorum", x.m.Name())
+	}
+	return err
+}

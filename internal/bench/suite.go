@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Config sets what a run measures and for how long.
+type Config struct {
+	TTL         time.Duration   // of every lock, for every library
+	Duration    time.Duration   // of each uncontended, latency and physical case
+	HotDuration time.Duration   // of each hot-key case
+	Goroutines  []int           // uncontended cases
+	Contenders  []int           // hot-key cases
+	Works       []time.Duration // time held per grant in the hot-key cases
+	LatencyGap  time.Duration   // pause between cycles at low load
+	AllocCycles int             // cycles counted for allocations
+	PhysConns   int             // connections per node for the physical limit
+	PhysBatch   int             // pairs per pipelined round trip
+	// Rounds splits each uncontended, hot-key and latency case into this
+	// many runs of an equal share of its length, the libraries taking
+	// turns in a different order each round, so that a change in the
+	// machine's load does not fall on one library.
+	Rounds int
+	// Run, when set, selects the cases whose names it matches, as
+	// "uncontended/g1/goredis", "hotkey/c8-w0s/redsync", "latency/rueidis",
+	// "allocs/redigo" or "physical".
+	Run *regexp.Regexp
+	Log io.Writer // progress, one line per case
+}
+
+// DefaultConfig is the configuration of `make bench`.
+func DefaultConfig() Config {
+	return Config{
+		TTL:         8 * time.Second,
+		Duration:    3 * time.Second,
+		HotDuration: 8 * time.Second,
+		Goroutines:  []int{1, 8, 64},
+		Contenders:  []int{8, 64},
+		Works:       []time.Duration{0, time.Millisecond},
+		LatencyGap:  2 * time.Millisecond,
+		AllocCycles: 2000,
+		PhysConns:   2,
+		PhysBatch:   64,
+		Rounds:      3,
+		Log:         io.Discard,
+	}
+}
+
+// redsyncMinDelay is redsync's shortest default wait between tries.
+const redsyncMinDelay = 50 * time.Millisecond
+
+// Tries is the number of tries given to libraries that count them: enough
+// that a waiter retrying at redsync's shortest delay keeps trying for the
+// longest case, so contention never makes a Lock fail.
+func (c *Config) Tries() int {
+	longest := max(c.Duration, c.HotDuration)
+	return int(longest/redsyncMinDelay) + 32
+}
+
+// Results is everything a run measured.
+type Results struct {
+	Config      Config
+	Machine     Machine
+	Nodes       int
+	Libraries   []Library
+	Physical    *PhysicalResult
+	Uncontended []UncontendedResult
+	Hot         []HotResult
+	Latency     []LatencyResult
+	Allocs      []AllocResult
+	Elapsed     time.Duration
+}
+
+// Run measures every selected case against the nodes at addrs, the
+// libraries side by side: each case runs for every library, in rounds,
+// before the next case starts. It stops at the first error opening a
+// library, or when ctx ends.
+func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (*Results, error) {
+	start := time.Now()
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	cfg.Rounds = max(cfg.Rounds, 1)
+	res := &Results{Config: cfg, Machine: DescribeMachine(redisVersion), Nodes: len(addrs), Libraries: Libraries()}
+	s := &suite{cfg: cfg, addrs: addrs, lockers: map[string]Locker{}}
+	defer s.close()
+	share := func(d time.Duration) time.Duration { return d / time.Duration(cfg.Rounds) }
+
+	if s.selected("physical") {
+		r, err := runPhysical(ctx, addrs, cfg.PhysConns, cfg.PhysBatch, cfg.TTL, cfg.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("physical limit: %w", err)
+		}
+		res.Physical = &r
+		s.logf("physical: %.0f cycles/s (%.0f commands/s over %d nodes)", r.CyclesPerSec(), r.CommandsPerSec(), r.Nodes)
+	}
+	for _, g := range cfg.Goroutines {
+		acc := map[string]*UncontendedResult{}
+		ran, err := s.rounds(ctx, res.Libraries, fmt.Sprintf("uncontended/g%d", g), cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
+			r, err := runUncontended(ctx, lk, fmt.Sprintf("%s/r%d", name, round), g, share(cfg.Duration))
+			if acc[lib.ID] == nil {
+				acc[lib.ID] = &UncontendedResult{Lib: lib.ID, Goroutines: g}
+			}
+			acc[lib.ID].add(r)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, lib := range ran {
+			r := acc[lib.ID]
+			res.Uncontended = append(res.Uncontended, *r)
+			s.logf("uncontended/g%d/%s: %.0f cycles/s, errors %d %s", g, lib.ID, r.PerSec(), r.Errors, r.FirstError)
+		}
+	}
+	for _, c := range cfg.Contenders {
+		for _, w := range cfg.Works {
+			acc := map[string][]hotRound{}
+			prefix := fmt.Sprintf("hotkey/c%d-w%v", c, w)
+			ran, err := s.rounds(ctx, res.Libraries, prefix, cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
+				r, err := runHot(ctx, lk, fmt.Sprintf("%s/r%d", name, round), c, w, share(cfg.HotDuration))
+				acc[lib.ID] = append(acc[lib.ID], r)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, lib := range ran {
+				r := analyzeHot(acc[lib.ID], c, w)
+				r.Lib = lib.ID
+				res.Hot = append(res.Hot, r)
+				s.logf("%s/%s: %v %s", prefix, lib.ID, &r, r.FirstError)
+			}
+		}
+	}
+	lat := map[string]*LatencyResult{}
+	ran, err := s.rounds(ctx, res.Libraries, "latency", cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
+		if lat[lib.ID] == nil {
+			lat[lib.ID] = &LatencyResult{Lib: lib.ID}
+		}
+		return runLatency(ctx, lk, fmt.Sprintf("%s/r%d", name, round), share(cfg.Duration), cfg.LatencyGap, lat[lib.ID])
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, lib := range ran {
+		r := lat[lib.ID]
+		r.summarize()
+		res.Latency = append(res.Latency, *r)
+		s.logf("latency/%s: acquire p50 %v p99 %v, release p50 %v p99 %v, errors %d %s",
+			lib.ID, r.Acquire.P50, r.Acquire.P99, r.Release.P50, r.Release.P99, r.Errors, r.FirstError)
+	}
+	_, err = s.rounds(ctx, res.Libraries, "allocs", 1, func(lib Library, lk Locker, name string, _ int) error {
+		r, err := runAllocs(ctx, lk, name, cfg.AllocCycles)
+		r.Lib = lib.ID
+		res.Allocs = append(res.Allocs, r)
+		s.logf("%s: %.1f allocs, %.0f B per cycle, errors %d", name, r.Allocs, r.Bytes, r.Errors)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Machine.LoadEnd = LoadAverage()
+	return res, nil
+}
+
+// suite holds the libraries opened so far in a run.
+type suite struct {
+	cfg     Config
+	addrs   []string
+	lockers map[string]Locker // by Library.ID
+	logMu   sync.Mutex
+}
+
+func (s *suite) selected(name string) bool { return s.cfg.Run == nil || s.cfg.Run.MatchString(name) }
+
+func (s *suite) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.cfg.Log, format+"\n", args...)
+}
+
+// rounds runs fn n times for every library whose case, prefix/ID, is
+// selected, each time with the library open and warmed up and the heap
+// collected. Round r starts with the r-th library and goes round, so that
+// no library always runs first or after the same one. It returns the
+// libraries that ran, in their order.
+func (s *suite) rounds(ctx context.Context, libs []Library, prefix string, n int, fn func(lib Library, lk Locker, name string, round int) error) ([]Library, error) {
+	var ran []Library
+	for _, lib := range libs {
+		if s.selected(prefix + "/" + lib.ID) {
+			ran = append(ran, lib)
+		}
+	}
+	for round := range n {
+		for i := range ran {
+			lib := ran[(round+i)%len(ran)]
+			name := prefix + "/" + lib.ID
+			lk, err := s.open(ctx, lib)
+			if err != nil {
+				return nil, err
+			}
+			runtime.GC()
+			if err := fn(lib, lk, name, round); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return ran, nil
+}
+
+// warmupCycles are run by a few goroutines when a library is opened, so
+// that connections exist and scripts are loaded before anything is timed.
+const warmupCycles = 50
+
+// open returns the library's Locker, opening it and warming it up on first
+// use.
+func (s *suite) open(ctx context.Context, lib Library) (Locker, error) {
+	if lk, ok := s.lockers[lib.ID]; ok {
+		return lk, nil
+	}
+	lk, err := lib.Open(s.addrs, s.cfg.TTL, s.cfg.Tries())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", lib.Name, err)
+	}
+	s.lockers[lib.ID] = lk
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := lk.Mutex(fmt.Sprintf("warmup/%s/%d", lib.ID, i))
+			for range warmupCycles {
+				if errs[i] = m.Lock(ctx); errs[i] != nil {
+					return
+				}
+				if errs[i] = m.Unlock(ctx); errs[i] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("warming up %s: %w", lib.Name, err)
+		}
+	}
+	return lk, nil
+}
+
+// close closes every library opened.
+func (s *suite) close() {
+	for _, lk := range s.lockers {
+		lk.Close()
+	}
+}
