@@ -69,6 +69,10 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		if cfg.tries > 0 && attempt >= cfg.tries {
 			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
 		}
+		if qerr.misconfigured() {
+			// Passwords and ACLs do not fix themselves.
+			return nil, attempt, err
+		}
 		wait := jitter(cfg.backoff(attempt))
 		if timer == nil {
 			timer = time.NewTimer(wait)

@@ -324,3 +324,55 @@ func TestMutualExclusion(t *testing.T) {
 		return strings.Join(holders(fs, rkey("shared")), "") == ""
 	})
 }
+
+// TestPermissionIsNotContention checks that nodes refusing access are told
+// apart from a lock held elsewhere, and that Lock stops retrying at once
+// when they leave no quorum possible, rather than waiting for its context.
+// While a quorum remains possible it keeps trying.
+func TestPermissionIsNotContention(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		states   string // setUp letters, and P: the node answers NOPERM
+		obtained bool
+		stops    bool // before the context ends, with ErrPermission
+	}{
+		{"all refuse", "PPPPP", false, true},
+		{"a majority refuses", "PPPyy", false, true},
+		{"a minority refuses", "PPyyy", true, false},
+		{"a minority refuses, the rest are held", "PPHHH", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakes(5)
+			setUp(fs, "k", tc.states)
+			for i, c := range tc.states {
+				if c == 'P' {
+					fs[i].inject(noPerm, 0)
+				}
+			}
+			m := newManager(t, fs)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			l, err := m.Lock(ctx, "k")
+			switch {
+			case tc.obtained:
+				if err != nil {
+					t.Fatalf("Lock(%q) over %s = %v; want the lock", "k", tc.states, err)
+				}
+				l.Unlock(context.Background())
+			case tc.stops:
+				if ctx.Err() != nil || !errors.Is(err, ErrPermission) || errors.Is(err, ErrNotObtained) {
+					t.Fatalf("Lock(%q) over %s = %v after its context ended: %v; want ErrPermission at once, not ErrNotObtained",
+						"k", tc.states, err, ctx.Err() != nil)
+				}
+				var nerr *NodeError
+				if !errors.As(err, &nerr) || !errors.Is(nerr, ErrPermission) {
+					t.Errorf("Lock(%q) = %v; want a *NodeError that is ErrPermission", "k", err)
+				}
+			default:
+				if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Lock(%q) over %s = %v before its context ended; want it to keep trying while a quorum is possible", "k", tc.states, err)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,9 @@ package dlm
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -24,7 +27,33 @@ var (
 	ErrUnknownDriver = errors.New("dlm: unknown driver")
 	// ErrClosed means the Manager was closed.
 	ErrClosed = errors.New("dlm: manager closed")
+	// ErrPermission means a node refused a request for authentication or
+	// authorization: a wrong password (WRONGPASS), none given (NOAUTH), or
+	// an ACL user lacking a command, key or channel the library needs
+	// (NOPERM). It is a configuration error, not contention: it is never
+	// reported as [ErrNotObtained] alone, and [Manager.Lock] stops retrying
+	// once such failures leave no quorum possible.
+	ErrPermission = errors.New("dlm: node refused access (check the password and ACL rules)")
 )
+
+// permissionCodes are the Redis error codes that mean a configuration
+// error rather than a failure worth retrying.
+var permissionCodes = []string{"NOPERM", "WRONGPASS", "NOAUTH"}
+
+// isPermission reports whether err is, or wraps, a Redis error reply with
+// one of permissionCodes. Adapters return replies as errors whose message
+// starts with the code; wrappers may put text before it.
+func isPermission(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		msg := err.Error()
+		for _, code := range permissionCodes {
+			if strings.HasPrefix(msg, code+" ") || strings.Contains(msg, ": "+code+" ") {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // NodeError is one node's failure: an error reply, a timeout, a refused
 // connection. Node is the node's address, never its password. Find it in any
@@ -39,6 +68,11 @@ func (e *NodeError) Error() string { return "node " + e.Node + ": " + e.Err.Erro
 // Unwrap returns the node's own error, so errors.Is(err,
 // context.DeadlineExceeded) sees a node timeout.
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrPermission] and the node refused access.
+func (e *NodeError) Is(target error) bool {
+	return target == ErrPermission && isPermission(e.Err)
+}
 
 // QuorumError reports a lock operation that did not reach a quorum, with the
 // vote: how many nodes said yes, how many said no (another holder has the
@@ -93,6 +127,22 @@ func (e *QuorumError) outcome() string {
 }
 
 func (e *QuorumError) unavailable() bool { return e.Failed > e.Nodes-e.Quorum }
+
+// misconfigured reports whether nodes refusing access alone make a quorum
+// impossible, so that retrying cannot help.
+func (e *QuorumError) misconfigured() bool {
+	merr, ok := e.Err.(*multierror.Error)
+	if !ok {
+		return false
+	}
+	refused := 0
+	for _, err := range merr.Errors {
+		if errors.Is(err, ErrPermission) {
+			refused++
+		}
+	}
+	return refused > e.Nodes-e.Quorum
+}
 
 // Is reports whether target is the sentinel this outcome stands for.
 func (e *QuorumError) Is(target error) bool {

@@ -49,7 +49,7 @@ func ExampleManager_Do_lockLost() {
 
 	err = m.Do(context.Background(), "invoice-42", func(ctx context.Context) error {
 		forgetKeys(nodes...) // the nodes restart empty
-		<-ctx.Done()             // the next extension finds the lock gone
+		<-ctx.Done()         // the next extension finds the lock gone
 		fmt.Println("job cancelled, lock lost:", errors.Is(context.Cause(ctx), dlm.ErrLockLost))
 		return errors.New("invoice not sent")
 	})

@@ -20,6 +20,7 @@ const (
 	errReply        // answer with a Redis error reply, without running the script
 	hang            // never answer: return only when the request's context ends
 	loseReply       // run the script, then report a timeout as if the reply was lost
+	noPerm          // refuse the script as an ACL without the needed command would
 )
 
 // fakeNode is an in-memory driver.Node running the three lock scripts in Go.
@@ -94,6 +95,8 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 		return nil, fmt.Errorf("dial tcp %s: connect: connection refused", f.addr)
 	case errReply:
 		return nil, errors.New("BUSY Redis is busy running a script")
+	case noPerm:
+		return nil, errors.New("NOPERM User locker has no permissions to run the 'evalsha' command")
 	case hang:
 		<-ctx.Done()
 		return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
