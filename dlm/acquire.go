@@ -35,9 +35,24 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	start := time.Now()
 	var l *Lock
 	attempts := 1
-	if wait {
+	switch {
+	case wait && cfg.tries == 0:
+		// Callers that wait without a retry budget line up in the manager
+		// first: only the head of the line sends requests.
+		var t *turn
+		if t, err = m.local.enter(ctx, m.done, keyName(keys)); err != nil {
+			attempts = 0
+			err = fmt.Errorf("dlm: lock %q: stopped waiting behind this manager's earlier callers: %w", keyName(keys), err)
+			break
+		}
+		if l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys); err != nil {
+			t.leave()
+		} else {
+			t.hold(l)
+		}
+	case wait:
 		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)
-	} else {
+	default:
 		l, err = m.acquire(ctx, &cfg, keys, rkeys)
 	}
 	kind := EventObtained
@@ -58,9 +73,25 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 }
 
 // lockLoop makes attempts until one wins, and returns how many it made.
+// After the first attempt refused because another client holds the lock, it
+// listens for the lock's release on the nodes that can tell (see
+// [driver.Subscriber]) and tries again the moment one is announced; the
+// jittered backoff remains the pace when no announcement comes.
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
-	var timer *time.Timer
+	var (
+		timer *time.Timer
+		w     *watcher
+		wake  <-chan struct{} // nil, which blocks, until w exists
+	)
+	defer func() {
+		if w != nil {
+			w.stop()
+		}
+	}()
 	for attempt := 1; ; attempt++ {
+		if w != nil {
+			w.drain()
+		}
 		l, err := m.acquire(ctx, cfg, keys, rkeys)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
@@ -73,6 +104,15 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			// Passwords and ACLs do not fix themselves.
 			return nil, attempt, err
 		}
+		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
+			if w = m.waker.watch(rkeys, ""); w != nil {
+				wake = w.c
+				// A release announced before the subscription was made
+				// went unheard: try again at once.
+				w.await(ctx, cfg.timeout())
+				continue
+			}
+		}
 		wait := jitter(cfg.backoff(attempt))
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -83,10 +123,13 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		select {
 		case <-ctx.Done():
 			return nil, attempt, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, ctx.Err(), err)
-		case <-timer.C:
-		}
-		if m.closed.Load() {
+		case <-m.done:
 			return nil, attempt, ErrClosed
+		case <-timer.C:
+		case <-wake:
+			// Without draining: before Go 1.23 timer semantics a stale
+			// tick costs one early attempt, and with them there is none.
+			timer.Stop()
 		}
 	}
 }

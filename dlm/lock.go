@@ -18,6 +18,7 @@ type Lock struct {
 	token string
 	fence uint64   // fencing token; 0 without fencing
 	pend  *pending // acquire requests still due when the lock was obtained
+	turn  *turn    // the manager's local queue for these keys, if any
 
 	// watchdog, when auto-extension is on: cancel stops it, done is
 	// closed when it has returned.
@@ -82,6 +83,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrLockLost)
 	}
 	if l.m.closed.Load() {
+		l.passTurn()
 		return ErrClosed
 	}
 	l.released = true
@@ -95,6 +97,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	start := time.Now()
 	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token)
+	l.passTurn()
 	var err error
 	switch {
 	case lostErr != nil:
@@ -235,6 +238,25 @@ func (l *Lock) end(cause error) {
 		f(cause)
 	}
 	l.onEnd = nil
+	if cause != nil {
+		l.passTurn() // Unlock passes it once the keys are deleted
+	}
+}
+
+// passTurn lets the next of the manager's callers waiting for these keys
+// compete for them.
+func (l *Lock) passTurn() {
+	if l.turn != nil {
+		l.turn.leave()
+	}
+}
+
+// watchValidity makes sure the end of the lock's validity is noticed even if
+// nobody asked for [Lock.Lost]: a caller waits behind it in the manager.
+func (l *Lock) watchValidity() {
+	l.mu.Lock()
+	l.watchExpiry()
+	l.mu.Unlock()
 }
 
 // stopExtending stops the watchdog, if any, and waits for it to return.

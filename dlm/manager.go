@@ -22,7 +22,10 @@ type Manager struct {
 	owned  bool // Close closes the nodes (they came from Open)
 	cfg    config
 	closed atomic.Bool
+	done   chan struct{} // closed by Close
 	work   work
+	local  localQueues
+	waker  *waker // nil when no node implements driver.Subscriber
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -39,7 +42,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg}
+	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{})}
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -51,6 +54,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		}
 		seen[m.addrs[i]] = i
 	}
+	m.waker = newWaker(m)
 	if len(nodes)%2 == 0 {
 		cfg.logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
 			slog.Int("nodes", len(nodes)), slog.Int("quorum", quorum(len(nodes))))
@@ -102,6 +106,10 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 func (m *Manager) Close() error {
 	if m.closed.Swap(true) {
 		return nil
+	}
+	close(m.done)
+	if m.waker != nil {
+		m.waker.close()
 	}
 	m.stopWork()
 	if !m.owned {

@@ -15,6 +15,15 @@ type vote struct {
 	yes, no, failed int
 	errs            []error // by node index; nil when no node failed
 	fences          []int64 // by node index, for a fenced acquire: the counter a yes carried
+	// granted has bit i set when node i said yes (for nodes 0 to 63; a
+	// manager of more nodes treats every node as possibly granted).
+	granted uint64
+}
+
+// saidNo reports whether node i answered and refused, which for an acquire
+// means it wrote nothing.
+func (v *vote) saidNo(i int, answered bool) bool {
+	return answered && i < 64 && v.granted&(1<<i) == 0 && (v.errs == nil || v.errs[i] == nil)
 }
 
 // request is one script run sent to the nodes.
@@ -111,34 +120,43 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 	return v
 }
 
-// releaseAttempt releases a failed attempt on every node, given its vote
-// and the replies still due. A node is released only after its acquire
+// releaseAttempt releases a failed attempt on every node that may hold it:
+// those that granted it, failed, or had not answered yet — not those that
+// refused, which wrote nothing. A node is released only after its acquire
 // request answered or failed, so that the release cannot overtake the
 // acquire on another connection and leave the key behind until its TTL.
-// The nodes that answered are released before releaseAttempt returns; the
+// The nodes that granted are released before releaseAttempt returns; the
 // nodes whose acquire failed (likely slow or unreachable) and those still
 // due are released in the background, which ends within two node timeouts,
 // so an unreachable node does not cost the caller a second timeout.
 func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
 	ctx = context.WithoutCancel(ctx)
 	req := releaseRequest(cfg, rkeys, token)
-	answered := make([]bool, len(m.nodes))
-	for i := range answered {
-		answered[i] = (p == nil || p.answered[i]) && (v.errs == nil || v.errs[i] == nil)
-		if !answered[i] && (p == nil || p.answered[i]) {
+	granted := make([]bool, len(m.nodes))
+	asked := false
+	for i := range granted {
+		answered := p == nil || p.answered[i]
+		switch {
+		case !answered, v.saidNo(i, answered):
+		case v.errs != nil && v.errs[i] != nil:
 			m.spawn(func() { m.ask(ctx, i, req) })
+		default:
+			granted[i], asked = true, true
 		}
 	}
 	if p != nil {
 		m.spawn(func() {
 			for ; p.left > 0; p.left-- {
-				node := (<-p.replies).node
-				m.spawn(func() { m.ask(ctx, node, req) }) // at once, not after the previous one
+				if r := <-p.replies; r.err != nil || r.yes {
+					m.spawn(func() { m.ask(ctx, r.node, req) }) // at once, not after the previous one
+				}
 			}
 		})
 	}
-	req.only = answered
-	m.poll(ctx, req)
+	if asked {
+		req.only = granted
+		m.poll(ctx, req)
+	}
 }
 
 func releaseRequest(cfg *config, rkeys []string, token string) *request {
@@ -179,6 +197,9 @@ func (v *vote) count(r reply, nodes int) {
 		v.errs[r.node] = r.err
 	case r.yes:
 		v.yes++
+		if r.node < 64 {
+			v.granted |= 1 << r.node
+		}
 		if v.fences != nil {
 			v.fences[r.node] = r.val
 		}

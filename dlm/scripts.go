@@ -53,12 +53,15 @@ if now < safe then return -1 end
 `
 
 // releaseScript deletes the keys that still hold the token and returns how
-// many it deleted. It never touches another holder's key.
+// many it deleted. It never touches another holder's key. For each key it
+// deletes, it announces the release on the key's wake channel, for waiting
+// clients; an ACL without PUBLISH only silences the announcement.
 var releaseScript = driver.NewScript(`
 local n = 0
 for _, k in ipairs(KEYS) do
   if redis.call('GET', k) == ARGV[1] then
     n = n + redis.call('DEL', k)
+    redis.pcall('PUBLISH', k .. '` + wakeSuffix + `', '')
   end
 end
 return n

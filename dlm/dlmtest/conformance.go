@@ -18,11 +18,13 @@ import (
 // first with the EVAL fallback on NOSCRIPT, error replies returned as errors
 // that start with the Redis error code, contexts honoured on a server that
 // does not answer, safe concurrent use, Addr and Close. It also checks Ping
-// when the node implements [driver.Pinger].
+// when the node implements [driver.Pinger], and subscriptions, messages and
+// their end when it implements [driver.Subscriber].
 //
 // Each subtest calls open for a fresh node and closes it at the end, so open
 // must not close it. The Redis behind the node must be a master that lets
-// the node's user run EVAL, EVALSHA, INFO and the commands the scripts call;
+// the node's user run EVAL, EVALSHA, INFO, PUBLISH, SUBSCRIBE and the
+// commands the scripts call;
 // one from [StartServer] is. The suite keeps its keys under a random
 // "dlmtest:" prefix and deletes them; two subtests keep the server busy with
 // a script for 800ms, so point open at a server of the test's own.
@@ -49,6 +51,7 @@ func TestNode(t *testing.T, open func(t *testing.T) driver.Node) {
 		{"DoneContext", testDoneContext},
 		{"Concurrency", testConcurrency},
 		{"Ping", testPing},
+		{"PubSub", testPubSub},
 		{"Addr", testAddr},
 	} {
 		t.Run(st.name, func(t *testing.T) {

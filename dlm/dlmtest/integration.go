@@ -28,8 +28,10 @@ const suitePrefix = "dlmtest:"
 // survival of a minority of dead nodes, a clean failure when a majority is
 // dead, the rules for expired locks, and Do under faults: a frozen majority
 // cancels fn's context before the validity ends, a job ten times the TTL
-// keeps its lock against 16 rivals, and cancelling the caller releases. Backend modules run it; so can the
-// author of a custom adapter. It checks that no goroutine outlives
+// keeps its lock against 16 rivals, and cancelling the caller releases; and
+// a waiter is woken by the release of the lock it waits for (see
+// [driver.Subscriber]). Backend modules run it; so can the author of a
+// custom adapter. It checks that no goroutine outlives
 // [dlm.Manager.Close] and the nodes' Close.
 func TestManager(t *testing.T, dial Dial) {
 	for _, n := range []int{1, 3, 5} {
@@ -47,6 +49,7 @@ func TestManager(t *testing.T, dial Dial) {
 				{"PausedMajorityCancelsDo", testPausedMajorityCancelsDo},
 				{"DoOutlivesTTL", testDoOutlivesTTL},
 				{"CallerCancelReleases", testCallerCancelReleases},
+				{"WakeOnRelease", testWakeOnRelease},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					c := startCluster(t, n, dial)
@@ -64,17 +67,22 @@ type cluster struct {
 	nodes   []driver.Node
 	m       *dlm.Manager
 	snap    *leakcheck.Snapshot
+	dial    Dial
+	opts    []dlm.Option
+	others  []*dlm.Manager // see client
+	otherNs []driver.Node
 }
 
 func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 	t.Helper()
-	c := &cluster{servers: StartServers(t, n), snap: leakcheck.Take()}
+	c := &cluster{servers: StartServers(t, n), snap: leakcheck.Take(), dial: dial}
 	for _, s := range c.servers {
 		c.nodes = append(c.nodes, dial(t, s.Addr()))
 	}
-	m, err := dlm.New(c.nodes, append([]dlm.Option{
+	c.opts = append([]dlm.Option{
 		dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(5 * time.Second), dlm.WithNodeTimeout(500 * time.Millisecond),
-	}, opts...)...)
+	}, opts...)
+	m, err := dlm.New(c.nodes, c.opts...)
 	if err != nil {
 		t.Fatalf("dlm.New over %d nodes: %v", n, err)
 	}
@@ -82,14 +90,35 @@ func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 	return c
 }
 
+// client returns another manager over the same servers, through nodes of its
+// own, as another process would have: a manager's own waiting callers line
+// up in the manager, so contention between managers is what exercises the
+// nodes' votes. The cluster closes it.
+func (c *cluster) client(t *testing.T) *dlm.Manager {
+	t.Helper()
+	nodes := make([]driver.Node, len(c.servers))
+	for i, s := range c.servers {
+		nodes[i] = c.dial(t, s.Addr())
+	}
+	c.otherNs = append(c.otherNs, nodes...)
+	m, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatalf("dlm.New over %d nodes: %v", len(nodes), err)
+	}
+	c.others = append(c.others, m)
+	return m
+}
+
 // close closes the manager and the nodes and checks that nothing they
 // started is left running.
 func (c *cluster) close(t *testing.T) {
 	t.Helper()
-	if err := c.m.Close(); err != nil {
-		t.Errorf("Manager.Close: %v", err)
+	for _, m := range append(c.others, c.m) {
+		if err := m.Close(); err != nil {
+			t.Errorf("Manager.Close: %v", err)
+		}
 	}
-	for _, n := range c.nodes {
+	for _, n := range append(c.otherNs, c.nodes...) {
 		if err := n.Close(); err != nil {
 			t.Errorf("node %s Close: %v", n.Addr(), err)
 		}
@@ -110,8 +139,14 @@ func (c *cluster) value(t *testing.T, i int, key string) any {
 	return v
 }
 
+// testMutualExclusion runs 32 goroutines over 4 managers, as 4 processes of
+// 8 goroutines would, taking turns on one key.
 func testMutualExclusion(t *testing.T, c *cluster) {
-	const workers, rounds = 32, 4
+	const managers, workers, rounds = 4, 32, 4
+	ms := []*dlm.Manager{c.m}
+	for len(ms) < managers {
+		ms = append(ms, c.client(t))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var holders, grants atomic.Int32
@@ -121,8 +156,9 @@ func testMutualExclusion(t *testing.T, c *cluster) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			m := ms[w%managers]
 			for r := 0; r < rounds; r++ {
-				l, err := c.m.Lock(ctx, "mutex", dlm.WithRetry(0, dlm.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)))
+				l, err := m.Lock(ctx, "mutex", dlm.WithRetry(0, dlm.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)))
 				if err != nil {
 					errs <- fmt.Errorf("lock: %w", err)
 					return

@@ -1,0 +1,77 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+var _ driver.Subscriber = (*node)(nil)
+
+// Subscribe opens a go-redis PubSub, which dials a connection of its own
+// outside the client's pool, and starts reading it. The subscription ends at
+// the first failure of that connection: package dlm opens another.
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	ps := n.client.Subscribe(ctx)
+	// PING makes go-redis connect now, so that a node that is down says so
+	// here; the PONG comes back through Receive.
+	if _, err := n.wait(ctx, func(ctx context.Context) (any, error) { return nil, ps.Ping(ctx) }); err != nil {
+		ps.Close()
+		return nil, err
+	}
+	s := &subscription{n: n, ps: ps, h: h, done: make(chan struct{})}
+	go s.read()
+	return s, nil
+}
+
+type subscription struct {
+	n    *node
+	ps   *redis.PubSub
+	h    driver.PubSubHandler
+	done chan struct{}
+}
+
+func (s *subscription) read() {
+	defer close(s.done)
+	defer s.ps.Close()
+	for {
+		v, err := s.ps.Receive(context.Background())
+		if err != nil {
+			return
+		}
+		switch m := v.(type) {
+		case *redis.Message:
+			s.h.Message(m.Channel, m.Payload)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				s.h.Subscribed(m.Channel)
+			}
+		}
+	}
+}
+
+func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
+	_, err := s.n.wait(ctx, func(ctx context.Context) (any, error) { return nil, s.ps.Subscribe(ctx, channels...) })
+	return err
+}
+
+func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
+	_, err := s.n.wait(ctx, func(ctx context.Context) (any, error) { return nil, s.ps.Unsubscribe(ctx, channels...) })
+	return err
+}
+
+func (s *subscription) Done() <-chan struct{} { return s.done }
+
+// Close closes the connection and waits for the reader to end. Closing a
+// subscription that already ended is not an error.
+func (s *subscription) Close() error {
+	err := s.ps.Close()
+	<-s.done
+	if errors.Is(err, redis.ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+var _ driver.Subscriber = (*node)(nil)
+
+// Subscribe dials a connection of its own with the pool's dial function
+// (a pooled connection would go back to the pool on Close, still in pub/sub
+// mode) and starts reading it. The subscription ends at the first failure of
+// that connection: package dlm opens another.
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n.closed.Load() {
+		return nil, errClosed
+	}
+	var (
+		c   redis.Conn
+		err error
+	)
+	switch {
+	case n.pool.DialContext != nil:
+		c, err = n.pool.DialContext(ctx)
+	case n.pool.Dial != nil:
+		c, err = n.pool.Dial()
+	default:
+		return nil, errors.New("redigo: the pool has no Dial or DialContext function to open a subscription with")
+	}
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	s := &subscription{n: n, psc: redis.PubSubConn{Conn: c}, h: h, done: make(chan struct{})}
+	go s.read()
+	return s, nil
+}
+
+type subscription struct {
+	n    *node
+	psc  redis.PubSubConn
+	h    driver.PubSubHandler
+	mu   sync.Mutex // serializes writes
+	done chan struct{}
+}
+
+func (s *subscription) read() {
+	defer close(s.done)
+	defer s.psc.Conn.Close()
+	for {
+		// No read deadline: messages come whenever they come.
+		switch m := s.psc.ReceiveWithTimeout(0).(type) {
+		case redis.Message:
+			s.h.Message(m.Channel, string(m.Data))
+		case redis.Subscription:
+			if m.Kind == "subscribe" {
+				s.h.Subscribed(m.Channel)
+			}
+		case error:
+			return
+		}
+	}
+}
+
+func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
+	return s.send(ctx, "SUBSCRIBE", channels)
+}
+
+func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
+	return s.send(ctx, "UNSUBSCRIBE", channels)
+}
+
+// send writes cmd. redigo bounds the write by the connection's write
+// timeout; a write that fails closes the connection, which ends the reader.
+func (s *subscription) send(ctx context.Context, cmd string, channels []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	args := make([]any, len(channels))
+	for i, ch := range channels {
+		args[i] = ch
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.psc.Conn.Send(cmd, args...)
+	if err == nil {
+		err = s.psc.Conn.Flush()
+	}
+	if err != nil {
+		s.psc.Conn.Close()
+		return s.n.fail(ctx, err)
+	}
+	return nil
+}
+
+func (s *subscription) Done() <-chan struct{} { return s.done }
+
+// Close closes the connection and waits for the reader to end. Closing a
+// subscription that already ended is not an error.
+func (s *subscription) Close() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	err := s.psc.Conn.Close()
+	<-s.done
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,68 @@
+package rueidis
+
+import (
+	"context"
+
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+var _ driver.Subscriber = (*node)(nil)
+
+// Subscribe takes a dedicated connection from the client (rueidis'
+// Dedicate) and sets pub/sub hooks on it. The subscription ends when that
+// connection fails: package dlm opens another.
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, ctxError(ctx, err)
+	}
+	n.calls.RLock()
+	defer n.calls.RUnlock()
+	if n.closed.Load() {
+		return nil, errClosed
+	}
+	dc, _ := c.Dedicate() // its Close releases the connection
+	ended := dc.SetPubSubHooks(rueidisclient.PubSubHooks{
+		OnMessage: func(m rueidisclient.PubSubMessage) { h.Message(m.Channel, m.Message) },
+		OnSubscription: func(s rueidisclient.PubSubSubscription) {
+			if s.Kind == "subscribe" {
+				h.Subscribed(s.Channel)
+			}
+		},
+	})
+	s := &subscription{dc: dc, done: make(chan struct{})}
+	go func() {
+		for range ended { // at most one error, then closed
+		}
+		close(s.done)
+	}()
+	return s, nil
+}
+
+type subscription struct {
+	dc   rueidisclient.DedicatedClient
+	done chan struct{}
+}
+
+func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
+	return s.dc.Do(ctx, s.dc.B().Subscribe().Channel(channels...).Build()).Error()
+}
+
+func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
+	return s.dc.Do(ctx, s.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
+}
+
+func (s *subscription) Done() <-chan struct{} { return s.done }
+
+// Close closes the dedicated connection and waits until the hooks are no
+// longer called.
+func (s *subscription) Close() error {
+	s.dc.Close()
+	<-s.done
+	return nil
+}

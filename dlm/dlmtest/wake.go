@@ -1,0 +1,97 @@
+package dlmtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// wakeRetry is the waiter's retry pace in testWakeOnRelease: a waiter that
+// obtains a lock well before it was woken by the release.
+const wakeRetry = 4 * time.Second
+
+// testWakeOnRelease checks that a client waiting for a lock another client
+// holds obtains it the moment it is released, not at its next retry, when
+// the nodes implement [driver.Subscriber] — also after every node's
+// subscription connection was cut and had to be made again. Without
+// Subscriber, it checks that the waiter still obtains the lock at its retry.
+func testWakeOnRelease(t *testing.T, c *cluster) {
+	_, subscribes := c.nodes[0].(driver.Subscriber)
+	waiter := c.client(t)
+	ctx := context.Background()
+	for _, cut := range []bool{false, true} {
+		key := "wake"
+		if cut {
+			key = "wake-after-cut"
+		}
+		held, err := c.m.Lock(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			l   *dlm.Lock
+			err error
+			at  time.Time
+		}
+		res := make(chan result, 1)
+		go func() {
+			l, err := waiter.Lock(ctx, key, dlm.WithRetry(0, dlm.FixedBackoff(wakeRetry)))
+			res <- result{l, err, time.Now()}
+		}()
+		if subscribes {
+			c.awaitSubscribers(t, key)
+			if cut {
+				for _, s := range c.servers {
+					if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+						t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v", s.Addr(), err)
+					}
+				}
+				c.awaitSubscribers(t, key)
+			}
+		} else {
+			t.Logf("%T does not implement driver.Subscriber: waiters retry at their own pace", c.nodes[0])
+		}
+		released := time.Now()
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-res
+		if r.err != nil {
+			t.Fatalf("waiter's Lock(%q) = %v; want the lock after its release", key, r.err)
+		}
+		r.l.Unlock(ctx)
+		if d := r.at.Sub(released); subscribes && d > wakeRetry/4 {
+			t.Errorf("waiter obtained %q %v after its release (subscriptions cut before: %v); want it woken at once, not at its retry %v to %v later",
+				key, d.Round(time.Millisecond), cut, wakeRetry/2, wakeRetry)
+		}
+	}
+}
+
+// awaitSubscribers waits until every server has a subscriber to key's wake
+// channel.
+func (c *cluster) awaitSubscribers(t *testing.T, key string) {
+	t.Helper()
+	channel := suitePrefix + "{" + key + "}:wake"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		all := true
+		for _, s := range c.servers {
+			v, err := s.Do("PUBSUB", "NUMSUB", channel)
+			if err != nil {
+				t.Fatalf("PUBSUB NUMSUB on %s: %v", s.Addr(), err)
+			}
+			reply, _ := v.([]any)
+			if len(reply) != 2 || reply[1] == int64(0) {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no subscriber to %s on every node after 10s", channel)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// queued returns how many of m's callers wait in line for key.
+func queued(m *Manager, key string) int {
+	m.local.mu.Lock()
+	defer m.local.mu.Unlock()
+	if q := m.local.queues[key]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+// TestLocalQueueOrder checks that a manager's callers waiting for one key
+// get it in the order they arrived, each the moment the one before unlocks,
+// and that while the lock is held elsewhere only the first of them sends
+// requests to the nodes.
+func TestLocalQueueOrder(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(5)
+	m := newManager(t, fs, WithRetry(0, FixedBackoff(100*time.Millisecond)))
+	ctx := context.Background()
+	setUp(fs, "k", "HHHHH") // held by another process for now
+	const waiters = 5
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Lock(ctx, "k")
+			if err != nil {
+				t.Errorf("waiter %d: Lock = %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("waiter %d: Unlock = %v", i, err)
+			}
+		}()
+		// The first competes; the others line up behind it, in order.
+		waitFor(t, "the waiter in line", func() bool { return queued(m, "k") == i })
+	}
+	before := countAll(fs, "acquire")
+	time.Sleep(300 * time.Millisecond) // the other process holds on; count the retries meanwhile
+	retries := countAll(fs, "acquire") - before
+	// One caller retrying every 50–100 ms makes at most 7 attempts of 5
+	// requests in 300 ms; five callers would make five times as many.
+	if retries > 8*5 {
+		t.Errorf("%d acquire requests in 300ms with %d callers waiting; want those of one caller only (at most 40)", retries, waiters)
+	}
+	for _, f := range fs {
+		f.set(rkey("k"), "other", time.Millisecond) // the other process's lock expires
+	}
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("grants went to waiters %v; want the order they arrived in, 0 to %d", order, waiters-1)
+		}
+	}
+	if n := len(m.local.queues); n != 0 {
+		t.Errorf("%d local queues left after every caller unlocked; want none", n)
+	}
+}
+
+// TestLocalQueueHolderNeverUnlocks checks that a caller waiting behind a
+// lock that is never unlocked gets its turn when that lock's validity ends.
+func TestLocalQueueHolderNeverUnlocks(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(3)
+	m := newManager(t, fs, WithTTL(200*time.Millisecond))
+	ctx := context.Background()
+	if _, err := m.Lock(ctx, "k"); err != nil { // and forgotten
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := m.Lock(ctx, "k")
+	if err != nil {
+		t.Fatalf("Lock behind a holder that never unlocks = %v; want the lock once its validity ended", err)
+	}
+	l.Unlock(ctx)
+}
+
+// TestLocalQueueLeaving checks that a caller whose context ends, or whose
+// manager closes, leaves the line at once, and that the line goes on
+// without it.
+func TestLocalQueueLeaving(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(3)
+	m := newManager(t, fs)
+	ctx := context.Background()
+	holder, err := m.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(cctx, "k")
+		gaveUp <- err
+	}()
+	waitFor(t, "the first waiter in line", func() bool { return queued(m, "k") == 1 })
+	next := make(chan error, 1)
+	go func() {
+		l, err := m.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		next <- err
+	}()
+	waitFor(t, "the second waiter in line", func() bool { return queued(m, "k") == 2 })
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("Lock of a waiter whose context was cancelled = %v; want context.Canceled", err)
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-next; err != nil {
+		t.Errorf("Lock and Unlock of the waiter behind the one that left = %v; want nil", err)
+	}
+
+	holder, err = m.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := m.Lock(ctx, "k")
+		gaveUp <- err
+	}()
+	waitFor(t, "a waiter in line", func() bool { return queued(m, "k") == 1 })
+	m.Close()
+	if err := <-gaveUp; !errors.Is(err, ErrClosed) {
+		t.Errorf("Lock of a waiter in line when the manager closed = %v; want ErrClosed", err)
+	}
+	holder.Unlock(ctx)
+}
+
+// TestTryLockSkipsLocalQueue checks that TryLock does not wait in line: it
+// makes its one attempt at once.
+func TestTryLockSkipsLocalQueue(t *testing.T) {
+	fs := newFakes(3)
+	m := newManager(t, fs)
+	ctx := context.Background()
+	holder, err := m.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Unlock(ctx)
+	if _, err := m.TryLock(ctx, "k"); !errors.Is(err, ErrNotObtained) {
+		t.Errorf("TryLock of a key this manager holds = %v; want ErrNotObtained at once", err)
+	}
+}

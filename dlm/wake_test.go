@@ -1,0 +1,180 @@
+package dlm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// slowRetry is a retry pace so slow that a waiter obtaining a lock well
+// before it must have been woken by the release.
+const slowRetry = 10 * time.Second
+
+// newWakeManager returns a manager over its own connections to srvs, whose
+// waiters retry only every 5 to 10 seconds unless woken.
+func newWakeManager(t *testing.T, srvs []*dlmtest.Server, opts ...dlm.Option) *dlm.Manager {
+	t.Helper()
+	nodes := make([]driver.Node, len(srvs))
+	for i, s := range srvs {
+		nodes[i] = respNode(t, s.Addr(), "")
+	}
+	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// subscribers returns how many clients of s are in pub/sub mode.
+func subscribers(t *testing.T, s *dlmtest.Server) int {
+	t.Helper()
+	v, err := s.Do("CLIENT", "LIST", "TYPE", "pubsub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(strings.TrimSpace(v.(string)), "\n") + min(1, len(strings.TrimSpace(v.(string))))
+}
+
+// listening returns how many subscribers the wake channel of key has on s.
+func listening(t *testing.T, s *dlmtest.Server, key string) int64 {
+	t.Helper()
+	v, err := s.Do("PUBSUB", "NUMSUB", "redlock:{"+key+"}:wake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := v.([]any)[1].(int64)
+	return n
+}
+
+// awaitListening waits until every server has a subscriber for key's wake
+// channel.
+func awaitListening(t *testing.T, srvs []*dlmtest.Server, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		all := true
+		for _, s := range srvs {
+			all = all && listening(t, s, key) > 0
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no subscriber to %q's wake channel on every node after 5s", key)
+		}
+	}
+}
+
+// lockAsync starts m.Lock(key) and returns where its outcome and the time
+// it returned arrive.
+func lockAsync(m *dlm.Manager, key string) <-chan lockResult {
+	res := make(chan lockResult, 1)
+	go func() {
+		l, err := m.Lock(context.Background(), key)
+		res <- lockResult{l, err, time.Now()}
+	}()
+	return res
+}
+
+type lockResult struct {
+	l   *dlm.Lock
+	err error
+	at  time.Time
+}
+
+// TestWaiterWokenByRelease checks that a client waiting for a lock held by
+// another obtains it as soon as it is released, not at its next retry, and
+// that this still holds after the waiter's subscriptions were cut and had to
+// be made again.
+func TestWaiterWokenByRelease(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
+	ctx := context.Background()
+	for _, cut := range []bool{false, true} {
+		t.Run(fmt.Sprintf("subscriptions cut: %v", cut), func(t *testing.T) {
+			key := fmt.Sprintf("woken-%v", cut)
+			held, err := holderM.Lock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := lockAsync(waiterM, key)
+			awaitListening(t, srvs, key)
+			if cut {
+				for _, s := range srvs {
+					if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				awaitListening(t, srvs, key) // made again
+			}
+			released := time.Now()
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-res
+			if r.err != nil {
+				t.Fatalf("waiter's Lock = %v", r.err)
+			}
+			defer r.l.Unlock(ctx)
+			if d := r.at.Sub(released); d > slowRetry/5 {
+				t.Errorf("waiter obtained the lock %v after its release; want it woken at once, long before its next retry (%v to %v)", d, slowRetry/2, slowRetry)
+			}
+		})
+	}
+}
+
+// TestOneSubscriptionPerNode checks that a manager's many waiters, on many
+// keys, share one subscription connection per node.
+func TestOneSubscriptionPerNode(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
+	ctx := context.Background()
+	const keys, perKey = 20, 2
+	var held []*dlm.Lock
+	results := make(chan lockResult, keys*perKey)
+	for i := range keys {
+		key := fmt.Sprintf("shared-%d", i)
+		l, err := holderM.Lock(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+		for range perKey {
+			go func() {
+				l, err := waiterM.Lock(ctx, key)
+				results <- lockResult{l, err, time.Now()}
+			}()
+		}
+	}
+	for i := range keys {
+		awaitListening(t, srvs, fmt.Sprintf("shared-%d", i))
+	}
+	for i, s := range srvs {
+		if n := subscribers(t, s); n != 1 {
+			t.Errorf("node %d has %d pub/sub connections for %d waiters on %d keys; want 1", i, n, keys*perKey, keys)
+		}
+	}
+	for _, l := range held {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(slowRetry / 5)
+	for range keys * perKey {
+		select {
+		case r := <-results:
+			if r.err != nil {
+				t.Fatalf("waiter's Lock = %v", r.err)
+			}
+			r.l.Unlock(ctx) // the next waiter for the key takes its turn
+		case <-deadline:
+			t.Fatalf("waiters still waiting %v after the releases; want them woken", slowRetry/5)
+		}
+	}
+}
