@@ -8,14 +8,15 @@ import (
 	"time"
 )
 
-// queued returns how many of m's callers wait in line for key.
+// queued returns how many of m's callers wait in line for key behind the
+// one at its head, or -1 when none is at its head.
 func queued(m *Manager, key string) int {
 	m.local.mu.Lock()
 	defer m.local.mu.Unlock()
-	if q := m.local.queues[key]; q != nil {
+	if q := m.local.queues[key]; q != nil && q.busy {
 		return len(q.waiters)
 	}
-	return 0
+	return -1
 }
 
 // TestLocalQueueOrder checks that a manager's callers waiting for one key
