@@ -39,16 +39,31 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	case wait && cfg.tries == 0:
 		// Callers that wait without a retry budget line up in the manager
 		// first: only the head of the line sends requests.
-		var t *turn
-		if t, err = m.local.enter(ctx, m.done, keyName(keys)); err != nil {
+		var (
+			t *turn
+			h *passed
+		)
+		t, h, err = m.local.enter(ctx, m.done, &cfg, rkeys)
+		if err != nil {
 			attempts = 0
 			err = fmt.Errorf("dlm: lock %q: stopped waiting behind this manager's earlier callers: %w", keyName(keys), err)
-			break
 		}
-		if l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys); err != nil {
-			t.leave()
-		} else {
-			t.hold(l)
+		switch {
+		case h != nil:
+			attempts = 0
+			l = &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until}
+			t.hold(l, true)
+			if err != nil { // handed over as the caller gave up
+				l.Unlock(context.WithoutCancel(ctx))
+				l = nil
+			}
+		case err != nil:
+		default:
+			if l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys); err != nil {
+				t.leave()
+			} else {
+				t.hold(l, false)
+			}
 		}
 	case wait:
 		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)

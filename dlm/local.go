@@ -3,23 +3,53 @@ package dlm
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// handOverSlice bounds how long a lock may pass from caller to caller
+// within one manager without going back to the nodes: after it, the lock is
+// released there, so that other processes' waiters, woken by the release,
+// get their chance.
+const handOverSlice = 20 * time.Millisecond
 
 // localQueues lines up a Manager's own waiting Lock calls on the same keys,
 // in arrival order: only the first competes on the nodes, the others wait
 // in the process until it has had the lock. Goroutines of one process then
 // take turns without splitting the nodes' votes among themselves and
 // without sending requests that would be refused, and the next in line
-// starts the moment the lock is released here, with no retry delay.
+// starts the moment the lock is released here.
+//
+// When the next in line can take it, Unlock hands the lock itself over
+// instead of releasing it on the nodes: the same token, the same validity,
+// no round trip (see [Lock.Unlock] for when).
 type localQueues struct {
 	mu     sync.Mutex
-	queues map[string]*localQueue // by the lock's keys
+	queues map[string]*localQueue // by the lock's Redis keys
 }
 
 type localQueue struct {
-	busy    bool            // a caller competes for the lock or holds it
-	holder  *Lock           // the lock, while held
-	waiters []chan struct{} // in arrival order; closed at their turn
+	busy    bool           // a caller competes for the lock or holds it
+	holder  *Lock          // the lock, while held
+	waiters []*localWaiter // in arrival order
+	// since is when the lock was last obtained from the nodes; it has
+	// been handed over within the manager since then.
+	since time.Time
+}
+
+// localWaiter is a caller in line. At its turn, c receives the lock handed
+// over, or nil: compete on the nodes.
+type localWaiter struct {
+	c chan *passed
+	// What a lock handed over must offer: no fencing token (each grant of
+	// a fenced lock must come with a greater one), and this much validity.
+	fenced   bool
+	minLease time.Duration
+}
+
+// passed is a held lock passed from one caller to the next.
+type passed struct {
+	token string
+	until time.Time
 }
 
 // turn is one Lock call's place at the head of its queue, from when it may
@@ -30,26 +60,37 @@ type turn struct {
 	left bool // guarded by qs.mu
 }
 
-// enter returns when it is the caller's turn to compete for the lock named
-// name, or with an error when ctx ends or done is closed first.
-func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, name string) (*turn, error) {
-	t := &turn{qs: qs, name: name}
+// queueName is the name of the queue for a lock's Redis keys.
+func queueName(rkeys []string) string {
+	if len(rkeys) == 1 {
+		return rkeys[0]
+	}
+	return keyName(rkeys)
+}
+
+// enter returns when it is the caller's turn for the lock on rkeys, with the
+// lock handed over by the caller before, or nil when the caller must compete
+// on the nodes. It returns an error when ctx ends or done is closed first;
+// if a lock was handed over all the same, it returns it too, and the caller
+// must unlock it.
+func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *config, rkeys []string) (*turn, *passed, error) {
+	t := &turn{qs: qs, name: queueName(rkeys)}
 	qs.mu.Lock()
 	if qs.queues == nil {
 		qs.queues = map[string]*localQueue{}
 	}
-	q := qs.queues[name]
+	q := qs.queues[t.name]
 	if q == nil {
 		q = &localQueue{}
-		qs.queues[name] = q
+		qs.queues[t.name] = q
 	}
 	if !q.busy {
 		q.busy = true
 		qs.mu.Unlock()
-		return t, nil
+		return t, nil, nil
 	}
-	ready := make(chan struct{})
-	q.waiters = append(q.waiters, ready)
+	w := &localWaiter{c: make(chan *passed, 1), fenced: cfg.fencing, minLease: (cfg.ttl - cfg.drift(cfg.ttl)) / 2}
+	q.waiters = append(q.waiters, w)
 	holder := q.holder
 	qs.mu.Unlock()
 	if holder != nil {
@@ -59,8 +100,8 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, name str
 	}
 	var err error
 	select {
-	case <-ready:
-		return t, nil
+	case h := <-w.c:
+		return t, h, nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-done:
@@ -68,35 +109,42 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, name str
 	}
 	qs.mu.Lock()
 	select {
-	case <-ready: // our turn came meanwhile: pass it on
+	case h := <-w.c: // our turn came meanwhile: the caller passes it on
 		qs.mu.Unlock()
-		t.leave()
-		return nil, err
+		if h == nil {
+			t.leave()
+			return nil, nil, err
+		}
+		return t, h, err
 	default:
 	}
-	for i, c := range q.waiters {
-		if c == ready {
+	for i, x := range q.waiters {
+		if x == w {
 			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 			break
 		}
 	}
 	qs.mu.Unlock()
-	return nil, err
+	return nil, nil, err
 }
 
-// hold records that the turn's caller obtained l; the turn passes on when l
-// ends (see [Lock.end] and [Lock.Unlock]).
-func (t *turn) hold(l *Lock) {
+// hold records that the turn's caller holds l, obtained from the nodes
+// unless handed over; the turn passes on when l ends (see [Lock.end] and
+// [Lock.Unlock]).
+func (t *turn) hold(l *Lock, handed bool) {
 	l.turn = t
 	t.qs.mu.Lock()
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
 		q.holder = l
+		if !handed {
+			q.since = time.Now()
+		}
 	}
 	t.qs.mu.Unlock()
 }
 
-// leave gives the turn to the next caller in line. Only the first call
-// counts.
+// leave gives the turn to the next caller in line, who competes on the
+// nodes. Only the first of leave and handOver counts.
 func (t *turn) leave() {
 	t.qs.mu.Lock()
 	defer t.qs.mu.Unlock()
@@ -109,8 +157,30 @@ func (t *turn) leave() {
 	if len(q.waiters) > 0 {
 		next := q.waiters[0]
 		q.waiters = q.waiters[1:]
-		close(next)
+		next.c <- nil
 		return
 	}
 	delete(t.qs.queues, t.name)
+}
+
+// handOver gives l, held and about to be unlocked, to the next caller in
+// line, if there is one that can take it and the lock has not been passed
+// around here for longer than handOverSlice. It reports whether it did; the
+// caller then must not release l on the nodes.
+func (t *turn) handOver(l *Lock) bool {
+	t.qs.mu.Lock()
+	defer t.qs.mu.Unlock()
+	q := t.qs.queues[t.name]
+	if t.left || len(q.waiters) == 0 || time.Since(q.since) > handOverSlice {
+		return false
+	}
+	next := q.waiters[0]
+	if next.fenced || time.Until(l.until) < next.minLease {
+		return false
+	}
+	t.left = true
+	q.waiters = q.waiters[1:]
+	q.holder = nil
+	next.c <- &passed{token: l.token, until: l.until}
+	return true
 }

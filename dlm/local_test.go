@@ -52,7 +52,7 @@ func TestLocalQueueOrder(t *testing.T) {
 			}
 		}()
 		// The first competes; the others line up behind it, in order.
-		waitFor(t, "the waiter in line", func() bool { return queued(m, "k") == i })
+		waitFor(t, "the waiter in line", func() bool { return queued(m, rkey("k")) == i })
 	}
 	before := countAll(fs, "acquire")
 	time.Sleep(300 * time.Millisecond) // the other process holds on; count the retries meanwhile
@@ -113,7 +113,7 @@ func TestLocalQueueLeaving(t *testing.T) {
 		_, err := m.Lock(cctx, "k")
 		gaveUp <- err
 	}()
-	waitFor(t, "the first waiter in line", func() bool { return queued(m, "k") == 1 })
+	waitFor(t, "the first waiter in line", func() bool { return queued(m, rkey("k")) == 1 })
 	next := make(chan error, 1)
 	go func() {
 		l, err := m.Lock(ctx, "k")
@@ -122,7 +122,7 @@ func TestLocalQueueLeaving(t *testing.T) {
 		}
 		next <- err
 	}()
-	waitFor(t, "the second waiter in line", func() bool { return queued(m, "k") == 2 })
+	waitFor(t, "the second waiter in line", func() bool { return queued(m, rkey("k")) == 2 })
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Errorf("Lock of a waiter whose context was cancelled = %v; want context.Canceled", err)
@@ -142,7 +142,7 @@ func TestLocalQueueLeaving(t *testing.T) {
 		_, err := m.Lock(ctx, "k")
 		gaveUp <- err
 	}()
-	waitFor(t, "a waiter in line", func() bool { return queued(m, "k") == 1 })
+	waitFor(t, "a waiter in line", func() bool { return queued(m, rkey("k")) == 1 })
 	m.Close()
 	if err := <-gaveUp; !errors.Is(err, ErrClosed) {
 		t.Errorf("Lock of a waiter in line when the manager closed = %v; want ErrClosed", err)
@@ -163,5 +163,65 @@ func TestTryLockSkipsLocalQueue(t *testing.T) {
 	defer holder.Unlock(ctx)
 	if _, err := m.TryLock(ctx, "k"); !errors.Is(err, ErrNotObtained) {
 		t.Errorf("TryLock of a key this manager holds = %v; want ErrNotObtained at once", err)
+	}
+}
+
+// TestLocalHandOver checks when Unlock hands the lock to the next caller in
+// line without a round trip — same token, same validity — and when it goes
+// back to the nodes instead: a fenced lock (each grant needs a greater
+// token), a lease too short for the next caller, a lock passed around for
+// longer than handOverSlice, and no one in line.
+func TestLocalHandOver(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ttl    time.Duration
+		before time.Duration // held this long before Unlock
+		handed bool
+	}{
+		{"next in line takes it", time.Minute, 0, true},
+		{"lease too short for the next", 200 * time.Millisecond, 120 * time.Millisecond, false},
+		{"passed around too long", time.Minute, handOverSlice + 10*time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			fs := newFakes(3)
+			m := newManager(t, fs, WithTTL(tc.ttl))
+			ctx := context.Background()
+			first, err := m.Lock(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := make(chan *Lock, 1)
+			go func() {
+				l, err := m.Lock(ctx, "k")
+				if err != nil {
+					t.Errorf("next caller's Lock = %v", err)
+				}
+				res <- l
+			}()
+			waitFor(t, "the next caller in line", func() bool { return queued(m, rkey("k")) == 1 })
+			time.Sleep(tc.before)
+			requests := countAll(fs, "")
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock = %v", err)
+			}
+			next := <-res
+			if next == nil {
+				return
+			}
+			handed := next.token == first.token
+			if handed != tc.handed {
+				t.Errorf("lock handed over in the manager: %v; want %v", handed, tc.handed)
+			}
+			if sent := countAll(fs, "") - requests; handed && (sent != 0 || next.Until() != first.Until()) {
+				t.Errorf("hand-over sent %d requests and moved the validity from %v to %v; want none and the same validity", sent, first.Until(), next.Until())
+			}
+			if err := next.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock of the lock handed over = %v", err)
+			}
+			if got := holders(fs, rkey("k")); got[0]+got[1]+got[2] != "" {
+				t.Errorf("after the last Unlock, nodes hold %q; want nothing", got)
+			}
+		})
 	}
 }

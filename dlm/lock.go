@@ -90,12 +90,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	lostErr := l.lostErr
 	expiredFor := time.Since(l.until)
 	l.end(nil)
+	start := time.Now()
+	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
+		// The next of the manager's callers waiting for these keys holds
+		// the lock now, under the same token: nothing to release.
+		l.cfg.emitVote(ctx, &vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
+		return nil
+	}
 	if l.pend != nil {
 		// An acquire request still under way could land after the release
 		// and leave the key behind until its TTL.
 		l.pend.wait()
 	}
-	start := time.Now()
+	start = time.Now()
 	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token)
 	l.passTurn()
 	var err error

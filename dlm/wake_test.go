@@ -178,3 +178,71 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOverServesOtherProcesses checks that goroutines of one manager
+// passing a lock among themselves, without going back to the nodes, do not
+// keep another process's waiter out: within a short slice the lock is
+// released on the nodes, which wakes that waiter.
+func TestHandOverServesOtherProcesses(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	busy, other := newWakeManager(t, srvs, dlm.WithTTL(10*time.Second)), newWakeManager(t, srvs, dlm.WithTTL(10*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	const goroutines = 4
+	for range goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				l, err := busy.Lock(ctx, "hot")
+				if err != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+				l.Unlock(context.Background())
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the goroutines pass the lock around
+	start := time.Now()
+	lctx, lcancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer lcancel()
+	l, err := other.Lock(lctx, "hot")
+	if err != nil {
+		t.Fatalf("other process's Lock while %d goroutines of one manager take turns = %v after %v; want the lock within a slice or so",
+			goroutines, err, time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("the other process waited %v", time.Since(start).Round(time.Millisecond))
+	l.Unlock(context.Background())
+	cancel()
+	for range goroutines {
+		<-done
+	}
+}
+
+// TestFencedLockNotHandedOver checks that a fenced lock is never passed to
+// the next caller in the manager: each grant gets a greater fencing token
+// from the nodes.
+func TestFencedLockNotHandedOver(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	m := newWakeManager(t, srvs, dlm.WithFencing())
+	ctx := context.Background()
+	first, err := m.Lock(ctx, "fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := lockAsync(m, "fenced")
+	time.Sleep(100 * time.Millisecond) // the second caller lines up behind the first
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.l.Unlock(ctx)
+	if r.l.Token() <= first.Token() || r.l.Handle().Token == first.Handle().Token {
+		t.Errorf("second grant: fencing token %d after %d, same lock token: %v; want a greater fencing token and a new grant",
+			r.l.Token(), first.Token(), r.l.Handle().Token == first.Handle().Token)
+	}
+}
