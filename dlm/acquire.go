@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 // Lock takes the lock named key, retrying with a jittered delay (see
@@ -36,9 +38,10 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	var l *Lock
 	attempts := 1
 	switch {
-	case wait && cfg.tries == 0:
+	case wait && cfg.tries == 0 && cfg.fair == nil:
 		// Callers that wait without a retry budget line up in the manager
-		// first: only the head of the line sends requests.
+		// first: only the head of the line sends requests. (With fairness
+		// each takes its own place on the nodes instead.)
 		var (
 			t *turn
 			h *passed
@@ -68,7 +71,11 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	case wait:
 		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)
 	default:
-		l, err = m.acquire(ctx, &cfg, keys, rkeys)
+		var fw *fairWaiter
+		if cfg.fair != nil {
+			fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
+		}
+		l, err = m.acquire(ctx, &cfg, keys, rkeys, fw)
 	}
 	kind := EventObtained
 	if err != nil {
@@ -92,22 +99,41 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 // listens for the lock's release on the nodes that can tell (see
 // [driver.Subscriber]) and tries again the moment one is announced; the
 // jittered backoff remains the pace when no announcement comes.
-func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
+func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (l *Lock, attempt int, err error) {
 	var (
 		timer *time.Timer
 		w     *watcher
 		wake  <-chan struct{} // nil, which blocks, until w exists
+		fw    *fairWaiter
 	)
+	if cfg.fair != nil {
+		if fw, err = newFairWaiter(cfg.fair); err != nil {
+			return nil, 0, err
+		}
+	}
 	defer func() {
 		if w != nil {
 			w.stop()
 		}
+		// Nodes that did not grant may keep a place for us, also from
+		// replies that came after the outcome was known.
+		switch {
+		case fw == nil:
+		case l != nil:
+			l.waiter = fw.id // Unlock gives the places up
+		default:
+			m.leaveLine(cfg, rkeys, fw)
+		}
 	}()
-	for attempt := 1; ; attempt++ {
+	id := ""
+	if fw != nil {
+		id = fw.id
+	}
+	for attempt = 1; ; attempt++ {
 		if w != nil {
 			w.drain()
 		}
-		l, err := m.acquire(ctx, cfg, keys, rkeys)
+		l, err := m.acquire(ctx, cfg, keys, rkeys, fw)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
 			return l, attempt, err
@@ -120,7 +146,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			return nil, attempt, err
 		}
 		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.watch(rkeys, ""); w != nil {
+			if w = m.waker.watch(rkeys, id); w != nil {
 				wake = w.c
 				// A release announced before the subscription was made
 				// went unheard: try again at once.
@@ -129,6 +155,9 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			}
 		}
 		wait := jitter(cfg.backoff(attempt))
+		if fw != nil {
+			wait = min(wait, fw.maxWait()) // renew the place in time
+		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -153,28 +182,17 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 // quorum within the validity, or a release on all nodes. Each attempt has a
 // token of its own, so the release of a failed attempt, which may finish in
 // the background, can never delete what a later attempt obtained.
-func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, error) {
+func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string, fw *fairWaiter) (*Lock, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	req := &request{
-		op: opLock, script: acquireScript, keys: rkeys, args: []string{token, ttlMillis(cfg.ttl)},
-		want: 1, timeout: cfg.timeout(), early: true,
-	}
-	if cfg.fencing {
-		req.script, req.keys, req.fenced = fencedAcquireScript, fencedKeys(rkeys), true
-	}
-	if cfg.restartGuard > 0 {
-		req.script = guardedAcquireScript
-		if cfg.fencing {
-			req.script = guardedFencedAcquireScript
-		}
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], rkeys[0]+guardSuffix)
-		req.args = append(req.args, ttlMillis(cfg.restartGuard))
-	}
+	req := acquireRequest(cfg, rkeys, token, fw)
 	v, pend := m.poll(ctx, req)
+	if fw != nil {
+		fw.ticket = max(fw.ticket, v.ticket)
+	}
 	q := quorum(len(m.nodes))
 	var fence int64
 	if cfg.fencing && v.yes >= q {
@@ -198,6 +216,45 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
 	}
 	return nil, qerr
+}
+
+// acquireScripts holds the acquire script for each mix of fencing (1),
+// restart guard (2) and fairness (4).
+var acquireScripts = [8]*driver.Script{
+	acquireScript, fencedAcquireScript, guardedAcquireScript, guardedFencedAcquireScript,
+	fairAcquireScript, fairFencedAcquireScript, fairGuardedAcquireScript, fairGuardedFencedAcquireScript,
+}
+
+// acquireRequest builds an attempt's request: the acquire script, keys and
+// arguments that fencing, the restart guard and fairness (fw not nil) call
+// for. KEYS are the lock keys, their fencing counters, the line's keys and
+// the guard key, in this order; ARGV the token, the TTL, the guard window
+// and the waiter's four arguments.
+func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *request {
+	req := &request{
+		op: opLock, keys: rkeys, args: []string{token, ttlMillis(cfg.ttl)},
+		want: 1, timeout: cfg.timeout(), early: true,
+	}
+	mix := 0
+	if cfg.fencing {
+		req.keys, req.fenced = fencedKeys(rkeys), true
+		mix |= 1
+	}
+	if fw != nil {
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], lineKeys(rkeys[0])...)
+		req.fair = true
+		mix |= 4
+	}
+	if cfg.restartGuard > 0 {
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], rkeys[0]+guardSuffix)
+		req.args = append(req.args, ttlMillis(cfg.restartGuard))
+		mix |= 2
+	}
+	if fw != nil {
+		req.args = append(req.args, fw.args()...)
+	}
+	req.script = acquireScripts[mix]
+	return req
 }
 
 // keyName is how a lock's keys appear in errors and logs.

@@ -19,6 +19,10 @@ type Lock struct {
 	fence uint64   // fencing token; 0 without fencing
 	pend  *pending // acquire requests still due when the lock was obtained
 	turn  *turn    // the manager's local queue for these keys, if any
+	// waiter is the id under which the lock waited in the nodes' lines
+	// (fairness): nodes that did not grant it may still keep its place,
+	// which the release gives up.
+	waiter string
 
 	// watchdog, when auto-extension is on: cancel stops it, done is
 	// closed when it has returned.
@@ -103,7 +107,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.pend.wait()
 	}
 	start = time.Now()
-	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token)
+	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter)
 	l.passTurn()
 	var err error
 	switch {

@@ -51,6 +51,7 @@ type config struct {
 	fencing      bool
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
+	fair         *Fairness     // nil: off
 }
 
 func defaultConfig() config {
@@ -143,6 +144,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, c.tries)
 	case c.autoExtend != nil:
 		if err := c.autoExtend.validate(); err != nil {
+			return err
+		}
+	}
+	if c.fair != nil {
+		if err := c.fair.validate(c.timeout()); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ type vote struct {
 	// granted has bit i set when node i said yes (for nodes 0 to 63; a
 	// manager of more nodes treats every node as possibly granted).
 	granted uint64
+	ticket  int64 // the largest ticket a fair acquire's refusals carried
 }
 
 // saidNo reports whether node i answered and refused, which for an acquire
@@ -43,13 +44,16 @@ type request struct {
 	// fenced makes any positive reply a yes that carries the node's
 	// fencing counter, recorded in vote.fences.
 	fenced bool
+	// fair expects the {result, ticket} replies of a fair acquire.
+	fair bool
 }
 
 type reply struct {
-	node int
-	yes  bool
-	val  int64
-	err  error
+	node   int
+	yes    bool
+	val    int64
+	ticket int64
+	err    error
 }
 
 // poll sends req to every node at once, each under its own timeout, and
@@ -115,8 +119,8 @@ func (p *pending) wait() {
 // release runs the release script on the nodes and waits for all of them.
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token string) vote {
-	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token))
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token, waiter string) vote {
+	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token, waiter))
 	return v
 }
 
@@ -131,7 +135,7 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 // so an unreachable node does not cost the caller a second timeout.
 func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
 	ctx = context.WithoutCancel(ctx)
-	req := releaseRequest(cfg, rkeys, token)
+	req := releaseRequest(cfg, rkeys, token, "") // the waiter keeps its place
 	granted := make([]bool, len(m.nodes))
 	asked := false
 	for i := range granted {
@@ -159,11 +163,20 @@ func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []strin
 	}
 }
 
-func releaseRequest(cfg *config, rkeys []string, token string) *request {
-	return &request{
+// releaseRequest deletes the lock keys that hold token. With fairness, it
+// also gives up the place in line of waiter, which obtained the lock (""
+// for none).
+func releaseRequest(cfg *config, rkeys []string, token, waiter string) *request {
+	req := &request{
 		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
 	}
+	if cfg.fair != nil {
+		req.script = fairReleaseScript
+		req.keys = append(rkeys[:len(rkeys):len(rkeys)], lineKeys(rkeys[0])[:2]...)
+		req.args = append(req.args, waiter)
+	}
+	return req
 }
 
 // ask runs req on node i.
@@ -174,6 +187,10 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	if err != nil {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
 	}
+	var ticket int64
+	if pair, ok := res.([]any); ok && req.fair && len(pair) == 2 {
+		res, ticket = pair[0], asInt(pair[1])
+	}
 	got, ok := res.(int64)
 	if !ok {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: fmt.Errorf("%s script: unexpected reply of type %T", req.op, res)}}
@@ -182,12 +199,19 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: ErrNodeRestarted}}
 	}
 	if req.fenced {
-		return reply{node: i, yes: got > 0, val: got}
+		return reply{node: i, yes: got > 0, val: got, ticket: ticket}
 	}
-	return reply{node: i, yes: got == req.want}
+	return reply{node: i, yes: got == req.want, ticket: ticket}
+}
+
+// asInt returns v as an int64, or 0 when it is none.
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 func (v *vote) count(r reply, nodes int) {
+	v.ticket = max(v.ticket, r.ticket)
 	switch {
 	case r.err != nil:
 		v.failed++

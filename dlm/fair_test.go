@@ -1,0 +1,249 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// fairOpts is the fair mode with places that live long enough that the
+// waiters' retries (at most a third of it) are far slower than a wake-up.
+var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
+
+// lineLen returns how many waiters s keeps in key's line.
+func lineLen(t *testing.T, s *dlmtest.Server, key string) int64 {
+	t.Helper()
+	v, err := s.Do("ZCARD", "redlock:{"+key+"}:line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(int64)
+}
+
+// awaitLine waits until every server keeps n waiters in key's line.
+func awaitLine(t *testing.T, srvs []*dlmtest.Server, key string, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		all := true
+		for _, s := range srvs {
+			all = all && lineLen(t, s, key) == n
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			for i, s := range srvs {
+				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:line", "0", "-1", "WITHSCORES")
+				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:places", "0", "-1", "WITHSCORES")
+				k, _ := s.Do("GET", "redlock:{"+key+"}")
+				t.Logf("node %d: line %v places %v key %v", i, v, w, k)
+			}
+			t.Fatalf("the nodes do not all keep %d waiters in %q's line after 5s", n, key)
+		}
+	}
+}
+
+// awaitHeld waits until every server holds key's lock: the requests of the
+// grant have all been served, and none can land after the next client's.
+func awaitHeld(t *testing.T, srvs []*dlmtest.Server, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		all := true
+		for _, s := range srvs {
+			v, err := s.Do("EXISTS", "redlock:{"+key+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = all && v == int64(1)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every node holds %q after 5s", key)
+		}
+	}
+}
+
+// TestFairOrder checks that in fair mode waiters from different processes
+// obtain a lock in the order they asked for it, each woken by the release
+// before it, and that the lines are empty afterwards.
+func TestFairOrder(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	ctx := context.Background()
+	holder := newWakeManager(t, srvs, fairOpts...)
+	held, err := holder.Lock(ctx, "fifo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, srvs, "fifo")
+	const waiters = 4
+	granted := make(chan int, waiters)
+	for i := range waiters {
+		m := newWakeManager(t, srvs, fairOpts...)
+		go func() {
+			l, err := m.Lock(ctx, "fifo")
+			if err != nil {
+				t.Errorf("waiter %d: Lock = %v", i, err)
+				granted <- -1
+				return
+			}
+			granted <- i
+			l.Unlock(ctx)
+		}()
+		awaitLine(t, srvs, "fifo", int64(i+1)) // in line before the next one asks
+	}
+	released := time.Now()
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for want := range waiters {
+		if got := <-granted; got != want {
+			t.Fatalf("grant %d went to waiter %d; want waiter %d, in the order they asked", want, got, want)
+		}
+	}
+	if d := time.Since(released); d > 5*time.Second {
+		t.Errorf("%d waiters took %v to pass the lock along; want each woken by the release before it", waiters, d)
+	}
+	awaitLine(t, srvs, "fifo", 0)
+}
+
+// TestFairReleaserWaitsItsTurn checks that a client that releases a lock and
+// asks for it again at once queues behind the waiter already in line.
+func TestFairReleaserWaitsItsTurn(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	ctx := context.Background()
+	a, b := newWakeManager(t, srvs, fairOpts...), newWakeManager(t, srvs, fairOpts...)
+	held, err := a.Lock(ctx, "turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, srvs, "turns")
+	res := lockAsync(b, "turns")
+	awaitLine(t, srvs, "turns", 1)
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := lockAsync(a, "turns") // at once
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	select {
+	case ra := <-again:
+		t.Fatalf("the releaser asking again obtained the lock (%v) while the waiter in line held it", ra.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r.l.Unlock(ctx)
+	ra := <-again
+	if ra.err != nil {
+		t.Fatalf("the releaser's second Lock = %v; want the lock after the waiter's turn", ra.err)
+	}
+	ra.l.Unlock(ctx)
+}
+
+// TestFairDeadWaiter checks that a waiter that died holds the line up only
+// until its place expires, and that TryLock does not jump the line.
+func TestFairDeadWaiter(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	ctx := context.Background()
+	m := newWakeManager(t, srvs, dlm.WithFairness(dlm.Fairness{Expiry: time.Second}))
+	// A waiter that died: first in line, its place ending in 600 ms.
+	for _, s := range srvs {
+		now, err := s.Do("TIME")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, _ := strconv.ParseInt(now.([]any)[0].(string), 10, 64)
+		usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
+		end := sec*1000 + usec/1000 + 600
+		for _, cmd := range [][]string{
+			{"ZADD", "redlock:{dead}:line", "1", "ghost"},
+			{"SET", "redlock:{dead}:tickets", "1"},
+			{"ZADD", "redlock:{dead}:places", fmt.Sprint(end), "ghost"},
+		} {
+			if _, err := s.Do(cmd...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := m.TryLock(ctx, "dead"); !errors.Is(err, dlm.ErrNotObtained) {
+		t.Errorf("TryLock of a free lock with a waiter in line = %v; want ErrNotObtained", err)
+	}
+	start := time.Now()
+	l, err := m.Lock(ctx, "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	if waited := time.Since(start); waited < 400*time.Millisecond || waited > 5*time.Second {
+		t.Errorf("Lock behind a dead waiter whose place ends in 600ms waited %v; want until the place expired, and not much longer", waited)
+	}
+}
+
+// TestFairLineBound checks that a full line takes no more waiters, and that
+// a waiter without a place still obtains the lock once there is room.
+func TestFairLineBound(t *testing.T) {
+	srvs := dlmtest.StartServers(t, 3)
+	ctx := context.Background()
+	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
+	holder := newWakeManager(t, srvs, opts...)
+	held, err := holder.Lock(ctx, "bounded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, srvs, "bounded")
+	var results []<-chan lockResult
+	for i := range 3 {
+		results = append(results, lockAsync(newWakeManager(t, srvs, opts...), "bounded"))
+		if i < 2 {
+			awaitLine(t, srvs, "bounded", int64(i+1))
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the third retries about ten times
+	for i, s := range srvs {
+		if n := lineLen(t, s, "bounded"); n != 2 {
+			t.Errorf("node %d keeps %d waiters in a line bounded to 2", i, n)
+		}
+	}
+	held.Unlock(ctx)
+	for i, res := range results {
+		select {
+		case r := <-res:
+			if r.err != nil {
+				t.Errorf("waiter %d: Lock = %v", i, r.err)
+				continue
+			}
+			r.l.Unlock(ctx)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiter %d did not obtain the lock", i)
+		}
+	}
+}
+
+func TestFairnessOptions(t *testing.T) {
+	for _, tc := range []struct {
+		f  dlm.Fairness
+		ok bool
+	}{
+		{dlm.Fairness{}, true},
+		{dlm.Fairness{MaxWaiters: 1, Expiry: time.Second}, true},
+		{dlm.Fairness{MaxWaiters: -1}, false},
+		{dlm.Fairness{Expiry: -time.Second}, false},
+		{dlm.Fairness{Expiry: 100 * time.Millisecond}, false}, // under two node timeouts of 250ms
+	} {
+		m, err := dlm.New(exampleNodes(1), dlm.WithNodeTimeout(250*time.Millisecond), dlm.WithFairness(tc.f))
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, dlm.ErrInvalid)) {
+			t.Errorf("New with %+v = %v; want ok %v, or ErrInvalid", tc.f, err, tc.ok)
+		}
+		if m != nil {
+			m.Close()
+		}
+	}
+}
