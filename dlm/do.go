@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Do takes the lock named key, waiting as [Manager.Lock] does, runs fn while
@@ -37,8 +38,15 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
+	start := time.Now()
 	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
 	if err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			// lock accepted the options; only the hook and logger they set
+			// are needed here.
+			cfg, _ := m.cfg.with(opts)
+			cfg.emitDone(ctx, keys, start, 0, err)
+		}
 		return err
 	}
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
@@ -55,12 +63,23 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 	}
 	l.mu.Unlock()
 
-	ferr := fn(fctx)
+	err = fn(fctx)
 	if uerr := l.Unlock(ctx); uerr != nil {
-		return errors.Join(ferr, uerr)
+		err = errors.Join(err, uerr)
 	}
-	return ferr
+	l.cfg.emitDone(ctx, keys, start, l.fence, err)
+	return err
 }
+
+// emitDone sends the [EventDone] of a Do call that started at start.
+func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, fence uint64, err error) {
+	if c.wants(ctx, EventDone, err) {
+		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Fence: fence, Err: err})
+	}
+}
+
+// opDo names Do and DoAll in events.
+const opDo = "do"
 
 // lockKey is the context key under which Do passes the lock to fn.
 type lockKey struct{}

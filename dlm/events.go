@@ -28,9 +28,13 @@ const (
 	EventReleased
 	// EventNodeError: one node failed a request of operation Op.
 	EventNodeError
+	// EventDone: [Manager.Do] or [Manager.DoAll] returned Err, Duration
+	// after it was called. It is sent for every call that got past the
+	// checks of its arguments, whether the lock was obtained or not.
+	EventDone
 )
 
-var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error"}
+var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done"}
 
 // String returns the kind's name, such as "obtained".
 func (k EventKind) String() string {
@@ -44,10 +48,15 @@ func (k EventKind) String() string {
 // token.
 type Event struct {
 	Kind EventKind
-	Op   string // "lock", "extend" or "unlock"
+	Op   string // "lock", "extend", "unlock" or "do"
 	Key  string
 	// Node is the failing node's address, for EventNodeError.
 	Node string
+	// NodeErrors are the node failures of the vote that EventAttempt,
+	// EventExtended, EventExtendFailed or EventReleased reports, in node
+	// order; each was sent as an EventNodeError just before. They let a
+	// hook attach a node's failure to the operation it belongs to.
+	NodeErrors []*NodeError
 	// Start and Duration time the operation, attempt or request.
 	Start    time.Time
 	Duration time.Duration
@@ -140,6 +149,27 @@ func (c *config) emitVote(ctx context.Context, v *vote, ev Event, addrs []string
 	}
 	if c.wants(ctx, ev.Kind, ev.Err) {
 		ev.For, ev.Against, ev.Failed = v.yes, v.no, v.failed
+		ev.NodeErrors = v.nodeErrors(addrs)
 		c.emit(ctx, &ev)
 	}
+}
+
+// nodeErrors returns the vote's node failures in node order, or nil when
+// no node failed.
+func (v *vote) nodeErrors(addrs []string) []*NodeError {
+	if v.errs == nil {
+		return nil
+	}
+	out := make([]*NodeError, 0, v.failed)
+	for i, err := range v.errs {
+		if err == nil {
+			continue
+		}
+		nerr, ok := err.(*NodeError)
+		if !ok {
+			nerr = &NodeError{Node: addrs[i], Err: err}
+		}
+		out = append(out, nerr)
+	}
+	return out
 }

@@ -8,24 +8,36 @@ require (
 	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
 	github.com/dlmgo/redlock/backends/redigo v0.0.0-00010101000000-000000000000
 	github.com/dlmgo/redlock/backends/rueidis v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock/contrib/otel v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v0.44.0
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.21.0
+	go.opentelemetry.io/otel/sdk v1.21.0
+	go.opentelemetry.io/otel/sdk/metric v1.21.0
+	go.opentelemetry.io/otel/trace v1.21.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/go-logr/logr v1.3.0 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/gomodule/redigo v1.8.6 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
 	github.com/redis/rueidis v1.0.10 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.opentelemetry.io/otel v1.21.0 // indirect
+	go.opentelemetry.io/otel/metric v1.21.0 // indirect
+	golang.org/x/sys v0.14.0 // indirect
 )
 
-// The core and the backends come from this checkout, as in the backends'
-// own modules.
+// The core, the backends and contrib/otel come from this checkout, as in the
+// backends' own modules.
 replace (
 	github.com/dlmgo/redlock => ../
 	github.com/dlmgo/redlock/backends/goredis => ../backends/goredis
 	github.com/dlmgo/redlock/backends/redigo => ../backends/redigo
 	github.com/dlmgo/redlock/backends/rueidis => ../backends/rueidis
+	github.com/dlmgo/redlock/contrib/otel => ../contrib/otel
 )

@@ -1,0 +1,35 @@
+package otel
+
+import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// An Option configures a [Hook] made by [NewHook].
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	tracerProvider trace.TracerProvider // nil: the global one
+	meterProvider  metric.MeterProvider // nil: the global one
+}
+
+// WithTracerProvider sets where the hook's spans go (default: the global
+// provider, otel.GetTracerProvider, as it is when [NewHook] is called; a
+// global provider set later still receives the spans, since the default
+// one delegates to it). A nil provider means the default.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
+}
+
+// WithMeterProvider sets where the hook's metrics go (default: the global
+// provider, otel.GetMeterProvider, which delegates to a global provider set
+// later as the tracer provider does). A nil provider means the default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meterProvider = mp })
+}
