@@ -1,0 +1,378 @@
+// Command longjob runs a job several times longer than its lock's TTL under
+// [dlm.Manager.Do], on 5 miniredis servers embedded in the process: Do
+// keeps the lock extended while the job runs, a second worker that wants
+// the lock gets it only once the job is done, and the job stops through its
+// context if the lock is lost.
+//
+//	go run ./examples/longjob        # the job runs to its end; exit status 0
+//	go run ./examples/longjob -lose  # the lock is lost mid-job; exit status 3
+//
+// Worker A and worker B stand for two processes: each has a manager of its
+// own over the same nodes, and a [dlm.Hook] that logs the extensions,
+// failed extensions and losses of its locks. A's job is 8 steps of 500 ms
+// under a lock with a TTL of 1 s; B calls [dlm.Manager.Lock] as soon as A
+// holds the lock, and its refused attempts are counted.
+//
+// With -lose, every node forgets its keys after step 3, as if all of them
+// restarted at once without persistence, which the Redlock rules forbid.
+// The next extension finds the lock gone, the job's context is cancelled
+// and the job stops; Do returns an error wrapping [dlm.ErrLockLost]. The log
+// also shows the window such a loss opens: B may get the lock before A's job
+// notices, and in that window only a fencing token checked by the protected
+// resource keeps A's late writes out (docs/fencing.md).
+//
+// The program checks itself: it fails if B gets the lock before A's job
+// ended, if the job outlived the TTL without an extension, or, with -lose,
+// if the job ran to its end. Exit status: 0 when the job ran to its end
+// under the lock, 3 when it stopped because the lock was lost (a job runner
+// should not report such a job as done), 2 for bad arguments, 1 for any
+// other failure.
+//
+// miniredis is a stand-in for demos and tests, not a Redis to lock on in
+// production: it lives in the process that takes the locks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+
+	// Each backend registers its driver name for node URLs:
+	// redis+goredis://, redis+redigo://, redis+rueidis://.
+	_ "github.com/dlmgo/redlock/backends/goredis"
+	_ "github.com/dlmgo/redlock/backends/redigo"
+	_ "github.com/dlmgo/redlock/backends/rueidis"
+)
+
+// The demo's settings.
+const (
+	lockKey   = "reports:nightly"
+	lockTTL   = time.Second
+	steps     = 8
+	stepTime  = 500 * time.Millisecond
+	jobTime   = steps * stepTime // 4 TTLs
+	embeddedN = 5
+	// The node timeout derived from a 1 s TTL is 50 ms, tight for a loaded
+	// machine running the test under -race. 200 ms still leaves Do most of
+	// the validity to retry an extension that failed.
+	nodeTimeout = 200 * time.Millisecond
+	loseAfter   = 3                // steps done when -lose wipes the nodes
+	deadline    = 30 * time.Second // the whole run, so that a hang fails
+)
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitLockLost = 3
+)
+
+// backends are given to nodes in turn, so that each manager mixes them all.
+var backends = []string{"goredis", "redigo", "rueidis"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program, with its output and arguments passed in so that
+// a test can run it. It returns the exit status.
+func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	fs := flag.NewFlagSet("longjob", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lose := fs.Bool("lose", false, fmt.Sprintf("wipe every node after step %d of the job, so that the lock is lost", loseAfter))
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "longjob: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	err := runDemo(ctx, stdout, *lose)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, dlm.ErrLockLost):
+		fmt.Fprintln(stderr, "longjob: the job did not run to its end under the lock:", oneLine(err))
+		return exitLockLost
+	}
+	fmt.Fprintln(stderr, "longjob:", oneLine(err))
+	return exitFailed
+}
+
+// demo is one run: worker A's job and worker B's wait, and when things
+// happened.
+type demo struct {
+	log   *logger
+	nodes *nodes
+	lose  bool
+
+	mu       sync.Mutex
+	jobEnded time.Time // A's job ran to its end
+	stopped  time.Time // A's job stopped on the loss of the lock
+	wiped    time.Time // -lose wiped the nodes
+	bGot     time.Time // B obtained the lock
+}
+
+func runDemo(ctx context.Context, out io.Writer, lose bool) error {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	log := &logger{out: out, start: time.Now()}
+	ns, err := startNodes(embeddedN)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	d := &demo{log: log, nodes: ns, lose: lose}
+
+	a := &observer{worker: "A", log: log}
+	b := &observer{worker: "B", log: log}
+	ma, err := openManager(ns.Addrs(), a)
+	if err != nil {
+		return err
+	}
+	defer ma.Close()
+	mb, err := openManager(ns.Addrs(), b)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+
+	log.say("%d embedded miniredis nodes; workers A and B each have a manager over all of them", embeddedN)
+	log.say("lock %q: TTL %v, quorum %d of %d; worker A's job: %d steps of %v, %v in all (%d TTLs)",
+		lockKey, lockTTL, embeddedN/2+1, embeddedN, steps, stepTime, jobTime, jobTime/lockTTL)
+	if lose {
+		log.say("-lose: every node will be wiped after step %d", loseAfter)
+	}
+
+	held := make(chan struct{}) // closed once A holds the lock
+	bctx, stopB := context.WithCancel(ctx)
+	defer stopB()
+	bDone := make(chan error, 1)
+	go func() { bDone <- d.workerB(bctx, mb, b, held) }()
+
+	err = ma.Do(ctx, lockKey, func(ctx context.Context) error {
+		close(held)
+		return d.job(ctx, a, b)
+	})
+	if err != nil {
+		log.event("worker A: Do returned: %s", oneLine(err))
+	} else {
+		log.event("worker A: Do returned; the lock is released")
+	}
+	select {
+	case <-held:
+	default:
+		stopB() // A never held the lock: B has nothing to wait for
+	}
+	if berr := <-bDone; berr != nil {
+		// Not a lost lock of A's, whatever A's error: never exit status 3.
+		return errors.New(oneLine(errors.Join(berr, err)))
+	}
+	if lose {
+		return d.checkLost(err)
+	}
+	if err != nil {
+		return err
+	}
+	return d.checkDone(a, b)
+}
+
+func openManager(addrs []string, h dlm.Hook) (*dlm.Manager, error) {
+	return dlm.Open(withBackends(addrs), dlm.WithTTL(lockTTL), dlm.WithNodeTimeout(nodeTimeout), dlm.WithHook(h))
+}
+
+// job is worker A's job, run by Do under the lock. Each step checks the
+// context: Do cancels it when the lock is lost.
+func (d *demo) job(ctx context.Context, a, b *observer) error {
+	lock := dlm.LockFromContext(ctx)
+	start := time.Now()
+	d.log.event("worker A: got the lock, valid for %v; the job starts", validFor(lock))
+	step := time.NewTimer(stepTime)
+	defer step.Stop()
+	for n := 1; n <= steps; n++ {
+		select {
+		case <-ctx.Done():
+			at := d.mark(&d.stopped)
+			d.log.eventAt(at, "worker A: job stopped during step %d of %d: %v", n, steps, context.Cause(ctx))
+			return fmt.Errorf("job stopped during step %d of %d", n, steps)
+		case <-step.C:
+		}
+		d.log.event("worker A: step %d of %d done; lock valid for %v more; worker B refused %d time(s) so far",
+			n, steps, validFor(lock), b.refused.Load())
+		if d.lose && n == loseAfter {
+			at := d.mark(&d.wiped)
+			d.nodes.Wipe()
+			d.log.eventAt(at, "wiping every node, as if all restarted empty at once")
+		}
+		step.Reset(stepTime)
+	}
+	at := d.mark(&d.jobEnded)
+	d.log.eventAt(at, "worker A: job done after %v, with %d extension(s); releasing",
+		time.Since(start).Round(10*time.Millisecond), a.extended.Load())
+	return nil
+}
+
+// workerB waits for A to hold the lock, then takes it as a second process
+// would, and releases it at once.
+func (d *demo) workerB(ctx context.Context, m *dlm.Manager, b *observer, held <-chan struct{}) error {
+	select {
+	case <-held:
+	case <-ctx.Done():
+		return nil // A never held the lock
+	}
+	d.log.event("worker B: wants the lock too; Lock waits for it")
+	lock, err := m.Lock(ctx, lockKey)
+	if err != nil {
+		return fmt.Errorf("worker B: %w", err)
+	}
+	at := d.mark(&d.bGot)
+	d.log.eventAt(at, "worker B: got the lock after %d refused attempt(s); releasing it", b.refused.Load())
+	err = lock.Unlock(ctx)
+	if d.lose && errors.Is(err, dlm.ErrLockLost) {
+		// The nodes are wiped one after the other: an attempt of B's that
+		// landed on a node not yet wiped (one A's key had not reached)
+		// was wiped with it.
+		d.log.event("worker B: the wipe reached some of its nodes too: %v", oneLine(err))
+		return nil
+	}
+	return err
+}
+
+// checkDone checks a run without -lose: the lock outlived its TTL by
+// extension, and B got it only after A's job.
+func (d *demo) checkDone(a, b *observer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case a.extended.Load() == 0:
+		return fmt.Errorf("the job ran %v under a lock with a TTL of %v, but no extension was seen", jobTime, lockTTL)
+	case b.refused.Load() == 0:
+		return errors.New("worker B was never refused while worker A held the lock")
+	case !d.bGot.After(d.jobEnded):
+		return fmt.Errorf("mutual exclusion broken: worker B got the lock %v before worker A's job ended", d.jobEnded.Sub(d.bGot))
+	}
+	d.log.event("ok: the job ran %v under a lock with a TTL of %v, kept by %d extension(s); worker B, refused %d time(s), got the lock %v after the job ended",
+		jobTime, lockTTL, a.extended.Load(), b.refused.Load(), d.bGot.Sub(d.jobEnded).Round(time.Millisecond))
+	return nil
+}
+
+// checkLost checks a run with -lose: Do reported the loss, and the job
+// stopped before its end. It returns Do's error.
+func (d *demo) checkLost(err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case err == nil || !d.jobEnded.IsZero():
+		return errors.New("-lose: the job ran to its end although every node was wiped")
+	case !errors.Is(err, dlm.ErrLockLost):
+		return err
+	case d.stopped.IsZero():
+		return fmt.Errorf("-lose: the job did not stop on the loss of the lock: %v", oneLine(err))
+	}
+	d.log.event("the job stopped %v after the nodes were wiped", d.stopped.Sub(d.wiped).Round(time.Millisecond))
+	if d.bGot.Before(d.stopped) {
+		d.log.say("           worker B got the lock %v before worker A's job noticed the loss: for that long both",
+			d.stopped.Sub(d.bGot).Round(time.Millisecond))
+		d.log.say("           acted as holders. Only a fencing token checked by the resource keeps A out then (docs/fencing.md).")
+	} else {
+		d.log.say("           worker A's job stopped before worker B got the lock; had it noticed later, both would")
+		d.log.say("           have acted as holders for a while. Only fencing guards against that (docs/fencing.md).")
+	}
+	return err
+}
+
+// mark sets *t to now and returns it.
+func (d *demo) mark(t *time.Time) time.Time {
+	now := time.Now()
+	d.mu.Lock()
+	*t = now
+	d.mu.Unlock()
+	return now
+}
+
+// observer is a worker's dlm.Hook: it counts refused attempts and
+// extensions, and logs extensions, failed extensions and losses. Observe
+// may run while the lock's mutex is held, so it only counts and prints.
+type observer struct {
+	worker   string
+	log      *logger
+	extended atomic.Int32
+	refused  atomic.Int32
+}
+
+func (o *observer) Observe(_ context.Context, e *dlm.Event) {
+	switch e.Kind {
+	case dlm.EventAttempt:
+		if e.Err != nil {
+			o.refused.Add(1)
+		}
+	case dlm.EventExtended:
+		n := o.extended.Add(1)
+		o.log.event("worker %s: lock extended by Do (extension %d, round trip %v)", o.worker, n, e.Duration.Round(100*time.Microsecond))
+	case dlm.EventExtendFailed:
+		o.log.event("worker %s: extension failed: %v", o.worker, oneLine(e.Err))
+	case dlm.EventLost:
+		o.log.event("worker %s: lock lost: %v", o.worker, oneLine(e.Err))
+	}
+}
+
+// validFor is how much of the lock's validity is left.
+func validFor(l *dlm.Lock) time.Duration {
+	return time.Until(l.Until()).Round(time.Millisecond)
+}
+
+// withBackends turns addresses into node URLs that use the backends in
+// turn.
+func withBackends(addrs []string) []string {
+	urls := make([]string, len(addrs))
+	for i, a := range addrs {
+		urls[i] = "redis+" + backends[i%len(backends)] + "://" + a
+	}
+	return urls
+}
+
+// oneLine joins the lines of an error, as errors.Join makes them.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// logger writes the demo's log, one line per call, from any goroutine.
+type logger struct {
+	mu    sync.Mutex
+	out   io.Writer
+	start time.Time
+}
+
+// say prints a line without a time.
+func (l *logger) say(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.out, format+"\n", args...)
+}
+
+// event prints a line stamped with the time since the start.
+func (l *logger) event(format string, args ...any) {
+	l.eventAt(time.Now(), format, args...)
+}
+
+// eventAt prints a line stamped with the time at since the start.
+func (l *logger) eventAt(at time.Time, format string, args ...any) {
+	l.say("%8.3fs  "+format, append([]any{at.Sub(l.start).Seconds()}, args...)...)
+}
