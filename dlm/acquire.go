@@ -202,10 +202,11 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	drift := cfg.drift(cfg.ttl)
 	elapsed := time.Since(start)
 	key := keyName(keys)
-	if v.yes >= q && cfg.ttl-elapsed-drift > 0 {
+	ttl := cfg.ttl.Truncate(time.Millisecond) // as the nodes have it
+	if v.yes >= q && ttl-elapsed-drift > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, fence: uint64(fence),
-			until: start.Add(cfg.ttl - drift), pend: pend}, nil
+			until: start.Add(ttl - drift), pend: pend}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.

@@ -81,7 +81,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 			}
 		}
 		return n.setAll(keys, args)
-	case strings.Contains(src, "'PX'") && !strings.Contains(src, "#KEYS / 2"): // acquire
+	case strings.Contains(src, "'PX'") && !strings.Contains(src, "nk / 2"): // acquire, not fenced
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && v != args[0] {
 				return int64(0), nil

@@ -28,6 +28,12 @@ var ErrNodeRestarted = errors.New("dlm: node restarted empty within the restart 
 // and TIME commands under ACLs. A node refused this way fails the attempt
 // with [ErrNodeRestarted]. Nodes that are new when the guard is first used
 // wait out the window too.
+//
+// The guard sees a node that lost all its data, not one that lost part of
+// it: a node restarted from an older RDB snapshot, or from an AOF written
+// with appendfsync everysec that lost its last second, still has its guard
+// key and is counted at once, though it may have forgotten recent locks.
+// Such nodes need the delayed restart, or appendfsync always.
 func WithRestartGuard(window time.Duration) Option {
 	return optionFunc(func(c *config) { c.restartGuard = window })
 }

@@ -160,8 +160,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	})
 	drift := cfg.drift(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	if v.yes >= quorum(n) && ttl-time.Since(start)-drift > 0 {
-		l.until = start.Add(ttl - drift)
+	if set := ttl.Truncate(time.Millisecond); v.yes >= quorum(n) && set-time.Since(start)-drift > 0 {
+		l.until = start.Add(set - drift)
 		if l.expiry != nil {
 			l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
 		}

@@ -33,9 +33,10 @@ type Node interface {
 	Close() error
 }
 
-// Pinger is an optional interface a [Node] may implement. Package dlm uses it
-// to check nodes when a manager is opened; without it, a node's health is only
-// seen through the replies to lock operations.
+// Pinger is an optional interface a [Node] may implement, for health checks
+// by tools and by the dlmtest conformance suite. Package dlm does not need it:
+// without it, a node's health is seen through the replies to lock
+// operations.
 type Pinger interface {
 	// Ping checks that the node answers. It returns when ctx is done.
 	Ping(ctx context.Context) error
