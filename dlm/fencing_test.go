@@ -343,6 +343,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Unlock(ctx)
+	c.settle(t, 0, 1, 2, 3, 4) // TryLock returned on a quorum; let the rest land
 	c.servers[4].Kill()
 	st, err := c.m.Status(ctx, "st")
 	if err != nil {

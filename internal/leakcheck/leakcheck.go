@@ -87,6 +87,11 @@ func ignored(stack string) bool {
 			return true
 		}
 	}
+	// A context's deadline timer cancelling it: it ends on its own, at
+	// once, and belongs to whoever made the context, which has returned.
+	if strings.Contains(stack, "created by time.goFunc") && strings.Contains(stack, "context.WithDeadlineCause.func") {
+		return true
+	}
 	// The goroutine running Check itself.
 	return strings.Contains(stack, "leakcheck.goroutines(")
 }
