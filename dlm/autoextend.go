@@ -88,9 +88,9 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 			}
 			ttl = min(ttl, left)
 		}
-		// The extension must have ended, and released the lock's mutex,
-		// before the loss guard, when the lock is reported lost if no
-		// extension has succeeded: half a guard earlier still.
+		// The extension must have ended before the loss guard, when the
+		// lock is reported lost if no extension has succeeded (a later
+		// success no longer counts): half a guard earlier still.
 		cancelLast()
 		ectx, cancel := context.WithDeadline(ctx, l.Until().Add(-l.cfg.lossGuard()*3/2))
 		cancelLast = cancel

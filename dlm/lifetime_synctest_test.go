@@ -61,6 +61,38 @@ func TestLostAtValidityEnd(t *testing.T) {
 	}
 }
 
+// TestLostWhileExtensionHangs checks that the end of the validity is
+// signalled on time while an extension is still waiting for slow nodes, and
+// that the extension, when it succeeds after the signal, does not take the
+// loss back.
+func TestLostWhileExtensionHangs(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(5*time.Second))
+		start := time.Now()
+		l, err := m.TryLock(context.Background(), "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := l.Lost()
+		time.Sleep(900 * time.Millisecond)
+		for _, f := range fs {
+			f.inject(healthy, 4*time.Second) // slow, not dead: the extension succeeds late
+		}
+		extended := make(chan error, 1)
+		go func() { extended <- l.Extend(context.Background(), time.Second) }()
+		<-lost
+		const guard = 49400 * time.Microsecond // validity 988ms / 20
+		if got, want := time.Since(start), l.Until().Sub(start)-guard; got != want {
+			t.Errorf("Lost() closed at start+%v with an extension under way; want start+%v, a guard before Until", got, want)
+		}
+		if err := <-extended; !errors.Is(err, ErrLockLost) {
+			t.Errorf("Extend() that succeeded on the nodes after the loss was signalled = %v; want ErrLockLost", err)
+		}
+		l.Unlock(context.Background())
+	})
+}
+
 // TestLostRearmedByExtend checks that a Lost channel taken before an Extend
 // stays open past the old validity and closes at the new one's guard.
 func TestLostRearmedByExtend(t *testing.T) {

@@ -29,6 +29,11 @@ type Lock struct {
 	stopWatchdog context.CancelFunc
 	watchdogDone chan struct{}
 
+	// op serializes Extend and Unlock, round trips included. mu guards the
+	// state below and is never held across a round trip, so that the end
+	// of the validity is signalled on time even while an extension is
+	// under way.
+	op       sync.Mutex
 	mu       sync.Mutex
 	until    time.Time
 	released bool  // Unlock was called
@@ -81,12 +86,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
 	l.stopExtending()
+	l.op.Lock()
+	defer l.op.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.released {
+		l.mu.Unlock()
 		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrLockLost)
 	}
 	if l.m.closed.Load() {
+		l.mu.Unlock()
 		l.passTurn()
 		return ErrClosed
 	}
@@ -94,6 +102,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	lostErr := l.lostErr
 	expiredFor := time.Since(l.until)
 	l.end(nil)
+	l.mu.Unlock()
 	start := time.Now()
 	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
 		// The next of the manager's callers waiting for these keys holds
@@ -137,22 +146,28 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	l.op.Lock()
+	defer l.op.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	switch {
 	case l.released:
+		l.mu.Unlock()
 		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrLockLost)
 	case l.m.closed.Load():
+		l.mu.Unlock()
 		return ErrClosed
 	case l.lostErr != nil:
+		l.mu.Unlock()
 		return l.lostErr
 	}
 	start := time.Now()
 	if !start.Before(l.until) {
 		err := fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.Key(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
 		l.end(err)
+		l.mu.Unlock()
 		return err
 	}
+	l.mu.Unlock()
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, &request{
 		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.token, ttlMillis(ttl)},
@@ -161,9 +176,19 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	drift := cfg.drift(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
 	if set := ttl.Truncate(time.Millisecond); v.yes >= quorum(n) && set-time.Since(start)-drift > 0 {
-		l.until = start.Add(set - drift)
-		if l.expiry != nil {
-			l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
+		l.mu.Lock()
+		lostErr := l.lostErr
+		if lostErr == nil {
+			l.until = start.Add(set - drift)
+			if l.expiry != nil {
+				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
+			}
+		}
+		l.mu.Unlock()
+		if lostErr != nil {
+			// The validity ran out while the extension was under way, and
+			// the loss was signalled: it stands.
+			return lostErr
 		}
 		l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 		return nil
@@ -172,7 +197,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	ev.Kind, ev.Err = EventExtendFailed, qerr
 	l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 	if v.no > n-quorum(n) {
+		l.mu.Lock()
 		l.end(qerr) // a quorum no longer holds the token
+		l.mu.Unlock()
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("dlm: extend %q: %w (%v)", l.Key(), ctx.Err(), qerr)
