@@ -38,16 +38,34 @@ var (
 
 // permissionCodes are the Redis error codes that mean a configuration
 // error rather than a failure worth retrying.
-var permissionCodes = []string{"NOPERM", "WRONGPASS", "NOAUTH"}
+var permissionCodes = []string{"NOPERM ", "WRONGPASS ", "NOAUTH "}
 
-// isPermission reports whether err is, or wraps, a Redis error reply with
-// one of permissionCodes. Adapters return replies as errors whose message
-// starts with the code; wrappers may put text before it.
+// scriptRefusals start the errors Redis gives when a script calls a command,
+// key or channel its caller's ACL does not allow (7.0, then 7.2 and later):
+// not NOPERM, but refusals all the same.
+var scriptRefusals = []string{"ERR The user executing the script can't ", "ERR ACL failure in script: "}
+
+// isPermission reports whether err is, or wraps, a Redis error reply that
+// refuses access. Adapters return replies as errors whose message starts
+// with the code; wrappers may put text before it.
 func isPermission(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		msg := err.Error()
-		for _, code := range permissionCodes {
-			if strings.HasPrefix(msg, code+" ") || strings.Contains(msg, ": "+code+" ") {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, list := range [][]string{permissionCodes, scriptRefusals} {
+		for _, p := range list {
+			if strings.HasPrefix(msg, p) || strings.Contains(msg, ": "+p) {
+				return true
+			}
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return isPermission(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if isPermission(e) {
 				return true
 			}
 		}

@@ -62,7 +62,8 @@ func OpenNode(url string) (driver.Node, error) {
 	}
 	n, err := d.Open(url)
 	if err != nil {
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), driver.RedactError(err, cfg.Password))
+		// As a NodeError, a refused login matches ErrPermission.
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), &NodeError{Node: cfg.Addr, Err: driver.RedactError(err, cfg.Password)})
 	}
 	return n, nil
 }

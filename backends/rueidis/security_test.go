@@ -1,0 +1,15 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	"github.com/dlmgo/redlock/backends/rueidis"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// TestSecurity runs the security suite through this driver: TLS with ACL
+// users, the least-privilege rules, refusals reported as dlm.ErrPermission,
+// and no password or token in errors, events or logs.
+func TestSecurity(t *testing.T) {
+	dlmtest.TestSecurity(t, rueidis.Name)
+}

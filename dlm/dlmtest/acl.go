@@ -1,0 +1,96 @@
+package dlmtest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// LeastPrivilegeRules returns the rules of a Redis ACL user that may do what
+// package dlm does with keys under prefix and nothing else, one rule per
+// element: the arguments of ACL SETUSER after the user's name, or, joined by
+// spaces, the rest of an ACL file's line after "user NAME on >PASSWORD".
+// For the default prefix:
+//
+//	resetkeys ~redlock:*       lock keys, their fencing counters (":fence")
+//	                           and restart-guard keys (":guard")
+//	resetchannels &redlock:*   the channels (":wake") on which releases are
+//	                           announced, for waking waiters
+//	-@all                      nothing but what follows
+//	+evalsha +eval             every operation is one script, run by EVALSHA,
+//	                           or by EVAL when the node has not cached it
+//	+get +set +del +pexpire    what the scripts call: acquire GET and SET,
+//	+pttl                      release GET and DEL, extend GET and PEXPIRE,
+//	                           Status PTTL and GET
+//	+time +info                the acquire scripts of WithRestartGuard read
+//	                           the node's clock and uptime
+//	+zadd +zrem +zrange        WithFairness keeps each lock's line of
+//	+zrangebyscore +zscore     waiters in two sorted sets and a ticket
+//	+zcard +incr               counter (":line", ":places", ":tickets")
+//	+publish                   the release script announces a release on
+//	                           the key's wake channel, for waking waiters
+//	+subscribe +unsubscribe    waiting clients listen on wake channels, on a
+//	                           connection of their own, for waking waiters
+//	+ping                      sent by Open in the goredis and redigo
+//	                           drivers, by rueidis on idle connections, and
+//	                           by driver.Pinger
+//
+// Scripts run with the caller's rights, so the commands they call need rules
+// of their own, and the key pattern also applies to the keys a script is
+// given. AUTH and HELLO, which clients send to log in, need no rule. A node
+// URL that names a database other than 0 needs +select as well. prefix's
+// glob characters (* ? [ ] \) are escaped; a prefix with spaces cannot be
+// written in an ACL file.
+func LeastPrivilegeRules(prefix string) []string {
+	p := escapeGlob(prefix)
+	return []string{
+		"resetkeys", "~" + p + "*",
+		"resetchannels", "&" + p + "*",
+		"-@all",
+		"+evalsha", "+eval",
+		"+get", "+set", "+del", "+pexpire", "+pttl",
+		"+time", "+info",
+		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+incr",
+		"+publish", "+subscribe", "+unsubscribe",
+		"+ping",
+	}
+}
+
+// escapeGlob escapes the characters that Redis glob patterns give a meaning.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// aclDenials returns what s's ACL LOG recorded as refused to user, oldest
+// first, each as "REASON OBJECT": "command pexpire", "key app:{k}",
+// "channel redlock:{k}:wake", "auth AUTH".
+func aclDenials(t *testing.T, s *Server, user string) []string {
+	t.Helper()
+	v, err := s.Do("ACL", "LOG")
+	if err != nil {
+		t.Fatalf("ACL LOG on %s: %v", s.Addr(), err)
+	}
+	entries, ok := v.([]any)
+	if !ok {
+		t.Fatalf("ACL LOG on %s = %#v; want an array", s.Addr(), v)
+	}
+	var out []string
+	for i := len(entries) - 1; i >= 0; i-- {
+		fields, _ := entries[i].([]any)
+		e := map[string]string{}
+		for j := 0; j+1 < len(fields); j += 2 {
+			e[fmt.Sprint(fields[j])] = fmt.Sprint(fields[j+1])
+		}
+		if e["username"] == user {
+			out = append(out, e["reason"]+" "+e["object"])
+		}
+	}
+	return out
+}
