@@ -1,0 +1,119 @@
+// Command redlock runs a command under a distributed lock: flock(1) across
+// machines. The lock is held on a majority of independent Redis masters by
+// the Redlock algorithm of package [github.com/dlmgo/redlock/dlm], and kept
+// extended while the command runs.
+//
+// Usage:
+//
+//	redlock run [OPTIONS] KEY [--] COMMAND [ARG...]
+//	redlock status [OPTIONS] KEY
+//	redlock version
+//	redlock help [COMMAND]
+//
+// # run
+//
+// run takes the lock named KEY, waiting for it without limit, up to --wait,
+// or not at all with --no-wait; runs COMMAND with the lock extended in the
+// background; and releases the lock when COMMAND exits. COMMAND inherits
+// redlock's standard streams and environment, plus REDLOCK_KEY (the key)
+// and, with --fencing, REDLOCK_FENCE (the lock's fencing token, greater than
+// that of any earlier holder of the key). The signals INT, TERM, HUP, QUIT,
+// USR1 and USR2 are passed on to COMMAND; while redlock still waits for the
+// lock they stop the wait instead. A signal redlock was started with ignored
+// (SIGHUP under nohup) stays ignored, by redlock and COMMAND alike. If the lock is lost — an extension finds
+// it gone from a quorum of nodes, or its validity is about to end with no
+// extension succeeding — COMMAND gets SIGTERM, then SIGKILL after --grace
+// (default 5s), and redlock exits with --lost-exit-code.
+//
+// Outside the foreground of a terminal (cron, systemd, scripts, CI) COMMAND
+// runs in a process group of its own, and signals go to the whole group,
+// processes COMMAND started included. In the foreground of a terminal
+// COMMAND shares redlock's process group, so that it can read the terminal;
+// the terminal then sends Ctrl-C and Ctrl-\ to COMMAND itself, and redlock
+// does not send them a second time. On Linux, COMMAND is killed if redlock
+// dies without ending it.
+//
+// While redlock waits on a terminal, a line on stderr shows how long it has
+// waited and what the nodes say of the holder: on how many nodes the lock
+// is, and when it expires unless extended. The holder's token is never
+// shown.
+//
+// # status
+//
+// status asks every node about the lock named KEY: whether it holds it,
+// the time left to live, and the fencing counter, as a table or, with
+// --json, as a JSON object:
+//
+//	{"key": "job", "held": true, "held_on": 3, "failed": 0, "quorum": 2,
+//	 "nodes": [{"node": "10.0.0.1:6379", "held": true, "ttl_ms": 9120, "fence": 7}, ...]}
+//
+// "held" is true when a quorum of nodes holds the key. A node that did not
+// answer has "error" set.
+//
+// # Nodes and options
+//
+// Nodes come from --nodes or REDLOCK_NODES, comma-separated: node URLs as
+// package dlm reads them (redis[s][+BACKEND]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAMS])
+// or bare HOST:PORT addresses. redlock includes the goredis, redigo and
+// rueidis backends; a plain redis:// or rediss:// URL, or a bare address,
+// uses goredis (--backend changes it), and redis+rueidis:// and the like
+// name their own. Passwords are never printed: URLs are shown redacted.
+//
+// Every option can also be set by an environment variable, REDLOCK_ and the
+// option's name in capitals with dashes as underscores (--ttl:
+// REDLOCK_TTL, --no-wait: REDLOCK_NO_WAIT); flags win over the environment,
+// and an empty variable counts as unset. Options of all commands:
+//
+//	--nodes URL,...         node URLs; repeatable              REDLOCK_NODES
+//	--backend NAME          backend of plain URLs (goredis)    REDLOCK_BACKEND
+//	--key-prefix PREFIX     prefix of Redis keys (redlock:)    REDLOCK_KEY_PREFIX
+//	--node-timeout DURATION bound on one node request          REDLOCK_NODE_TIMEOUT
+//	--log-format text|json  format of logs on stderr (text)    REDLOCK_LOG_FORMAT
+//	--log-level LEVEL       debug, info, warn (default), error REDLOCK_LOG_LEVEL
+//	--quiet                 errors only, no waiting line       REDLOCK_QUIET
+//
+// Options of run:
+//
+//	--ttl DURATION          lock TTL, renewed meanwhile (10s)  REDLOCK_TTL
+//	--wait DURATION         give up waiting after DURATION     REDLOCK_WAIT
+//	--no-wait               one attempt only (--wait 0)        REDLOCK_NO_WAIT
+//	--grace DURATION        SIGTERM to SIGKILL on loss (5s)    REDLOCK_GRACE
+//	--fencing               pass REDLOCK_FENCE to COMMAND      REDLOCK_FENCING
+//	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
+//	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
+//
+// Options of status:
+//
+//	--json                  JSON instead of a table            REDLOCK_JSON
+//
+// Logs go to stderr as log/slog text, or JSON with --log-format json, from
+// warnings up by default, and include the lock library's own events (node
+// failures, a lost lock). A warning repeated within 10 seconds, such as a
+// node down while redlock waits, is logged once. Tokens and passwords are
+// never logged.
+//
+// # Exit codes
+//
+// Exit codes follow flock(1), the shells and sysexits(3):
+//
+//	N      run: COMMAND ran and exited with N
+//	128+N  run: COMMAND was killed by signal N; or signal N stopped redlock
+//	       while it waited for the lock
+//	0      status: every node answered
+//	1      any other failure of redlock
+//	64     EX_USAGE: bad command line or environment variable
+//	69     EX_UNAVAILABLE: run: too many nodes unavailable for a quorum;
+//	       status: a node did not answer
+//	70     EX_SOFTWARE: run: the lock was lost while COMMAND ran, and COMMAND
+//	       was terminated (--lost-exit-code changes it)
+//	75     EX_TEMPFAIL: run: someone else holds the lock, with --no-wait or
+//	       when --wait ran out (--conflict-exit-code changes it, as flock -E)
+//	78     EX_CONFIG: no nodes given, a bad node URL, an unknown backend, or a
+//	       node refused access (wrong password, missing ACL permission)
+//	126    run: COMMAND cannot be executed
+//	127    run: COMMAND not found
+//
+// Since COMMAND may exit with any of these codes itself, a script that must
+// tell "someone else holds the lock" apart for sure can pick an unused code
+// with --conflict-exit-code.
+package main

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// openPTY opens a pseudo-terminal and returns its two ends; both are closed
+// in t.Cleanup.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open /dev/ptmx: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	var unlock int32
+	if err := ioctl(master, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock)); err != nil {
+		t.Fatalf("unlock the pseudo-terminal: %v", err)
+	}
+	var n uint32
+	if err := ioctl(master, syscall.TIOCGPTN, unsafe.Pointer(&n)); err != nil {
+		t.Fatalf("number of the pseudo-terminal: %v", err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// startOnTerminal starts redlock with its stderr on a pseudo-terminal, and
+// returns it and what it writes there.
+func startOnTerminal(t *testing.T, args ...string) (*proc, *syncBuffer) {
+	t.Helper()
+	master, slave := openPTY(t)
+	var screen syncBuffer
+	copied := make(chan struct{})
+	go func() {
+		// Ends with an error once the terminal's last user is gone and
+		// the test closed its end.
+		io.Copy(&screen, master)
+		close(copied)
+	}()
+	t.Cleanup(func() {
+		master.Close()
+		<-copied
+	})
+	p := &proc{t: t, args: args, done: make(chan struct{})}
+	p.start(func() { p.cmd.Stderr = slave })
+	slave.Close() // redlock holds its own copy
+	return p, &screen
+}
+
+func TestWaitingLine(t *testing.T) {
+	_, nodes := startServers(t, 3)
+	dir := t.TempDir()
+	ready, release := filepath.Join(dir, "ready"), filepath.Join(dir, "release")
+	holder := startRedlock(t, nil, runArgs("line", sh(`touch "$2"; `+boundedWait, release, ready), "--nodes", nodes)...)
+	waitFor(t, "the holder's command to start", func() bool { return exists(ready) })
+
+	quiet, quietScreen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes, "--wait", "1s", "--quiet")...)
+	quiet.expectExit(75)
+
+	waiter, screen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes)...)
+	const line = `redlock: waiting for "line" `
+	waitFor(t, "the waiting line to show the holder", func() bool {
+		return strings.Contains(screen.String(), "held on 3/3 nodes, TTL ")
+	})
+	touch(t, release)
+	holder.expectExit(0)
+	waiter.expectExit(0)
+
+	out := screen.String()
+	last := strings.LastIndex(out, line)
+	if last < 0 {
+		t.Fatalf("the terminal shows %q; want a waiting line", out)
+	}
+	// The line was erased: overwritten with spaces, nothing after.
+	drawn := out[last:]
+	end := strings.IndexByte(drawn, '\r')
+	if end < 0 || drawn[end:] != "\r"+strings.Repeat(" ", end)+"\r" {
+		t.Errorf("the terminal ends with %q; want the waiting line erased", drawn)
+	}
+	if got := quietScreen.String(); got != "" {
+		t.Errorf("with --quiet the terminal shows %q; want nothing", got)
+	}
+}
+
+func TestCommandDiesWithRedlock(t *testing.T) {
+	_, nodes := startServers(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startRedlock(t, nil, runArgs("orphan", sh(`echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 60`, pidFile), "--nodes", nodes)...)
+	waitFor(t, "the command to start", func() bool { return exists(pidFile) })
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	waitFor(t, "the command to die with redlock", func() bool { return !processRunning(pid) })
+}

@@ -1,0 +1,288 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// Timing of the end-to-end tests: generous, for a loaded machine running
+// them with -race. No test asserts that anything is fast; these only bound
+// how long a broken build takes to fail.
+const (
+	exitTimeout  = 60 * time.Second // for a redlock process to exit
+	eventTimeout = 30 * time.Second // for a file or a log line to appear
+	stopTimeout  = 10 * time.Second // from SIGTERM to SIGKILL in cleanup
+)
+
+var (
+	binDir    string // where the redlock binary is built
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "redlock-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// redlockBinary builds the redlock binary with go build, once for all
+// tests, with -race when the tests have it, and returns its path.
+func redlockBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "redlock")
+	buildOnce.Do(func() {
+		args := []string{"build", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, ".")...)
+		// The module is built as a user builds it: through its own
+		// replace directives, not a workspace.
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing it while a test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// proc is a redlock process started by a test.
+type proc struct {
+	t      *testing.T
+	args   []string
+	cmd    *exec.Cmd
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan struct{} // closed when the process has exited
+}
+
+// cleanEnv is the test's environment without REDLOCK_ variables, with the
+// race detector set to stop at the first race, and to wait 50ms rather than
+// a second for other goroutines to report before a process exits.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDLOCK_") && !strings.HasPrefix(kv, "GORACE=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GORACE=halt_on_error=1 atexit_sleep_ms=50")
+}
+
+// startRedlock starts redlock with args and the environment variables env
+// ("NAME=value") added to the test's, and ends it in t.Cleanup if it is
+// still running: SIGTERM, which it passes on to its command, then SIGKILL.
+func startRedlock(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, args: args, done: make(chan struct{})}
+	p.start(func() { p.cmd.Env = append(p.cmd.Env, env...) })
+	return p
+}
+
+// start starts the process, with its command changed by setup, and
+// registers its end in t.Cleanup.
+func (p *proc) start(setup func()) {
+	p.t.Helper()
+	p.cmd = exec.Command(redlockBinary(p.t), p.args...)
+	p.cmd.Env = cleanEnv()
+	p.cmd.Dir = p.t.TempDir()
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	dieWithTest(p.cmd)
+	setup()
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatalf("start redlock %q: %v", p.args, err)
+	}
+	go func() {
+		_ = p.cmd.Wait() // the exit status is in ProcessState
+		close(p.done)
+	}()
+	p.t.Cleanup(p.stop)
+}
+
+// stop ends the process if it is still running.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(stopTimeout):
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// wait waits for the process to exit and returns its exit code. It fails
+// the test if the process does not exit in time, or if the race detector
+// found a race in it.
+func (p *proc) wait() int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(exitTimeout):
+		p.t.Fatalf("redlock %q still running after %v; stderr:\n%s", p.args, exitTimeout, p.stderr.String())
+	}
+	if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
+		p.t.Errorf("redlock %q: the race detector found a race:\n%s", p.args, p.stderr.String())
+	}
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		p.t.Fatalf("redlock %q was killed by %v; stderr:\n%s", p.args, ws.Signal(), p.stderr.String())
+	}
+	return ws.ExitStatus()
+}
+
+// expectExit waits for the process and fails the test unless it exits
+// with want.
+func (p *proc) expectExit(want int) {
+	p.t.Helper()
+	if got := p.wait(); got != want {
+		p.t.Fatalf("redlock %q exited with %d; want %d\nstdout:\n%s\nstderr:\n%s", p.args, got, want, p.stdout.String(), p.stderr.String())
+	}
+}
+
+// signal sends sig to the redlock process.
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("%v to redlock %q: %v", sig, p.args, err)
+	}
+}
+
+// redlockRun runs redlock to its end and returns its exit code, stdout and
+// stderr.
+func redlockRun(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := startRedlock(t, env, args...)
+	code = p.wait()
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// startServers starts n redis-server processes and returns them with the
+// --nodes value naming them, one backend each in turn, the first by a
+// plain redis:// URL.
+func startServers(t *testing.T, n int, opts ...dlmtest.ServerOption) ([]*dlmtest.Server, string) {
+	t.Helper()
+	servers := dlmtest.StartServers(t, n, opts...)
+	schemes := []string{"redis", "redis+redigo", "redis+rueidis"}
+	urls := make([]string, n)
+	for i, s := range servers {
+		urls[i] = schemes[i%len(schemes)] + "://" + s.Addr()
+	}
+	return servers, strings.Join(urls, ",")
+}
+
+// waitFor polls until cond holds, and fails the test if it does not within
+// eventTimeout.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(eventTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", eventTimeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fileHas reports whether the file at path contains s.
+func fileHas(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// readFile returns the content of the file at path, or "" if there is none.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// flush empties the servers, as a node restarted without persistence
+// would be.
+func flush(t *testing.T, servers ...*dlmtest.Server) {
+	t.Helper()
+	for _, s := range servers {
+		if _, err := s.Do("FLUSHALL"); err != nil {
+			t.Fatalf("FLUSHALL on %s: %v", s.Addr(), err)
+		}
+	}
+}
+
+// boundedWait is a shell loop that waits until the file $1 exists, for at
+// most a minute, so that no command outlives a failed test for long.
+const boundedWait = `i=0; while [ ! -e "$1" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
+
+// sh returns the arguments that run script with sh, with args as $1....
+func sh(script string, args ...string) []string {
+	return append([]string{"sh", "-c", script, "sh"}, args...)
+}
+
+// exists reports whether a file exists at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// touch creates an empty file at path.
+func touch(t *testing.T, path string) {
+	t.Helper()
+	writeFile(t, path, "")
+}
+
+// writeFile writes content to a file at path, not executable.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

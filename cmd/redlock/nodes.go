@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+
+	// Every backend registers its scheme: redis+goredis://,
+	// redis+redigo://, redis+rueidis:// and their rediss+ forms.
+	_ "github.com/dlmgo/redlock/backends/goredis"
+	_ "github.com/dlmgo/redlock/backends/redigo"
+	_ "github.com/dlmgo/redlock/backends/rueidis"
+)
+
+// errNoNodes is the configuration error of a command given no nodes.
+var errNoNodes = errors.New("no nodes: give --nodes URL,... or set REDLOCK_NODES")
+
+// nodeURL returns the URL that dlm.Open gets for an entry of --nodes. With
+// several backends registered, a plain redis:// or rediss:// URL names none
+// of them, so it is given backend: redis://h:6379 becomes
+// redis+goredis://h:6379. A bare HOST:PORT becomes such a URL too. A URL
+// that names its backend is left alone.
+func nodeURL(entry, backend string) string {
+	scheme, rest, ok := strings.Cut(entry, "://")
+	if !ok {
+		return "redis+" + backend + "://" + entry
+	}
+	switch s := strings.ToLower(scheme); s {
+	case "redis", "rediss":
+		return s + "+" + backend + "://" + rest
+	}
+	return entry
+}
+
+// secrets are the passwords of the node URLs, to scrub from anything shown.
+type secrets []string
+
+// nodeURLs maps the entries of --nodes with [nodeURL] and checks them. It
+// returns the URLs and their passwords. Its errors name no password.
+func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
+	if len(entries) == 0 {
+		return nil, nil, errNoNodes
+	}
+	urls := make([]string, len(entries))
+	var pw secrets
+	for i, e := range entries {
+		urls[i] = nodeURL(e, backend)
+		cfg, err := driver.ParseURL(urls[i])
+		if err != nil {
+			return nil, nil, fmt.Errorf("node %d: %w", i+1, err)
+		}
+		if cfg.Password != "" {
+			pw = append(pw, cfg.Password)
+		}
+	}
+	return urls, pw, nil
+}
+
+// scrub returns err with every password replaced, for errors that might
+// quote a URL. Package dlm already keeps passwords out of its errors; this
+// covers what a client library might add.
+func (pw secrets) scrub(err error) error {
+	for _, p := range pw {
+		err = driver.RedactError(err, p)
+	}
+	return err
+}
+
+// redactAll returns urls with their passwords replaced.
+func redactAll(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = driver.Redact(u)
+	}
+	return out
+}
+
+// openManager opens a manager over the configured nodes with opts, logging
+// through log. On failure it logs why and returns the exit code.
+func openManager(c *config, log *slog.Logger, opts ...dlm.Option) (*dlm.Manager, secrets, int) {
+	urls, pw, err := nodeURLs(c.nodes, c.backend)
+	if err != nil {
+		log.Error("redlock: " + err.Error())
+		return nil, nil, exitConfig
+	}
+	opts = append([]dlm.Option{dlm.WithKeyPrefix(c.keyPrefix), dlm.WithLogger(log)}, opts...)
+	if c.nodeTimeout > 0 {
+		opts = append(opts, dlm.WithNodeTimeout(c.nodeTimeout))
+	}
+	m, err := dlm.Open(urls, opts...)
+	if err != nil {
+		// The options are valid, so Open rejected the nodes: an unknown
+		// backend, duplicates, or a node that turned the connection's
+		// settings down (a wrong password, a database that does not
+		// exist, a TLS certificate that does not verify). The backends do
+		// not fail Open for a node they cannot reach.
+		log.Error("redlock: cannot open the nodes: check the URLs, passwords and TLS settings", slog.Any("error", pw.scrub(err)))
+		return nil, nil, exitConfig
+	}
+	log.Debug("redlock: nodes", slog.Any("urls", redactAll(urls)))
+	return m, pw, exitOK
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+func TestNodeURL(t *testing.T) {
+	tests := []struct {
+		entry, backend, want string
+	}{
+		{"redis://10.0.0.1:6379", "goredis", "redis+goredis://10.0.0.1:6379"},
+		{"rediss://:pw@r1:6380/2?tls_server_name=r", "goredis", "rediss+goredis://:pw@r1:6380/2?tls_server_name=r"},
+		{"REDIS://h:1", "goredis", "redis+goredis://h:1"},
+		{"redis://h:1", "rueidis", "redis+rueidis://h:1"},
+		{"10.0.0.1:6379", "goredis", "redis+goredis://10.0.0.1:6379"},
+		{"localhost", "redigo", "redis+redigo://localhost"},
+		{"user:pw@h:1", "goredis", "redis+goredis://user:pw@h:1"},
+		{"[::1]:6379", "goredis", "redis+goredis://[::1]:6379"},
+		{"redis+rueidis://h:1", "goredis", "redis+rueidis://h:1"},
+		{"rediss+redigo://h:1", "goredis", "rediss+redigo://h:1"},
+		{"http://h:1", "goredis", "http://h:1"},
+	}
+	for _, tt := range tests {
+		if got := nodeURL(tt.entry, tt.backend); got != tt.want {
+			t.Errorf("nodeURL(%q, %q) = %q; want %q", tt.entry, tt.backend, got, tt.want)
+		}
+	}
+}
+
+func TestNodeURLs(t *testing.T) {
+	urls, pw, err := nodeURLs([]string{"redis://:first@h1:1", "h2:2", "redis+redigo://u:second@h3:3"}, "goredis")
+	if err != nil {
+		t.Fatalf("nodeURLs = %v; want no error", err)
+	}
+	want := []string{"redis+goredis://:first@h1:1", "redis+goredis://h2:2", "redis+redigo://u:second@h3:3"}
+	if !slices.Equal(urls, want) {
+		t.Errorf("nodeURLs = %q; want %q", urls, want)
+	}
+	if !slices.Equal(pw, secrets{"first", "second"}) {
+		t.Errorf("nodeURLs passwords = %q; want first, second", pw)
+	}
+	err = pw.scrub(errors.New("dial redis://:first@h1 failed; AUTH second refused"))
+	if msg := err.Error(); strings.Contains(msg, "first") || strings.Contains(msg, "second") {
+		t.Errorf("scrub left a password: %q", msg)
+	}
+}
+
+func TestNodeURLsErrors(t *testing.T) {
+	tests := []struct {
+		entries []string
+		want    string
+	}{
+		{nil, "no nodes"},
+		{[]string{"h1:1", "http://h2:2"}, "node 2"},
+		{[]string{"redis://:s3cret@h1:1?bogus=1"}, "unknown parameter"},
+		{[]string{"redis://:s3cret@h1:notaport"}, "node 1"},
+	}
+	for _, tt := range tests {
+		_, _, err := nodeURLs(tt.entries, "goredis")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("nodeURLs(%q) = %v; want an error containing %q", tt.entries, err, tt.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("nodeURLs(%q) = %v: the password shows", tt.entries, err)
+		}
+		if len(tt.entries) > 0 && !errors.Is(err, driver.ErrBadURL) {
+			t.Errorf("nodeURLs(%q) = %v; want an error wrapping driver.ErrBadURL", tt.entries, err)
+		}
+	}
+}
+
+func TestRedactAll(t *testing.T) {
+	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2"})
+	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("redactAll = %q; want %q", got, want)
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// statusReport is what status prints: with --json, as this JSON object.
+type statusReport struct {
+	// Key is the lock's key as given.
+	Key string `json:"key"`
+	// Held reports whether a quorum of nodes holds the key: someone holds
+	// the lock.
+	Held bool `json:"held"`
+	// HeldOn counts the nodes that hold the key.
+	HeldOn int `json:"held_on"`
+	// Failed counts the nodes that did not answer.
+	Failed int `json:"failed"`
+	// Quorum is the number of nodes that make a majority.
+	Quorum int `json:"quorum"`
+	// Nodes has an entry for each node, in the order of --nodes.
+	Nodes []nodeReport `json:"nodes"`
+}
+
+// nodeReport is one node's part of a [statusReport].
+type nodeReport struct {
+	// Node is the node's address, host:port.
+	Node string `json:"node"`
+	// Held reports whether the node holds the key.
+	Held bool `json:"held"`
+	// TTLMillis is the key's remaining time to live in milliseconds, or 0.
+	TTLMillis int64 `json:"ttl_ms"`
+	// Fence is the key's fencing counter on the node, or 0.
+	Fence uint64 `json:"fence"`
+	// Error is why the node did not answer, or "".
+	Error string `json:"error,omitempty"`
+}
+
+// statusMain is "redlock status [OPTIONS] KEY". It returns the exit code.
+func statusMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c := defaultConfig()
+	pos, rest, err := parse("status", statusOptions(c), args, 1, getenv)
+	switch {
+	case errors.Is(err, errHelp):
+		writeHelp(stdout, "status")
+		return exitOK
+	case err != nil:
+		return usageError(stderr, "status", err)
+	case len(pos) == 0:
+		return usageError(stderr, "status", errors.New("missing KEY"))
+	case len(rest) > 0:
+		return usageError(stderr, "status", fmt.Errorf("unexpected argument %q after KEY", rest[0]))
+	}
+	key := pos[0]
+	if err := checkKey(key); err != nil {
+		return usageError(stderr, "status", err)
+	}
+	log := newLogger(c, &console{w: stderr})
+	m, pw, code := openManager(c, log)
+	if m == nil {
+		return code
+	}
+	defer m.Close()
+
+	// Each node's request is bounded by the node timeout.
+	st, err := m.Status(context.Background(), key)
+	if err != nil {
+		log.Error("redlock: cannot ask the nodes", slog.Any("error", pw.scrub(err)))
+		if errors.Is(err, dlm.ErrInvalid) {
+			return exitUsage
+		}
+		return exitFailure
+	}
+	rep := newStatusReport(key, st, pw)
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.writeTable(stdout)
+	}
+	if err != nil {
+		log.Error("redlock: cannot write the status", slog.Any("error", err))
+		return exitFailure
+	}
+	errs := make([]error, len(st))
+	var first error // the first node failure, for the log
+	for i, n := range st {
+		errs[i] = n.Err
+		if first == nil {
+			first = n.Err
+		}
+	}
+	code = statusExitCode(errs)
+	switch code {
+	case exitConfig:
+		log.Error("redlock: a node refused access: check the password and the ACL rules", slog.String("key", key))
+	case exitUnavailable:
+		log.Warn(fmt.Sprintf("redlock: %d of %d nodes did not answer", rep.Failed, len(st)), slog.String("key", key), slog.Any("error", pw.scrub(first)))
+	}
+	return code
+}
+
+// newStatusReport summarizes what the nodes said of key.
+func newStatusReport(key string, st []dlm.NodeStatus, pw secrets) *statusReport {
+	rep := &statusReport{Key: key, Quorum: quorum(len(st)), Nodes: make([]nodeReport, len(st))}
+	for i, n := range st {
+		nr := nodeReport{Node: n.Node, Held: n.Held, TTLMillis: n.TTL.Milliseconds(), Fence: n.Fence}
+		if n.Err != nil {
+			nr.Error = pw.scrub(n.Err).Error()
+			rep.Failed++
+		}
+		if n.Held {
+			rep.HeldOn++
+		}
+		rep.Nodes[i] = nr
+	}
+	rep.Held = rep.HeldOn >= rep.Quorum
+	return rep
+}
+
+// writeTable writes the report for people.
+func (rep *statusReport) writeTable(w io.Writer) error {
+	held := "no"
+	if rep.Held {
+		held = "yes"
+	}
+	fmt.Fprintf(w, "key %q held: %s (on %d of %d nodes, quorum %d", rep.Key, held, rep.HeldOn, len(rep.Nodes), rep.Quorum)
+	if rep.Failed > 0 {
+		fmt.Fprintf(w, ", %d not answering", rep.Failed)
+	}
+	fmt.Fprintln(w, ")")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHELD\tTTL\tFENCE\tERROR")
+	for _, n := range rep.Nodes {
+		held, ttl, fence := "no", "-", "-"
+		switch {
+		case n.Error != "":
+			held = "?"
+		case n.Held:
+			held = "yes"
+			if n.TTLMillis > 0 {
+				ttl = (time.Duration(n.TTLMillis) * time.Millisecond).String()
+			}
+		}
+		if n.Fence > 0 {
+			fence = fmt.Sprint(n.Fence)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, held, ttl, fence, n.Error)
+	}
+	return tw.Flush()
+}
