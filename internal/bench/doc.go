@@ -2,7 +2,9 @@
 // redis-server processes, runs the scenarios of the project's performance
 // issue against redlock over each backend and against redsync v4 on the
 // same nodes in the same run, and writes the report (Markdown and an SVG
-// chart) that docs/benchmarks.md is.
+// chart) that docs/benchmarks.md is. The hot-key cases run twice: with the
+// contenders sharing one client, as goroutines of one process would, and
+// with a client each, as separate processes would.
 //
 // It is a module of its own so that redsync, the comparison target, never
 // enters the library's module graph. It uses only the library's public API,

@@ -86,8 +86,8 @@ func fmtDist(d Dist) string {
 	return fmtDur(d.P50) + " / " + fmtDur(d.P99)
 }
 
-// fmtRatio formats a ratio as a multiplier: "0.85×", "12.3×", "152×", or
-// "∞" when the divisor was zero.
+// fmtRatio formats a ratio as a multiplier: "0.85×", "12.3×", "152×",
+// "12,866×", or "∞" when the divisor was zero.
 func fmtRatio(x float64) string {
 	switch {
 	case math.IsNaN(x):
@@ -99,7 +99,7 @@ func fmtRatio(x float64) string {
 	case x < 100:
 		return strconv.FormatFloat(x, 'f', 1, 64) + "×"
 	}
-	return strconv.FormatFloat(x, 'f', 0, 64) + "×"
+	return groupThousands(int64(math.Round(x))) + "×"
 }
 
 // fmtPercent formats a share as a percentage: "2.7 %", "0.45 %".

@@ -33,6 +33,7 @@ func TestFormat(t *testing.T) {
 		{"ratio small", fmtRatio(0.849), "0.85×"},
 		{"ratio tens", fmtRatio(12.34), "12.3×"},
 		{"ratio hundreds", fmtRatio(152.4), "152×"},
+		{"ratio thousands", fmtRatio(12865.6), "12,866×"},
 		{"ratio infinite", fmtRatio(math.Inf(1)), "∞"},
 		{"ratio NaN", fmtRatio(math.NaN()), "—"},
 		{"percent", fmtPercent(0.0271), "2.7 %"},

@@ -11,10 +11,45 @@ import (
 	"time"
 )
 
+// Clients says how the contenders of a hot-key case reach the nodes.
+type Clients int
+
+const (
+	// SharedClient: the contenders are goroutines of one process sharing
+	// one client (one dlm.Manager; one redsync over one go-redis client
+	// per node), each with a handle of its own on the key.
+	SharedClient Clients = iota
+	// ClientPerContender: every contender has a client of its own, with
+	// its own connections, as separate processes would.
+	ClientPerContender
+)
+
+// ClientModes are the ways of reaching the nodes that the hot-key cases
+// run in, in the report's order.
+var ClientModes = []Clients{SharedClient, ClientPerContender}
+
+// String is the mode's part of a case name: "shared", "per-contender".
+func (c Clients) String() string {
+	if c == ClientPerContender {
+		return "per-contender"
+	}
+	return "shared"
+}
+
+// phrase describes the mode after "N contenders": "sharing one client",
+// "with a client each".
+func (c Clients) phrase() string {
+	if c == ClientPerContender {
+		return "with a client each"
+	}
+	return "sharing one client"
+}
+
 // HotResult is one hot-key run: contenders goroutines, each with its own
-// client handle, taking turns on one key, holding it for Work each time.
+// handle, taking turns on one key, holding it for Work each time.
 type HotResult struct {
 	Lib        string
+	Clients    Clients
 	Contenders int
 	Work       time.Duration // time spent holding the lock, per grant
 	Window     time.Duration // grants are counted while this runs: all rounds
@@ -82,9 +117,10 @@ type hotRound struct {
 	firstErr string
 }
 
-// runHot runs the hot-key scenario on key for window and records it. It
-// returns an error only when ctx ends first.
-func runHot(ctx context.Context, lk Locker, key string, contenders int, work, window time.Duration) (hotRound, error) {
+// runHot runs the hot-key scenario on key for window, one contender per
+// client of clients (the same Locker as often as contenders share it), and
+// records it. It returns an error only when ctx ends first.
+func runHot(ctx context.Context, clients []Locker, key string, work, window time.Duration) (hotRound, error) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -92,8 +128,9 @@ func runHot(ctx context.Context, lk Locker, key string, contenders int, work, wi
 		errs     int
 		firstErr string
 	)
+	contenders := len(clients)
 	mutexes := make([]Mutex, contenders)
-	for i := range mutexes {
+	for i, lk := range clients {
 		mutexes[i] = lk.Mutex(key)
 	}
 	// start and runCtx are set before ready is closed and read after.
@@ -159,8 +196,8 @@ func runHot(ctx context.Context, lk Locker, key string, contenders int, work, wi
 // and samples of all rounds together, over their total window. Only grants
 // made within a round's window count. A round's grants are ordered by when
 // Lock returned, which is the order of the holders when the lock is safe.
-func analyzeHot(rounds []hotRound, contenders int, work time.Duration) HotResult {
-	r := HotResult{Contenders: contenders, Work: work, PerClient: make([]int, contenders)}
+func analyzeHot(rounds []hotRound, clients Clients, contenders int, work time.Duration) HotResult {
+	r := HotResult{Clients: clients, Contenders: contenders, Work: work, PerClient: make([]int, contenders)}
 	var waits, handoffs, toWaiters []time.Duration
 	for _, round := range rounds {
 		r.Window += round.window

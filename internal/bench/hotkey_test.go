@@ -103,7 +103,7 @@ func TestAnalyzeHot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := analyzeHot([]hotRound{{calls: slices.Clone(tt.calls), window: tt.window}}, tt.clients, 0)
+			r := analyzeHot([]hotRound{{calls: slices.Clone(tt.calls), window: tt.window}}, ClientPerContender, tt.clients, 0)
 			if r.Grants != tt.grants || r.Handoffs != len(tt.handoffs) {
 				t.Errorf("grants %d, hand-offs %d; want %d, %d", r.Grants, r.Handoffs, tt.grants, len(tt.handoffs))
 			}
@@ -146,7 +146,7 @@ func TestAnalyzeHotRounds(t *testing.T) {
 			c(0, 0, 6*ms, 7*ms, 8*ms),
 		}},
 	}
-	r := analyzeHot(rounds, 2, ms)
+	r := analyzeHot(rounds, SharedClient, 2, ms)
 	if r.Window != 20*ms || r.Work != ms {
 		t.Errorf("Window %v, Work %v; want 20ms, 1ms", r.Window, r.Work)
 	}

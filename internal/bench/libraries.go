@@ -20,17 +20,27 @@ import (
 
 // A Library is one lock implementation under test.
 type Library struct {
-	ID   string // short name, used in case names: "goredis", "redsync"
+	ID   string // short name, used in case names: "goredis", "rueidis-fair", "redsync"
 	Name string // as shown in the report
 	// Baseline marks the comparison target that ratios are taken against.
 	Baseline bool
+	// Backend is the redlock backend the library runs over, "" for the
+	// baseline.
+	Backend string
+	// Mode names redlock's mode, "" for the default one; Options are the
+	// options it adds, as the report shows them.
+	Mode    string
+	Options string
+	// Fair marks redlock's fairness mode, judged for the fairness target
+	// only; the other targets are judged on the default mode.
+	Fair bool
 	// Open connects to the nodes. Every lock lives ttl; a blocking lock
 	// tries at least tries times before giving up (for libraries that
 	// count tries rather than wait for the context).
 	Open func(addrs []string, ttl time.Duration, tries int) (Locker, error)
 }
 
-// A Locker is an open Library.
+// A Locker is an open Library: one client, as one process would have.
 type Locker interface {
 	// Mutex returns a lock on key for one goroutine, reused for every
 	// cycle that goroutine runs on that key.
@@ -46,19 +56,46 @@ type Mutex interface {
 	Unlock(ctx context.Context) error
 }
 
-// Libraries returns the libraries of a run: redlock over each backend, then
-// redsync, the baseline.
+// redlockBackends are redlock's backends, in the report's order.
+var redlockBackends = []string{"goredis", "redigo", "rueidis"}
+
+// A redlockMode is a configuration of redlock measured over every backend.
+type redlockMode struct {
+	name string // added to the library's ID after a dash, and to its name after a space
+	fair bool
+	opts []dlm.Option
+	desc string // opts as the report shows them
+}
+
+// redlockModes are the configurations of redlock a run measures, the
+// default one first. A fair mode's libraries are judged for the fairness
+// target only.
+var redlockModes = []redlockMode{
+	{},
+	{name: "fair", fair: true, opts: []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, desc: "dlm.WithFairness(dlm.Fairness{})"},
+}
+
+// Libraries returns the libraries of a run: redlock over each backend in
+// each mode, then redsync, the baseline.
 func Libraries() []Library {
-	libs := make([]Library, 0, 4)
-	for _, b := range []string{"goredis", "redigo", "rueidis"} {
-		libs = append(libs, Library{ID: b, Name: "redlock+" + b, Open: openRedlock(b)})
+	var libs []Library
+	for _, mode := range redlockModes {
+		for _, b := range redlockBackends {
+			lib := Library{ID: b, Name: "redlock+" + b, Backend: b, Mode: mode.name, Options: mode.desc, Fair: mode.fair,
+				Open: openRedlock(b, mode.opts...)}
+			if mode.name != "" {
+				lib.ID += "-" + mode.name
+				lib.Name += " " + mode.name
+			}
+			libs = append(libs, lib)
+		}
 	}
 	return append(libs, Library{ID: "redsync", Name: "redsync v4 (go-redis v9)", Baseline: true, Open: openRedsync})
 }
 
 // openRedlock opens a dlm.Manager over the nodes through backend, with the
-// library's defaults but for the TTL: Lock retries until its context ends.
-// Options for variants to come (a fairness mode, say) go into extra.
+// library's defaults but for the TTL and the mode's options in extra: Lock
+// retries until its context ends.
 func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Duration, int) (Locker, error) {
 	return func(addrs []string, ttl time.Duration, _ int) (Locker, error) {
 		urls := make([]string, len(addrs))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,12 +87,13 @@ func Markdown(r *Results) string {
 	if cfg.Run != nil {
 		p("> **Partial run** (`-run %s`): the cases not selected show %s.\n\n", cfg.Run, missing)
 	}
-	p("![Uncontended lock+unlock cycles/s and hot-key hand-offs/s per library](%s)\n\n", ChartFile)
+	p("![Uncontended lock+unlock cycles/s, and hot-key hand-offs/s with one client shared by the contenders and with a client per contender, per library](%s)\n\n", ChartFile)
 
 	writeMachine(&b, r)
 	writeTargets(&b, r)
 	writeUncontended(&b, r)
 	writeHot(&b, r)
+	writeFairness(&b, r)
 	writeLatency(&b, r)
 	writeAllocs(&b, r)
 	writePhysical(&b, r)
@@ -124,19 +126,34 @@ func writeMachine(b *strings.Builder, r *Results) {
 	if len(mods) > 0 {
 		t.row("client modules", strings.Join(mods, ", "))
 	}
-	t.row("redlock", fmt.Sprintf("`dlm.Open` with `redis+BACKEND://` URLs, `dlm.WithTTL(%v)`, defaults otherwise (Lock retries until its context ends)", cfg.TTL))
+	redlock := fmt.Sprintf("`dlm.Open` with `redis+BACKEND://` URLs, `dlm.WithTTL(%v)`, defaults otherwise (Lock retries until its context ends)", cfg.TTL)
+	seen := map[string]bool{}
+	for _, lib := range r.Libraries {
+		if lib.Mode != "" && !seen[lib.Mode] {
+			seen[lib.Mode] = true
+			redlock += fmt.Sprintf("; redlock+BACKEND %s adds `%s`", lib.Mode, lib.Options)
+		}
+	}
+	t.row("redlock", redlock)
 	t.row("redsync", fmt.Sprintf("`redsync.New` over one go-redis v9 client per node, `WithExpiry(%v)`, `WithTries(%d)` (enough to keep retrying for the longest case at its shortest delay), defaults otherwise", cfg.TTL, cfg.Tries()))
-	t.row("case lengths", fmt.Sprintf("%v per uncontended, latency and physical-limit case, %v per hot-key case, each library's time split into %d rounds, the libraries taking turns in a different order each round; %d cycles for allocations",
-		cfg.Duration, cfg.HotDuration, cfg.Rounds, cfg.AllocCycles))
+	lengths := fmt.Sprintf("%v per uncontended, latency and physical-limit case, %v per hot-key case, each library's time split into %d rounds, the libraries taking turns in a different order each round",
+		cfg.Duration, cfg.HotDuration, cfg.Rounds)
+	if cfg.HotWarmup > 0 {
+		lengths += fmt.Sprintf(", each round of a hot-key case after %v of untimed turns on another key", cfg.HotWarmup)
+	}
+	if cfg.FairDuration > 0 {
+		lengths += fmt.Sprintf("; %v in one piece for the fairness case", cfg.FairDuration)
+	}
+	t.row("case lengths", fmt.Sprintf("%s; %d cycles for allocations", lengths, cfg.AllocCycles))
 	if r.Elapsed > 0 {
 		t.row("run time", r.Elapsed.Round(time.Second).String()+" (measurement only)")
 	}
-	b.WriteString("\nEvery goroutine keeps one handle per key (`rs.NewMutex` once; a `Manager` and the key for redlock) and reuses it for every cycle. All libraries share the machine's 2 cores with the 5 servers, so CPU spent in the client is CPU the servers do not get.\n\n")
+	fmt.Fprintf(b, "\nEvery goroutine keeps one handle per key (`rs.NewMutex` once; a `Manager` and the key for redlock) and reuses it for every cycle. A library's goroutines share one client — one `Manager` for redlock, one `redsync.Redsync` over one go-redis client per node for redsync — except in the hot-key cases with a client per contender and in the fairness case, where each contender has one of its own. All clients run in one process and share the machine's %d CPUs with the %d servers, so CPU spent in the clients is CPU the servers do not get.\n\n", m.Cores, r.Nodes)
 }
 
 func writeTargets(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## Targets\n\n")
-	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one where the target says so.\n\n")
+	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one where the target says so. Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
 	header := []string{"target", "judged on", "redsync"}
 	for _, lib := range r.backends() {
 		header = append(header, lib.Name)
@@ -166,7 +183,8 @@ func writeTargets(b *strings.Builder, r *Results) {
 	for _, n := range notes {
 		fmt.Fprintf(b, "- %s\n", n)
 	}
-	b.WriteString("- Hand-off latency is timed from the releaser's Unlock returning to the next holder's Lock returning, for consecutive grants to different clients. It only times the hand-offs that happen: a waiter that sleeps through a release and is overtaken by the releaser adds no sample. The hot-key tables also show **release → waiter**, timed from every release made while another client waits to the next grant to a client other than the releaser, which counts those missed turns.\n\n")
+	b.WriteString("- Hand-off latency is timed from the releaser's Unlock returning to the next holder's Lock returning, for consecutive grants to different contenders. It only times the hand-offs that happen: a waiter that sleeps through a release and is overtaken by the releaser adds no sample. The hot-key tables also show **release → waiter**, timed from every release made while another contender waits to the next grant to a contender other than the releaser, which counts those missed turns.\n")
+	b.WriteString("- With a shared client, redlock's hand-offs are mostly a `Manager` giving the held lock to the next caller in its own line, without a round trip: those rows measure that in-process line, not the distributed lock. The rows with a client each measure the lock passing between clients through the nodes.\n\n")
 }
 
 func orMissing(s string) string {
@@ -217,39 +235,85 @@ func errorsCell(n int, first string) string {
 
 func writeHot(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 2. One hot key\n\n")
-	fmt.Fprintf(b, "Contenders, each with its own handle, take turns on one key for %v: Lock, hold it for the work time, Unlock, and at once Lock again. **Grants** are Locks that returned the lock; **hand-offs** are grants to another client than the grant before. **Hand-off** is the time from the releaser's Unlock returning to the next holder's Lock returning (0 when the grant came first); **release → waiter** the time from every Unlock made while another client waited to the next grant to another client; **wait** the time from Lock being called to it returning the lock (the max also counts the calls still waiting at the end). **max/min** is the largest over the smallest number of grants per client. Times are p50 / p99 on the monotonic clock.\n\n", r.Config.HotDuration)
+	fmt.Fprintf(b, "Contenders, each with its own handle, take turns on one key for %v: Lock, hold it for the work time, Unlock, and at once Lock again. **Grants** are Locks that returned the lock; **hand-offs** are grants to another contender than the grant before. **Hand-off** is the time from the releaser's Unlock returning to the next holder's Lock returning (0 when the grant came first); **release → waiter** the time from every Unlock made while another contender waited to the next grant to another contender; **wait** the time from Lock being called to it returning the lock (the max also counts the calls still waiting at the end). **max/min** is the largest over the smallest number of grants per contender. Times are p50 / p99 on the monotonic clock.\n\n", r.Config.HotDuration)
+	fmt.Fprintf(b, "Each case runs twice, the contenders reaching the nodes in two ways that measure different things:\n\n")
+	fmt.Fprintf(b, "- **Sharing one client**: the contenders are goroutines of one process with one client — one `dlm.Manager` for redlock; one `redsync.Redsync` over one go-redis client per node for redsync. A `Manager` lines up its own Lock calls for a key in arrival order, only the first of them competes on the nodes, and Unlock hands the held lock straight to the next caller in line — same token, same validity, no round trip — for up to 20 ms of consecutive hand-overs, after which it releases the lock on the nodes so that other processes get their turn. For redlock these cases measure mostly that in-process line and hand-over, not the distributed algorithm. redsync has no such line: its goroutines compete on the nodes as separate processes would.")
+	if fair := r.fairBackends(); len(fair) > 0 {
+		fmt.Fprintf(b, " Nor does redlock+BACKEND %s, where each caller takes its own place in the line kept on the nodes and nothing is handed over within the `Manager`.", fair[0].Mode)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "- **With a client each**: every contender has a client of its own, with its own connections, as separate processes would — its own `dlm.Manager`, with its own pub/sub subscription on each node, for redlock; its own `redsync.Redsync` over go-redis clients of its own for redsync. Every grant goes through the nodes: a quorum of the %d nodes, a redlock waiter woken by the release's pub/sub message, a redsync waiter retrying after its random 50–250 ms delay. These cases compare the distributed locks across processes. The clients still run in one process, on the machine's %d CPUs shared with the servers.\n\n", r.Nodes, r.Machine.Cores)
 	base := r.baseline()
-	for _, c := range r.Config.Contenders {
-		for _, w := range r.Config.Works {
-			fmt.Fprintf(b, "### %d contenders, %s of work inside\n\n", c, fmtWork(w))
-			bh := r.hotOf(base, c, w)
-			t := newTable(b, "l", "library", "grants/s", "vs redsync", "hand-offs/s", "vs redsync", "hand-off", "release → waiter", "wait", "wait max", "max/min", "errors")
-			for _, lib := range r.Libraries {
-				h := r.hotOf(lib.ID, c, w)
-				if h == nil {
-					t.row(lib.Name, missing, missing, missing, missing, missing, missing, missing, missing, missing, missing)
-					continue
+	for _, mode := range ClientModes {
+		for _, c := range r.Config.Contenders {
+			for _, w := range r.Config.Works {
+				fmt.Fprintf(b, "### %d contenders %s, %s of work inside\n\n", c, mode.phrase(), fmtWork(w))
+				bh := r.hotOf(base, mode, c, w)
+				t := newTable(b, "l", "library", "grants/s", "vs redsync", "hand-offs/s", "vs redsync", "hand-off", "release → waiter", "wait", "wait max", "max/min", "errors")
+				for _, lib := range r.Libraries {
+					h := r.hotOf(lib.ID, mode, c, w)
+					if h == nil {
+						t.row(lib.Name, missing, missing, missing, missing, missing, missing, missing, missing, missing, missing)
+						continue
+					}
+					vsG, vsH := missing, missing
+					if bh != nil {
+						vsG = fmtRatio(Ratio(h.GrantsPerSec(), bh.GrantsPerSec()))
+						vsH = fmtRatio(Ratio(h.HandoffsPerSec(), bh.HandoffsPerSec()))
+					}
+					t.row(lib.Name, fmtRate(h.GrantsPerSec()), vsG, fmtRate(h.HandoffsPerSec()), vsH,
+						fmtDist(h.Handoff), fmtDist(h.ToWaiter), fmtDist(h.Wait), fmtDur(h.WaitMax),
+						fmtFairness(h.Fairness, h.Starved), hotErrors(h))
 				}
-				vsG, vsH := missing, missing
-				if bh != nil {
-					vsG = fmtRatio(Ratio(h.GrantsPerSec(), bh.GrantsPerSec()))
-					vsH = fmtRatio(Ratio(h.HandoffsPerSec(), bh.HandoffsPerSec()))
-				}
-				errs := errorsCell(h.Errors, h.FirstError)
-				if h.Violations > 0 {
-					errs += fmt.Sprintf(", **%d mutual-exclusion violations**", h.Violations)
-				}
-				t.row(lib.Name, fmtRate(h.GrantsPerSec()), vsG, fmtRate(h.HandoffsPerSec()), vsH,
-					fmtDist(h.Handoff), fmtDist(h.ToWaiter), fmtDist(h.Wait), fmtDur(h.WaitMax),
-					fmtFairness(h.Fairness, h.Starved), errs)
+				b.WriteString("\n")
 			}
-			b.WriteString("\n")
 		}
 	}
 }
 
+// hotErrors is the errors cell of a hot-key result, with its violations of
+// mutual exclusion.
+func hotErrors(h *HotResult) string {
+	errs := errorsCell(h.Errors, h.FirstError)
+	if h.Violations > 0 {
+		errs += fmt.Sprintf(", **%d mutual-exclusion violations**", h.Violations)
+	}
+	return errs
+}
+
+func writeFairness(b *strings.Builder, r *Results) {
+	cfg := &r.Config
+	fmt.Fprintf(b, "## 3. Fairness\n\n")
+	if cfg.FairDuration <= 0 || cfg.FairContenders <= 0 {
+		fmt.Fprintf(b, "Not measured in this run.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "%d contenders, each with a client of its own, take turns on one key with no work inside, as in the hot-key cases, for one run of %v that is not split into rounds. **max/min** is the largest over the smallest number of grants per contender over the whole run, the measure of the fairness target; the fewest and the most grants of a contender are shown beside it.",
+		cfg.FairContenders, cfg.FairDuration)
+	if fair := r.fairBackends(); len(fair) > 0 {
+		fmt.Fprintf(b, " redlock+BACKEND %s is redlock with `%s`: each node keeps a line of the waiters for a lock, grants it only to the head of its line and wakes only that waiter on release, so that the lock goes to the clients in the order they first asked for it, never straight back to the one that released it.\n\n", fair[0].Mode, fair[0].Options)
+	} else {
+		fmt.Fprintf(b, " The library has no fairness mode yet: the default mode is shown.\n\n")
+	}
+	t := newTable(b, "l", "library", "grants/s", "hand-offs/s", "hand-off", "wait", "wait max", "fewest grants", "most grants", "max/min", "errors")
+	for _, lib := range r.Libraries {
+		h := r.fairOf(lib.ID)
+		if h == nil {
+			t.row(lib.Name, missing, missing, missing, missing, missing, missing, missing, missing, missing)
+			continue
+		}
+		fewest, most := missing, missing
+		if len(h.PerClient) > 0 {
+			fewest, most = groupThousands(int64(slices.Min(h.PerClient))), groupThousands(int64(slices.Max(h.PerClient)))
+		}
+		t.row(lib.Name, fmtRate(h.GrantsPerSec()), fmtRate(h.HandoffsPerSec()), fmtDist(h.Handoff), fmtDist(h.Wait), fmtDur(h.WaitMax),
+			fewest, most, fmtFairness(h.Fairness, h.Starved), hotErrors(h))
+	}
+	b.WriteString("\n")
+}
+
 func writeLatency(b *strings.Builder, r *Results) {
-	fmt.Fprintf(b, "## 3. Latency at low load\n\n")
+	fmt.Fprintf(b, "## 4. Latency at low load\n\n")
 	fmt.Fprintf(b, "One goroutine locks and unlocks a key of its own for %v, pausing %v after each cycle. Times are p50 / p99; \"faster\" is redsync's p50 over this library's.\n\n", r.Config.Duration, r.Config.LatencyGap)
 	bl := r.latencyOf(r.baseline())
 	t := newTable(b, "l", "library", "acquire", "acquire faster than redsync", "release", "release faster than redsync", "samples", "errors")
@@ -270,7 +334,7 @@ func writeLatency(b *strings.Builder, r *Results) {
 }
 
 func writeAllocs(b *strings.Builder, r *Results) {
-	fmt.Fprintf(b, "## 4. Allocations per uncontended lock+unlock\n\n")
+	fmt.Fprintf(b, "## 5. Allocations per uncontended lock+unlock\n\n")
 	fmt.Fprintf(b, "One goroutine, %d cycles after %d of warm-up; the heap allocations of the whole process (runtime.MemStats Mallocs and TotalAlloc), so the client libraries' own goroutines count too. Lower is better.\n\n", r.Config.AllocCycles, allocWarmup)
 	ba := r.allocsOf(r.baseline())
 	t := newTable(b, "l", "library", "allocs/cycle", "bytes/cycle", "allocs vs redsync", "errors")
@@ -290,7 +354,7 @@ func writeAllocs(b *strings.Builder, r *Results) {
 }
 
 func writePhysical(b *strings.Builder, r *Results) {
-	fmt.Fprintf(b, "## 5. The physical limit\n\n")
+	fmt.Fprintf(b, "## 6. The physical limit\n\n")
 	ph := r.Physical
 	if ph == nil {
 		fmt.Fprintf(b, "Not measured in this run.\n\n")
@@ -321,6 +385,11 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\n```\n\n")
-	b.WriteString("Case names are `physical`, `uncontended/gN/LIB`, `hotkey/cN-wWORK/LIB`, `latency/LIB` and `allocs/LIB`, with LIB one of goredis, redigo, rueidis, redsync; `-h` lists the flags (durations, TTL, node count). Numbers move by several percent from run to run on this shared 2-core machine; compare libraries within one run, not across runs.\n")
+	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\n```\n\n")
+	ids := make([]string, len(r.Libraries))
+	for i, lib := range r.Libraries {
+		ids[i] = lib.ID
+	}
+	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB` and `allocs/LIB`, with LIB one of %s; `-h` lists the flags (durations, contenders, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
+		strings.Join(ids, ", "), r.Machine.Cores)
 }

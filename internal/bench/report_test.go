@@ -4,13 +4,27 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
+// defaultModeLibraries returns Libraries without redlock's fairness mode.
+func defaultModeLibraries() []Library {
+	var out []Library
+	for _, lib := range Libraries() {
+		if !lib.Fair {
+			out = append(out, lib)
+		}
+	}
+	return out
+}
+
 // sampleResults is a small run of made-up numbers: redsync at 2,000
-// cycles/s with one goroutine, the backends at 1.5×, 1× and 3× that.
+// cycles/s with one goroutine, the backends at 1.5×, 1× and 3× that; on the
+// hot key with a shared client the backends hand over 100× as often as
+// redsync, with a client each 10×.
 func sampleResults() *Results {
 	cfg := DefaultConfig()
 	cfg.Goroutines = []int{1, 64}
@@ -18,7 +32,7 @@ func sampleResults() *Results {
 	r := &Results{
 		Config:    cfg,
 		Nodes:     5,
-		Libraries: Libraries(),
+		Libraries: defaultModeLibraries(),
 		Machine: Machine{
 			CPU: "Test CPU <x>", Cores: 2, GOMAXPROCS: 2, Go: "go1.26", Redis: "7.0.15",
 			OS: "linux", Arch: "amd64", Date: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
@@ -46,7 +60,21 @@ func sampleResults() *Results {
 		if lib.ID == "redigo" {
 			h0.Handoffs, h0.Handoff = 0, Dist{}
 		}
-		r.Hot = append(r.Hot, h0, h1)
+		// With a client each: fewer, slower hand-offs, as many grants as
+		// redsync with work.
+		p0, p1 := h0, h1
+		p0.Clients, p1.Clients = ClientPerContender, ClientPerContender
+		if !lib.Baseline {
+			p0.Handoffs, p0.Handoff = 600, Dist{N: 600, P50: 2 * time.Millisecond, P99: 12 * time.Millisecond}
+			p1.Grants = 2400
+		}
+		r.Hot = append(r.Hot, h0, h1, p0, p1)
+		f := HotResult{Lib: lib.ID, Clients: ClientPerContender, Contenders: 8, Window: 10 * time.Second, Grants: 5000, Handoffs: 4000,
+			PerClient: []int{500, 800}, Fairness: 1.6}
+		if lib.Baseline {
+			f.PerClient, f.Fairness, f.Starved = []int{0, 900}, math.Inf(1), 1
+		}
+		r.Fair = append(r.Fair, f)
 		r.Latency = append(r.Latency, LatencyResult{Lib: lib.ID,
 			Acquire: Dist{N: 1000, P50: 300 * time.Microsecond, P99: time.Millisecond},
 			Release: Dist{N: 1000, P50: 250 * time.Microsecond, P99: time.Millisecond}})
@@ -63,26 +91,31 @@ func TestTargets(t *testing.T) {
 	r := sampleResults()
 	rows := Targets(r)
 	want := []struct {
-		target  string
-		cells   []string // goredis, redigo, rueidis
-		overall Verdict
+		target   string
+		scenario string   // part of it
+		cells    []string // goredis, redigo, rueidis
+		overall  Verdict
 	}{
-		{"hand-off p50 ≤ 1 ms", []string{"300 µs PASS", "no hand-offs MISS", "300 µs PASS"}, Miss},
-		{"hand-off p99 ≤ 10 ms", []string{"2.00 ms PASS", "no hand-offs MISS", "2.00 ms PASS"}, Miss},
-		{"hand-offs/s to a different holder ≥ 50× redsync's", []string{"100× PASS", "0.00× MISS", "100× PASS"}, Miss},
-		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", []string{"1.25× MISS", "1.25× MISS", "1.25× MISS"}, Miss},
-		{"fair mode", []string{"1.20", "1.20", "1.20"}, NotMeasured},
-		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS"}, Miss},
-		{"uncontended, 64 goroutines: ≥ 4× redsync's cycles/s on the best backend", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS"}, Miss},
-		{"allocations per uncontended lock+unlock", []string{"100 PASS", "100 PASS", "100 PASS"}, Pass},
+		{"hand-off p50 ≤ 1 ms", "sharing one client", []string{"300 µs PASS", "no hand-offs MISS", "300 µs PASS"}, Miss},
+		{"hand-off p50 ≤ 1 ms", "with a client each", []string{"2.00 ms MISS", "2.00 ms MISS", "2.00 ms MISS"}, Miss},
+		{"hand-off p99 ≤ 10 ms", "sharing one client", []string{"2.00 ms PASS", "no hand-offs MISS", "2.00 ms PASS"}, Miss},
+		{"hand-off p99 ≤ 10 ms", "with a client each", []string{"12.0 ms MISS", "12.0 ms MISS", "12.0 ms MISS"}, Miss},
+		{"hand-offs/s to a different holder ≥ 50× redsync's", "sharing one client", []string{"100× PASS", "0.00× MISS", "100× PASS"}, Miss},
+		{"hand-offs/s to a different holder ≥ 50× redsync's", "with a client each", []string{"10.0× MISS", "10.0× MISS", "10.0× MISS"}, Miss},
+		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "sharing one client", []string{"1.25× MISS", "1.25× MISS", "1.25× MISS"}, Miss},
+		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "with a client each", []string{"1.00× MISS", "1.00× MISS", "1.00× MISS"}, Miss},
+		{"fair mode: max/min grants per client ≤ 1.5 over a 10s run", "default mode for reference", []string{"1.60", "1.60", "1.60"}, NotMeasured},
+		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS"}, Miss},
+		{"uncontended, 32–64 goroutines: ≥ 4× redsync's cycles/s on the best backend", "64 goroutines", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS"}, Miss},
+		{"allocations per uncontended lock+unlock", "one goroutine", []string{"100 PASS", "100 PASS", "100 PASS"}, Pass},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d target rows, want %d", len(rows), len(want))
 	}
 	for i, w := range want {
 		row := rows[i]
-		if !strings.HasPrefix(row.Target, w.target) {
-			t.Errorf("row %d is %q, want %q", i, row.Target, w.target)
+		if !strings.HasPrefix(row.Target, w.target) || !strings.Contains(row.Scenario, w.scenario) {
+			t.Errorf("row %d is %q on %q, want %q on %q", i, row.Target, row.Scenario, w.target, w.scenario)
 			continue
 		}
 		for j, c := range row.Cells {
@@ -97,6 +130,95 @@ func TestTargets(t *testing.T) {
 		if row.Overall != w.overall {
 			t.Errorf("%s: overall %v, want %v", row.Target, row.Overall, w.overall)
 		}
+	}
+}
+
+// withFairMode adds redlock's fairness mode over goredis and rueidis to r,
+// before the baseline as in Libraries, with their results in the fairness
+// case only: 1.4, and one client starved.
+func withFairMode(r *Results) {
+	base := r.Libraries[len(r.Libraries)-1]
+	r.Libraries = r.Libraries[:len(r.Libraries)-1]
+	for _, b := range []string{"goredis", "rueidis"} {
+		r.Libraries = append(r.Libraries, Library{ID: b + "-fair", Name: "redlock+" + b + " fair", Backend: b, Mode: "fair",
+			Options: "dlm.WithFairness(dlm.Fairness{})", Fair: true})
+	}
+	r.Libraries = append(r.Libraries, base)
+	r.Fair = append(r.Fair,
+		HotResult{Lib: "goredis-fair", Clients: ClientPerContender, Contenders: 2, Window: 10 * time.Second, Grants: 1200, PerClient: []int{500, 700}, Fairness: 1.4},
+		HotResult{Lib: "rueidis-fair", Clients: ClientPerContender, Contenders: 2, Window: 10 * time.Second, Grants: 700, PerClient: []int{0, 700}, Fairness: math.Inf(1), Starved: 1})
+}
+
+func TestFairTarget(t *testing.T) {
+	tests := []struct {
+		name     string
+		run      time.Duration
+		cells    []string // goredis, redigo, rueidis
+		overall  Verdict
+		scenario string
+		note     string
+	}{
+		{"10s run", 10 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS"}, Miss, "one 10s run, redlock+BACKEND fair", ""},
+		{"shorter run", 3 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS"}, Miss, "one 3s run, redlock+BACKEND fair", "judged on a 3s run, shorter than the 10s the target names"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sampleResults()
+			r.Config.FairDuration = tt.run
+			withFairMode(r)
+			row := r.fairTarget()
+			var got []string
+			for _, c := range row.Cells {
+				cell := c.Value
+				if c.Verdict != NotMeasured {
+					cell += " " + c.Verdict.String()
+				}
+				got = append(got, cell)
+			}
+			if !slices.Equal(got, tt.cells) || row.Overall != tt.overall {
+				t.Errorf("fairTarget() cells %q, overall %v; want %q, %v", got, row.Overall, tt.cells, tt.overall)
+			}
+			if !strings.Contains(row.Scenario, tt.scenario) || row.Note != tt.note {
+				t.Errorf("fairTarget() on %q, note %q; want %q, %q", row.Scenario, row.Note, tt.scenario, tt.note)
+			}
+			if row.Baseline != "∞ (1 starved)" {
+				t.Errorf("fairTarget() baseline %q, want redsync's ∞ (1 starved)", row.Baseline)
+			}
+		})
+	}
+	// The fair libraries are judged for fairness only.
+	r := sampleResults()
+	withFairMode(r)
+	for _, lib := range r.backends() {
+		if lib.Fair {
+			t.Errorf("backends() includes %s, a fair mode", lib.ID)
+		}
+	}
+}
+
+func TestLibraries(t *testing.T) {
+	type lib struct {
+		id, name, backend string
+		fair, baseline    bool
+	}
+	want := []lib{
+		{"goredis", "redlock+goredis", "goredis", false, false},
+		{"redigo", "redlock+redigo", "redigo", false, false},
+		{"rueidis", "redlock+rueidis", "rueidis", false, false},
+		{"goredis-fair", "redlock+goredis fair", "goredis", true, false},
+		{"redigo-fair", "redlock+redigo fair", "redigo", true, false},
+		{"rueidis-fair", "redlock+rueidis fair", "rueidis", true, false},
+		{"redsync", "redsync v4 (go-redis v9)", "", false, true},
+	}
+	var got []lib
+	for _, l := range Libraries() {
+		got = append(got, lib{l.ID, l.Name, l.Backend, l.Fair, l.Baseline})
+		if l.Open == nil {
+			t.Errorf("%s cannot be opened", l.ID)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Libraries() = %v, want %v", got, want)
 	}
 }
 
@@ -131,7 +253,7 @@ func TestMarkdown(t *testing.T) {
 	md := Markdown(sampleResults())
 	for _, want := range []string{
 		"# Benchmarks\n",
-		"![Uncontended lock+unlock cycles/s and hot-key hand-offs/s per library](benchmarks.svg)",
+		"](benchmarks.svg)",
 		"| CPU | Test CPU <x>, 2 logical CPUs (GOMAXPROCS 2), shared by the client and all servers |",
 		"| Redis | redis-server 7.0.15 × 5 on 127.0.0.1, `--save '' --appendonly no` |",
 		"github.com/go-redsync/redsync/v4 v4.18.1",
@@ -139,8 +261,16 @@ func TestMarkdown(t *testing.T) {
 		"| allocations per uncontended lock+unlock: fewer than redsync's | one goroutine, lock+unlock back to back | 142 allocs | 100 PASS | 100 PASS | 100 PASS | **PASS** |",
 		"| redlock+goredis | 1 | 3,000 | 1.50× | 5.0 % | 0 |",
 		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | 13.3 % | 0 |",
-		"### 8 contenders, 0 ms of work inside",
+		"### 8 contenders sharing one client, 0 ms of work inside",
+		"### 8 contenders with a client each, 1 ms of work inside",
 		"| redsync v4 (go-redis v9) | 2,000 | 1.00× | 10 | 1.00× | 120 µs / 2.00 ms | — | 1.00 ms / 5.00 ms | 20.0 ms | ∞ (2 starved) | 0 |",
+		"| redlock+goredis | 2,000 | 1.00× | 100 | 10.0× | 2.00 ms / 12.0 ms | — | 1.00 ms / 5.00 ms | 20.0 ms | 1.20 | 0 |",
+		"| hand-off p50 ≤ 1 ms | hot key, 8 contenders with a client each, 0 ms of work | 120 µs | 2.00 ms MISS | 2.00 ms MISS | 2.00 ms MISS | **MISS** |",
+		"## 3. Fairness",
+		"The library has no fairness mode yet",
+		"| redlock+rueidis | 500 | 400 | — | — | 0 | 500 | 800 | 1.60 | 0 |",
+		"| redsync v4 (go-redis v9) | 500 | 400 | — | — | 0 | 0 | 900 | ∞ (1 starved) | 0 |",
+		"`hotkey/per-contender/cN-wWORK/LIB`",
 		"| redlock+rueidis | 300 µs / 1.00 ms | 1.00× | 250 µs / 1.00 ms | 1.00× | 1000 | 0 |",
 		"| redlock+goredis | 100 | 6,000 | 0.70× | 0 |",
 		"| 5 | 60,000 | 600,000 | 0 |",
@@ -153,6 +283,24 @@ func TestMarkdown(t *testing.T) {
 	}
 	if strings.Contains(md, "Partial run") {
 		t.Error("a full run is reported as partial")
+	}
+	r := sampleResults()
+	withFairMode(r)
+	md = Markdown(r)
+	for _, want := range []string{
+		"redlock+BACKEND fair adds `dlm.WithFairness(dlm.Fairness{})`",
+		"redlock+BACKEND fair is redlock with `dlm.WithFairness(dlm.Fairness{})`:",
+		"Nor does redlock+BACKEND fair, where each caller takes its own place",
+		"| redlock+goredis fair | 120 | 0.0 | — | — | 0 | 500 | 700 | 1.40 | 0 |",
+		"| redlock+goredis fair | — | — | — | — | — | — | — | — | — | — |", // not in the hot-key cases
+		"LIB one of goredis, redigo, rueidis, goredis-fair, rueidis-fair, redsync;",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report with a fair mode lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "no fairness mode yet") {
+		t.Error("report with a fair mode says the library has none")
 	}
 }
 

@@ -15,8 +15,9 @@ type Config struct {
 	TTL         time.Duration   // of every lock, for every library
 	Duration    time.Duration   // of each uncontended, latency and physical case
 	HotDuration time.Duration   // of each hot-key case
+	HotWarmup   time.Duration   // untimed run on another key before each round of a hot-key case
 	Goroutines  []int           // uncontended cases
-	Contenders  []int           // hot-key cases
+	Contenders  []int           // hot-key cases, each run with a shared client and with a client per contender
 	Works       []time.Duration // time held per grant in the hot-key cases
 	LatencyGap  time.Duration   // pause between cycles at low load
 	AllocCycles int             // cycles counted for allocations
@@ -27,9 +28,15 @@ type Config struct {
 	// turns in a different order each round, so that a change in the
 	// machine's load does not fall on one library.
 	Rounds int
+	// FairDuration is the length of the fairness case, FairContenders
+	// contenders with a client each and no work, run in one piece rather
+	// than in rounds, so that its max/min is that of one run; 0 skips it.
+	FairDuration   time.Duration
+	FairContenders int
 	// Run, when set, selects the cases whose names it matches, as
-	// "uncontended/g1/goredis", "hotkey/c8-w0s/redsync", "latency/rueidis",
-	// "allocs/redigo" or "physical".
+	// "uncontended/g1/goredis", "hotkey/shared/c8-w0s/redsync",
+	// "hotkey/per-contender/c64-w1ms/rueidis", "fairness/c8-w0s/goredis",
+	// "latency/rueidis", "allocs/redigo" or "physical".
 	Run *regexp.Regexp
 	Log io.Writer // progress, one line per case
 }
@@ -40,15 +47,19 @@ func DefaultConfig() Config {
 		TTL:         8 * time.Second,
 		Duration:    3 * time.Second,
 		HotDuration: 8 * time.Second,
+		HotWarmup:   250 * time.Millisecond,
 		Goroutines:  []int{1, 8, 64},
 		Contenders:  []int{8, 64},
 		Works:       []time.Duration{0, time.Millisecond},
-		LatencyGap:  2 * time.Millisecond,
-		AllocCycles: 2000,
-		PhysConns:   2,
-		PhysBatch:   64,
-		Rounds:      3,
-		Log:         io.Discard,
+		// The fairness target: 8 contenders over a 10 s run.
+		FairDuration:   10 * time.Second,
+		FairContenders: 8,
+		LatencyGap:     2 * time.Millisecond,
+		AllocCycles:    2000,
+		PhysConns:      2,
+		PhysBatch:      64,
+		Rounds:         3,
+		Log:            io.Discard,
 	}
 }
 
@@ -59,7 +70,7 @@ const redsyncMinDelay = 50 * time.Millisecond
 // that a waiter retrying at redsync's shortest delay keeps trying for the
 // longest case, so contention never makes a Lock fail.
 func (c *Config) Tries() int {
-	longest := max(c.Duration, c.HotDuration)
+	longest := max(c.Duration, c.HotDuration, c.FairDuration)
 	return int(longest/redsyncMinDelay) + 32
 }
 
@@ -71,16 +82,17 @@ type Results struct {
 	Libraries   []Library
 	Physical    *PhysicalResult
 	Uncontended []UncontendedResult
-	Hot         []HotResult
+	Hot         []HotResult // both client modes
+	Fair        []HotResult // the fairness case
 	Latency     []LatencyResult
 	Allocs      []AllocResult
 	Elapsed     time.Duration
 }
 
 // Run measures every selected case against the nodes at addrs, the
-// libraries side by side: each case runs for every library, in rounds,
-// before the next case starts. It stops at the first error opening a
-// library, or when ctx ends.
+// libraries side by side: each case runs for every library, in rounds (the
+// fairness case in one), before the next case starts. It stops at the
+// first error opening a library, or when ctx ends.
 func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (*Results, error) {
 	start := time.Now()
 	if cfg.Log == nil {
@@ -88,7 +100,7 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 	}
 	cfg.Rounds = max(cfg.Rounds, 1)
 	res := &Results{Config: cfg, Machine: DescribeMachine(redisVersion), Nodes: len(addrs), Libraries: Libraries()}
-	s := &suite{cfg: cfg, addrs: addrs, lockers: map[string]Locker{}}
+	s := &suite{cfg: cfg, addrs: addrs, lockers: map[string]Locker{}, own: map[string][]Locker{}}
 	defer s.close()
 	share := func(d time.Duration) time.Duration { return d / time.Duration(cfg.Rounds) }
 
@@ -119,26 +131,31 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 			s.logf("uncontended/g%d/%s: %.0f cycles/s, errors %d %s", g, lib.ID, r.PerSec(), r.Errors, r.FirstError)
 		}
 	}
-	for _, c := range cfg.Contenders {
-		for _, w := range cfg.Works {
-			acc := map[string][]hotRound{}
-			prefix := fmt.Sprintf("hotkey/c%d-w%v", c, w)
-			ran, err := s.rounds(ctx, res.Libraries, prefix, cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
-				r, err := runHot(ctx, lk, fmt.Sprintf("%s/r%d", name, round), c, w, share(cfg.HotDuration))
-				acc[lib.ID] = append(acc[lib.ID], r)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			for _, lib := range ran {
-				r := analyzeHot(acc[lib.ID], c, w)
-				r.Lib = lib.ID
-				res.Hot = append(res.Hot, r)
-				s.logf("%s/%s: %v %s", prefix, lib.ID, &r, r.FirstError)
+	for _, mode := range ClientModes {
+		for _, c := range cfg.Contenders {
+			for _, w := range cfg.Works {
+				prefix := fmt.Sprintf("hotkey/%v/c%d-w%v", mode, c, w)
+				hot, err := s.hotCase(ctx, res.Libraries, prefix, mode, c, w, cfg.HotDuration, cfg.Rounds)
+				if err != nil {
+					return nil, err
+				}
+				res.Hot = append(res.Hot, hot...)
 			}
 		}
 	}
+	// The contenders' own clients are closed after the cases that need
+	// them, so that those of the largest case do not linger, idle, while
+	// the fairness case, the latency and the allocations are measured.
+	s.closeOwn()
+	if cfg.FairDuration > 0 && cfg.FairContenders > 0 {
+		prefix := fmt.Sprintf("fairness/c%d-w0s", cfg.FairContenders)
+		fair, err := s.hotCase(ctx, res.Libraries, prefix, ClientPerContender, cfg.FairContenders, 0, cfg.FairDuration, 1)
+		if err != nil {
+			return nil, err
+		}
+		res.Fair = fair
+	}
+	s.closeOwn()
 	lat := map[string]*LatencyResult{}
 	ran, err := s.rounds(ctx, res.Libraries, "latency", cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
 		if lat[lib.ID] == nil {
@@ -175,7 +192,8 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 type suite struct {
 	cfg     Config
 	addrs   []string
-	lockers map[string]Locker // by Library.ID
+	lockers map[string]Locker   // by Library.ID
+	own     map[string][]Locker // the contenders' own clients, by Library.ID
 	logMu   sync.Mutex
 }
 
@@ -257,8 +275,97 @@ func (s *suite) open(ctx context.Context, lib Library) (Locker, error) {
 	return lk, nil
 }
 
+// hotCase runs one hot-key case, contenders on one key holding it for work
+// each time, for every selected library, in rounds of an equal share of
+// window. It returns the results in the libraries' order.
+func (s *suite) hotCase(ctx context.Context, libs []Library, prefix string, mode Clients, contenders int, work, window time.Duration, rounds int) ([]HotResult, error) {
+	acc := map[string][]hotRound{}
+	share := window / time.Duration(rounds)
+	ran, err := s.rounds(ctx, libs, prefix, rounds, func(lib Library, lk Locker, name string, round int) error {
+		clients, err := s.clients(ctx, lib, lk, mode, contenders)
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("%s/r%d", name, round)
+		// Untimed turns on another key, so that every client has its
+		// connections and, where it has them, its subscriptions in place.
+		if s.cfg.HotWarmup > 0 {
+			if _, err := runHot(ctx, clients, key+"/warmup", work, s.cfg.HotWarmup); err != nil {
+				return err
+			}
+			runtime.GC()
+		}
+		r, err := runHot(ctx, clients, key, work, share)
+		acc[lib.ID] = append(acc[lib.ID], r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HotResult, 0, len(ran))
+	for _, lib := range ran {
+		r := analyzeHot(acc[lib.ID], mode, contenders, work)
+		r.Lib = lib.ID
+		out = append(out, r)
+		s.logf("%s/%s: %v %s", prefix, lib.ID, &r, r.FirstError)
+	}
+	return out, nil
+}
+
+// ownWarmupCycles are run by each contender's own client when it is
+// opened; the contended warm-up of each round does the rest.
+const ownWarmupCycles = 3
+
+// clients returns the clients of n contenders of lib: lk, the library's
+// shared Locker, n times over, or n Lockers of their own, opened on first
+// use and kept until closeOwn.
+func (s *suite) clients(ctx context.Context, lib Library, lk Locker, mode Clients, n int) ([]Locker, error) {
+	if mode == SharedClient {
+		out := make([]Locker, n)
+		for i := range out {
+			out[i] = lk
+		}
+		return out, nil
+	}
+	for i := len(s.own[lib.ID]); i < n; i++ {
+		own, err := lib.Open(s.addrs, s.cfg.TTL, s.cfg.Tries())
+		if err != nil {
+			return nil, fmt.Errorf("open %s, client %d: %w", lib.Name, i, err)
+		}
+		s.own[lib.ID] = append(s.own[lib.ID], own)
+		m := own.Mutex(fmt.Sprintf("warmup/%s/own%d", lib.ID, i))
+		for range ownWarmupCycles {
+			err := m.Lock(ctx)
+			if err == nil {
+				err = m.Unlock(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("warming up %s, client %d: %w", lib.Name, i, err)
+			}
+		}
+	}
+	return s.own[lib.ID][:n], nil
+}
+
+// closeOwn closes the contenders' own clients, all at once.
+func (s *suite) closeOwn() {
+	var wg sync.WaitGroup
+	for id, lks := range s.own {
+		for _, lk := range lks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lk.Close()
+			}()
+		}
+		delete(s.own, id)
+	}
+	wg.Wait()
+}
+
 // close closes every library opened.
 func (s *suite) close() {
+	s.closeOwn()
 	for _, lk := range s.lockers {
 		lk.Close()
 	}

@@ -10,7 +10,8 @@ import (
 const (
 	chartWidth   = 960
 	panelHeight  = 300
-	legendHeight = 56
+	legendTop    = 34 // of the legend's first line, below the title
+	legendLine   = 18
 	plotLeft     = 70 // room for the y axis labels
 	plotRight    = 20
 	plotTop      = 40 // room for the panel's title
@@ -18,11 +19,18 @@ const (
 	groupPadding = 0.22
 )
 
-// libraryColors are the bar colors, by position in Libraries; the baseline
-// is drawn in grey.
-var libraryColors = []string{"#1f77b4", "#2ca02c", "#9467bd", "#e377c2", "#17becf"}
+// backendColors are the bar colors of redlock by backend, in the default
+// mode and, lighter, in other modes; the baseline is drawn in grey.
+var backendColors = map[string][2]string{
+	"goredis": {"#1f77b4", "#aec7e8"},
+	"redigo":  {"#2ca02c", "#98df8a"},
+	"rueidis": {"#9467bd", "#c5b0d5"},
+}
 
-const baselineColor = "#8c8c8c"
+const (
+	baselineColor = "#8c8c8c"
+	otherColor    = "#e377c2"
+)
 
 // barGroup is one cluster of bars, one per library; NaN is not measured.
 type barGroup struct {
@@ -31,8 +39,8 @@ type barGroup struct {
 }
 
 // Chart renders the report's chart as a self-contained SVG document: one
-// panel of uncontended cycles/s, one of hot-key hand-offs/s, a bar per
-// library in each group.
+// panel of uncontended cycles/s and one of hot-key hand-offs/s for each way
+// the contenders reach the nodes, a bar per library in each group.
 func Chart(r *Results) string {
 	var b strings.Builder
 	panels := []struct {
@@ -40,8 +48,14 @@ func Chart(r *Results) string {
 		groups []barGroup
 	}{
 		{uncontendedTitle(r), uncontendedGroups(r)},
-		{"One hot key: hand-offs/s to a different holder (higher is better)", hotGroups(r)},
 	}
+	for _, mode := range ClientModes {
+		panels = append(panels, struct {
+			title  string
+			groups []barGroup
+		}{hotTitle(mode), hotGroups(r, mode)})
+	}
+	legendHeight := legendTop + len(legendLines(r))*legendLine + 4
 	height := legendHeight + len(panels)*panelHeight
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif">`+"\n",
 		chartWidth, height, chartWidth, height)
@@ -78,14 +92,21 @@ func uncontendedGroups(r *Results) []barGroup {
 	return gs
 }
 
-func hotGroups(r *Results) []barGroup {
+func hotTitle(mode Clients) string {
+	if mode == ClientPerContender {
+		return "One hot key, a client per contender: hand-offs/s to a different holder (higher is better)"
+	}
+	return "One hot key, one client shared by the contenders: hand-offs/s to a different holder (higher is better)"
+}
+
+func hotGroups(r *Results, mode Clients) []barGroup {
 	var gs []barGroup
 	for _, c := range r.Config.Contenders {
 		for _, w := range r.Config.Works {
 			bg := barGroup{label: fmt.Sprintf("%d contenders, %s work", c, fmtWork(w))}
 			for _, lib := range r.Libraries {
 				v := math.NaN()
-				if h := r.hotOf(lib.ID, c, w); h != nil {
+				if h := r.hotOf(lib.ID, mode, c, w); h != nil {
 					v = h.HandoffsPerSec()
 				}
 				bg.values = append(bg.values, v)
@@ -97,20 +118,52 @@ func hotGroups(r *Results) []barGroup {
 }
 
 func colorOf(r *Results, i int) string {
-	if r.Libraries[i].Baseline {
+	lib := r.Libraries[i]
+	switch c, ok := backendColors[lib.Backend]; {
+	case lib.Baseline:
 		return baselineColor
+	case !ok:
+		return otherColor
+	case lib.Mode != "":
+		return c[1]
+	default:
+		return c[0]
 	}
-	return libraryColors[i%len(libraryColors)]
+}
+
+// legendEntry is a library's place in the legend.
+type legendEntry struct {
+	lib, x int
+}
+
+// legendLines lays the libraries out in lines that fit the chart's width.
+func legendLines(r *Results) [][]legendEntry {
+	var lines [][]legendEntry
+	var line []legendEntry
+	x := plotLeft
+	for i, lib := range r.Libraries {
+		w := 16 + 7*len([]rune(lib.Name)) + 24
+		if len(line) > 0 && x+w-24 > chartWidth-plotRight {
+			lines, line, x = append(lines, line), nil, plotLeft
+		}
+		line = append(line, legendEntry{lib: i, x: x})
+		x += w
+	}
+	if len(line) > 0 {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 func writeLegend(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="bold" fill="#222">redlock vs redsync — %d nodes, %s, %s</text>`+"\n",
 		plotLeft, r.Nodes, xmlEscape(r.Machine.CPU), r.Machine.Date.Format("2006-01-02"))
-	x := plotLeft
-	for i, lib := range r.Libraries {
-		fmt.Fprintf(b, `<rect x="%d" y="34" width="12" height="12" fill="%s"/>`+"\n", x, colorOf(r, i))
-		fmt.Fprintf(b, `<text x="%d" y="45" font-size="12" fill="#222">%s</text>`+"\n", x+16, xmlEscape(lib.Name))
-		x += 16 + 7*len([]rune(lib.Name)) + 24
+	for n, line := range legendLines(r) {
+		y := legendTop + n*legendLine
+		for _, e := range line {
+			fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", e.x, y, colorOf(r, e.lib))
+			fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" fill="#222">%s</text>`+"\n", e.x+16, y+11, xmlEscape(r.Libraries[e.lib].Name))
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ func (v Verdict) String() string {
 }
 
 // TargetRow is one target of the performance issue, judged for each
-// redlock backend against redsync measured in the same run.
+// redlock backend against redsync measured in the same run, on one case.
 type TargetRow struct {
 	Target   string // as the issue states it
 	Scenario string // the case it is judged on
@@ -59,13 +59,16 @@ const (
 	targetContenders  = 8
 	targetGoroutines  = 64
 	targetFairRunTime = 10 * time.Second
+	targetFairness    = 1.5
 )
 
-// Targets judges the run against the issue's targets.
+// Targets judges the run against the issue's targets. Each hot-key target
+// is judged twice, on a row of its own: with the contenders sharing one
+// client and with a client per contender.
 func Targets(r *Results) []TargetRow {
 	w0, w1 := time.Duration(0), time.Millisecond
-	hotCase := func(w time.Duration) string {
-		return fmt.Sprintf("hot key, %d contenders, %s of work", targetContenders, fmtWork(w))
+	hotCase := func(mode Clients, w time.Duration) string {
+		return fmt.Sprintf("hot key, %d contenders %s, %s of work", targetContenders, mode.phrase(), fmtWork(w))
 	}
 	handoffLatency := func(p func(Dist) time.Duration) hotMeasure {
 		return func(h, _ *HotResult) (float64, string) {
@@ -88,25 +91,30 @@ func Targets(r *Results) []TargetRow {
 	}
 	handoffs := (*HotResult).HandoffsPerSec
 	grants := (*HotResult).GrantsPerSec
-	rows := []TargetRow{
-		r.hotTarget("hand-off p50 ≤ 1 ms", hotCase(w0), w0,
-			func(b *HotResult) string { return fmtDur(b.Handoff.P50) },
-			handoffLatency(p50), lessEq(float64(time.Millisecond))),
-		r.hotTarget("hand-off p99 ≤ 10 ms", hotCase(w0), w0,
-			func(b *HotResult) string { return fmtDur(b.Handoff.P99) },
-			handoffLatency(p99), lessEq(float64(10*time.Millisecond))),
-		r.hotTarget("hand-offs/s to a different holder ≥ 50× redsync's", hotCase(w0), w0,
-			func(b *HotResult) string { return fmtRate(handoffs(b)) + " hand-offs/s" },
-			ratio(handoffs), atLeast(50)),
-		r.hotTarget("grants/s ≥ 1.5× redsync's with 1 ms of work inside", hotCase(w1), w1,
-			func(b *HotResult) string { return fmtRate(grants(b)) + " grants/s" },
-			ratio(grants), atLeast(1.5)),
-		r.fairTarget(),
-		r.uncontendedTarget(1, 1.5, ruleEvery),
-		r.uncontendedTarget(targetGoroutines, 4, ruleBest),
-		r.allocTarget(),
+	var rows []TargetRow
+	hot := func(target string, w time.Duration, baseText func(*HotResult) string, measure hotMeasure, j judge) {
+		for _, mode := range ClientModes {
+			rows = append(rows, r.hotTarget(target, hotCase(mode, w), mode, w, baseText, measure, j))
+		}
 	}
-	return rows
+	hot("hand-off p50 ≤ 1 ms", w0,
+		func(b *HotResult) string { return fmtDur(b.Handoff.P50) },
+		handoffLatency(p50), lessEq(float64(time.Millisecond)))
+	hot("hand-off p99 ≤ 10 ms", w0,
+		func(b *HotResult) string { return fmtDur(b.Handoff.P99) },
+		handoffLatency(p99), lessEq(float64(10*time.Millisecond)))
+	hot("hand-offs/s to a different holder ≥ 50× redsync's", w0,
+		func(b *HotResult) string { return fmtRate(handoffs(b)) + " hand-offs/s" },
+		ratio(handoffs), atLeast(50))
+	hot("grants/s ≥ 1.5× redsync's with 1 ms of work inside", w1,
+		func(b *HotResult) string { return fmtRate(grants(b)) + " grants/s" },
+		ratio(grants), atLeast(1.5))
+	return append(rows,
+		r.fairTarget(),
+		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),
+		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 4, ruleBest),
+		r.allocTarget(),
+	)
 }
 
 // hotMeasure returns a hot-key result's number for a target, and its text,
@@ -139,16 +147,17 @@ func verdict(ok bool) Verdict {
 }
 
 // hotTarget judges a hot-key target for every backend on the case of
-// targetContenders with work; baseText shows redsync's own number.
-func (r *Results) hotTarget(target, scenario string, work time.Duration, baseText func(*HotResult) string, measure hotMeasure, j judge) TargetRow {
+// targetContenders with work, in client mode; baseText shows redsync's own
+// number in the same case.
+func (r *Results) hotTarget(target, scenario string, mode Clients, work time.Duration, baseText func(*HotResult) string, measure hotMeasure, j judge) TargetRow {
 	row := TargetRow{Target: target, Scenario: scenario, Rule: ruleEvery}
-	b := r.hotOf(r.baseline(), targetContenders, work)
+	b := r.hotOf(r.baseline(), mode, targetContenders, work)
 	if b != nil {
 		row.Baseline = baseText(b)
 	}
 	for _, lib := range r.backends() {
 		cell := TargetCell{Lib: lib.ID, Value: missing}
-		if h := r.hotOf(lib.ID, targetContenders, work); h != nil {
+		if h := r.hotOf(lib.ID, mode, targetContenders, work); h != nil {
 			x, text := measure(h, b)
 			cell.Value, cell.Verdict = text, j(x)
 		}
@@ -158,33 +167,55 @@ func (r *Results) hotTarget(target, scenario string, work time.Duration, baseTex
 	return row
 }
 
-// fairTarget reports the fairness-mode target, which the public API cannot
-// express yet: the default mode's fairness is shown for reference.
+// fairTarget judges the fairness mode's max/min grants per client on the
+// fairness case. Without a fairness mode among the libraries it shows the
+// default mode's, for reference, and judges nothing.
 func (r *Results) fairTarget() TargetRow {
+	cfg := &r.Config
 	row := TargetRow{
-		Target:   fmt.Sprintf("fair mode: max/min grants per client ≤ 1.5 over a %v run", targetFairRunTime),
-		Scenario: fmt.Sprintf("hot key, %d contenders, 0 ms of work (default mode, for reference)", targetContenders),
-		Rule:     ruleEvery,
-		Note:     "the public API has no fairness mode yet, so the target cannot be measured; the cells show the default mode",
+		Target: fmt.Sprintf("fair mode: max/min grants per client ≤ %s over a %v run", trimFloat(targetFairness), targetFairRunTime),
+		Scenario: fmt.Sprintf("fairness case: %d contenders %s, 0 ms of work, one %v run",
+			cfg.FairContenders, ClientPerContender.phrase(), cfg.FairDuration),
+		Rule: ruleEvery,
 	}
-	if b := r.hotOf(r.baseline(), targetContenders, 0); b != nil {
+	if b := r.fairOf(r.baseline()); b != nil {
 		row.Baseline = fmtFairness(b.Fairness, b.Starved)
+	}
+	fair := r.fairBackends()
+	if len(fair) == 0 {
+		row.Scenario += ", default mode for reference"
+		row.Note = "the library has no fairness mode yet, so the target cannot be judged; the cells show the default mode in the same case"
+		for _, lib := range r.backends() {
+			cell := TargetCell{Lib: lib.ID, Value: missing}
+			if h := r.fairOf(lib.ID); h != nil {
+				cell.Value = fmtFairness(h.Fairness, h.Starved)
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		return row
+	}
+	row.Scenario += ", redlock+BACKEND " + fair[0].Mode
+	if cfg.FairDuration < targetFairRunTime {
+		row.Note = fmt.Sprintf("judged on a %v run, shorter than the %v the target names", cfg.FairDuration, targetFairRunTime)
 	}
 	for _, lib := range r.backends() {
 		cell := TargetCell{Lib: lib.ID, Value: missing}
-		if h := r.hotOf(lib.ID, targetContenders, 0); h != nil {
-			cell.Value = fmtFairness(h.Fairness, h.Starved)
+		for _, f := range fair {
+			if h := r.fairOf(f.ID); f.Backend == lib.Backend && h != nil {
+				cell.Value, cell.Verdict = fmtFairness(h.Fairness, h.Starved), lessEq(targetFairness)(h.Fairness)
+			}
 		}
 		row.Cells = append(row.Cells, cell)
 	}
+	row.Overall = combine(row.Rule, row.Cells)
 	return row
 }
 
 // uncontendedTarget judges the ratio of cycles/s over redsync's with g
-// goroutines.
-func (r *Results) uncontendedTarget(g int, factor float64, rule string) TargetRow {
+// goroutines, for a target the issue states for load.
+func (r *Results) uncontendedTarget(load string, g int, factor float64, rule string) TargetRow {
 	row := TargetRow{
-		Target:   fmt.Sprintf("uncontended, %s: ≥ %s× redsync's cycles/s", goroutines(g), trimFloat(factor)),
+		Target:   fmt.Sprintf("uncontended, %s: ≥ %s× redsync's cycles/s", load, trimFloat(factor)),
 		Scenario: fmt.Sprintf("uncontended, %s on keys of their own", goroutines(g)),
 		Rule:     rule,
 	}
@@ -274,20 +305,42 @@ func (r *Results) baseline() string {
 	return ""
 }
 
-// backends returns the libraries other than the baseline.
+// backends returns redlock over each backend in the default mode: the
+// libraries the targets are judged on, but for fairness.
 func (r *Results) backends() []Library {
 	var out []Library
 	for _, l := range r.Libraries {
-		if !l.Baseline {
+		if !l.Baseline && !l.Fair {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-func (r *Results) hotOf(lib string, contenders int, work time.Duration) *HotResult {
+// fairBackends returns redlock over each backend in the fairness mode.
+func (r *Results) fairBackends() []Library {
+	var out []Library
+	for _, l := range r.Libraries {
+		if l.Fair {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (r *Results) hotOf(lib string, mode Clients, contenders int, work time.Duration) *HotResult {
 	for i := range r.Hot {
-		if h := &r.Hot[i]; h.Lib == lib && h.Contenders == contenders && h.Work == work {
+		if h := &r.Hot[i]; h.Lib == lib && h.Clients == mode && h.Contenders == contenders && h.Work == work {
+			return h
+		}
+	}
+	return nil
+}
+
+// fairOf returns lib's result in the fairness case.
+func (r *Results) fairOf(lib string) *HotResult {
+	for i := range r.Fair {
+		if h := &r.Fair[i]; h.Lib == lib {
 			return h
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,12 +35,19 @@ func run() int {
 		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
 		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
-		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, hotkey/c8-w1ms/redsync, latency/rueidis, allocs/redigo")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
 	)
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each uncontended, latency and physical-limit case")
 	flag.DurationVar(&cfg.HotDuration, "hot-duration", cfg.HotDuration, "length of each hot-key case")
+	flag.DurationVar(&cfg.HotWarmup, "hot-warmup", cfg.HotWarmup, "untimed turns on another key before each round of a hot-key case")
+	flag.DurationVar(&cfg.FairDuration, "fair-duration", cfg.FairDuration, "length of the fairness case, run in one piece (0: skip it)")
 	flag.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "TTL of every lock, for every library")
+	flag.Func("contenders", fmt.Sprintf("contenders of the hot-key cases, comma-separated (default %s)", joinInts(cfg.Contenders)), func(v string) error {
+		n, err := parseInts(v)
+		cfg.Contenders = n
+		return err
+	})
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs each case is split into, the libraries taking turns in a different order each round")
 	flag.IntVar(&cfg.AllocCycles, "alloc-cycles", cfg.AllocCycles, "lock+unlock cycles counted for allocations")
 	flag.IntVar(&cfg.PhysConns, "phys-conns", cfg.PhysConns, "connections per node for the physical limit")
@@ -82,6 +91,27 @@ func run() int {
 	}
 	fmt.Fprintf(os.Stderr, "lockbench: wrote %s/benchmarks.md and %s/benchmarks.svg in %v\n", *out, *out, res.Elapsed.Round(time.Second))
 	return 0
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // measure starts the servers, runs the benchmark and stops the servers,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,6 +77,26 @@ func TestInterruptStopsServers(t *testing.T) {
 			t.Errorf("%s still accepts connections after lockbench exited", a)
 		} else if !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Logf("dial %s: %v", a, err)
+		}
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+		ok   bool
+	}{
+		{"8,64", []int{8, 64}, true},
+		{" 16 ", []int{16}, true},
+		{"8,,64", nil, false},
+		{"0", nil, false},
+		{"x", nil, false},
+	}
+	for _, tt := range tests {
+		got, err := parseInts(tt.in)
+		if (err == nil) != tt.ok || !slices.Equal(got, tt.want) {
+			t.Errorf("parseInts(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }
