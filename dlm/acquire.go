@@ -54,7 +54,7 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		switch {
 		case h != nil:
 			attempts = 0
-			l = &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until}
+			l = &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted}
 			t.hold(l, true)
 			if err != nil { // handed over as the caller gave up
 				l.Unlock(context.WithoutCancel(ctx))
@@ -133,7 +133,9 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		if w != nil {
 			w.drain()
 		}
+		began := time.Now()
 		l, err := m.acquire(ctx, cfg, keys, rkeys, fw)
+		took := time.Since(began)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
 			return l, attempt, err
@@ -164,16 +166,62 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		} else {
 			timer.Reset(wait)
 		}
+		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
+			return nil, attempt, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, err, qerr)
+		}
+	}
+}
+
+// awaitTurn waits until the next attempt is due: when the retry timer
+// fires, or when a release is announced to w — after a spread wait when
+// other clients heard it too (see [watcher.spread]), unless one of them
+// obtains the lock meanwhile. It returns ctx's error, or ErrClosed.
+func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, wake <-chan struct{}, attempt time.Duration) error {
+	var spread *time.Timer
+	defer func() {
+		if spread != nil {
+			spread.Stop()
+		}
+	}()
+	for {
 		select {
 		case <-ctx.Done():
-			return nil, attempt, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, ctx.Err(), err)
+			return ctx.Err()
 		case <-m.done:
-			return nil, attempt, ErrClosed
+			return ErrClosed
 		case <-timer.C:
+			return nil
 		case <-wake:
+		}
+		d := w.spread(attempt)
+		if d == 0 {
 			// Without draining: before Go 1.23 timer semantics a stale
 			// tick costs one early attempt, and with them there is none.
 			timer.Stop()
+			return nil
+		}
+		select {
+		case <-w.taken: // a grant announced before this release
+		default:
+		}
+		if spread == nil {
+			spread = time.NewTimer(d)
+		} else {
+			spread.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.done:
+			return ErrClosed
+		case <-spread.C:
+			timer.Stop()
+			return nil
+		case <-timer.C:
+			return nil
+		case <-w.taken:
+			// Another client obtained the lock: wait for its release.
+			spread.Stop()
 		}
 	}
 }
@@ -206,7 +254,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	if v.yes >= q && ttl-elapsed-drift > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, fence: uint64(fence),
-			until: start.Add(ttl - drift), pend: pend}, nil
+			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
@@ -254,6 +302,7 @@ func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *
 	if fw != nil {
 		req.args = append(req.args, fw.args()...)
 	}
+	req.announcing(announcers(0)) // grants: nodes 0 and 1
 	req.script = acquireScripts[mix]
 	return req
 }

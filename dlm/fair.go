@@ -123,7 +123,7 @@ func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 // sets nk to the number of KEYS before the line's three keys, and defines
 // take(), which tries to take the lock and returns 0 or a positive value.
 // ARGV ends with the waiter's id, the life of its place (ms), the ticket it
-// holds from other nodes, and the bound of the line.
+// holds from other nodes, the bound of the line, and announce's flag.
 //
 // It drops the places that expired; lets the waiter take the lock if the
 // line is empty or it is at the head, and then leaves the line; otherwise
@@ -133,7 +133,7 @@ func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 const fairPart = `
 nk = nk - 3
 local line, places, tickets = KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
-local fa = #ARGV - 3
+local fa = #ARGV - 4
 local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa + 2]), tonumber(ARGV[fa + 3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -184,10 +184,10 @@ var (
 
 // fairReleaseScript is releaseScript for a lock with a line: KEYS ends with
 // the line and the places, and ARGV[2] names the waiter that obtained the
-// lock, whose place it gives up ("" for none). It announces each release
+// lock, whose place it gives up ("" for none); ARGV[3] is announce's flag. It announces each release
 // with the id of the waiter at the head of the line, after dropping expired
 // places, so that only that waiter wakes.
-var fairReleaseScript = driver.NewScript(`
+var fairReleaseScript = driver.NewScript(announce + `
 local nk = #KEYS - 2
 local line, places = KEYS[nk + 1], KEYS[nk + 2]
 if ARGV[2] ~= '' then
@@ -206,7 +206,7 @@ local n = 0
 for i = 1, nk do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     n = n + redis.call('DEL', KEYS[i])
-    redis.pcall('PUBLISH', KEYS[i] .. '` + wakeSuffix + `', head)
+    announce(KEYS[i], head)
   end
 end
 return n

@@ -48,8 +48,9 @@ type localWaiter struct {
 
 // passed is a held lock passed from one caller to the next.
 type passed struct {
-	token string
-	until time.Time
+	token   string
+	until   time.Time
+	granted uint64
 }
 
 // turn is one Lock call's place at the head of its queue, from when it may
@@ -181,6 +182,6 @@ func (t *turn) handOver(l *Lock) bool {
 	t.left = true
 	q.waiters = q.waiters[1:]
 	q.holder = nil
-	next.c <- &passed{token: l.token, until: l.until}
+	next.c <- &passed{token: l.token, until: l.until, granted: l.granted}
 	return true
 }

@@ -18,7 +18,10 @@ type Lock struct {
 	token string
 	fence uint64   // fencing token; 0 without fencing
 	pend  *pending // acquire requests still due when the lock was obtained
-	turn  *turn    // the manager's local queue for these keys, if any
+	// granted marks the nodes that granted the lock (0 to 63), which
+	// announce its release; 0 when not known (Resume).
+	granted uint64
+	turn    *turn // the manager's local queue for these keys, if any
 	// waiter is the id under which the lock waited in the nodes' lines
 	// (fairness): nodes that did not grant it may still keep its place,
 	// which the release gives up.
@@ -116,7 +119,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.pend.wait()
 	}
 	start = time.Now()
-	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter)
+	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter, l.granted)
 	l.passTurn()
 	var err error
 	switch {

@@ -46,6 +46,39 @@ type request struct {
 	fenced bool
 	// fair expects the {result, ticket} replies of a fair acquire.
 	fair bool
+	// quiet, when set, are the arguments for the nodes not marked in loud:
+	// args but for the last, announce's flag, "0" instead of "1".
+	quiet []string
+	loud  uint64
+}
+
+// announcers returns the mask of the nodes that should announce: the two of
+// lowest index among those marked in among (nodes 0 to 63; all of them when
+// none is marked). Every waiter listens on every node, so two nodes are
+// enough to reach them, and one spare.
+func announcers(among uint64) uint64 {
+	if among == 0 {
+		among = ^uint64(0)
+	}
+	first := among & -among
+	rest := among &^ first
+	return first | rest&-rest
+}
+
+// announcing sets the last argument of req, announce's flag, to "1" for the
+// nodes in loud and "0" for the others.
+func (r *request) announcing(loud uint64) {
+	r.args = append(r.args, "1")
+	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], "0")
+	r.loud = loud
+}
+
+// argsFor returns the arguments for node i.
+func (r *request) argsFor(i int) []string {
+	if r.quiet != nil && (i >= 64 || r.loud&(1<<i) == 0) {
+		return r.quiet
+	}
+	return r.args
 }
 
 type reply struct {
@@ -119,8 +152,8 @@ func (p *pending) wait() {
 // release runs the release script on the nodes and waits for all of them.
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token, waiter string) vote {
-	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token, waiter))
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token, waiter string, granted uint64) vote {
+	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token, waiter, granted))
 	return v
 }
 
@@ -135,7 +168,7 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 // so an unreachable node does not cost the caller a second timeout.
 func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
 	ctx = context.WithoutCancel(ctx)
-	req := releaseRequest(cfg, rkeys, token, "") // the waiter keeps its place
+	req := releaseRequest(cfg, rkeys, token, "", v.granted) // the waiter keeps its place
 	granted := make([]bool, len(m.nodes))
 	asked := false
 	for i := range granted {
@@ -163,10 +196,10 @@ func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []strin
 	}
 }
 
-// releaseRequest deletes the lock keys that hold token. With fairness, it
-// also gives up the place in line of waiter, which obtained the lock (""
-// for none).
-func releaseRequest(cfg *config, rkeys []string, token, waiter string) *request {
+// releaseRequest deletes the lock keys that hold token, announced by two
+// of the nodes marked in loud. With fairness, it also gives up the place in
+// line of waiter, which obtained the lock ("" for none).
+func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint64) *request {
 	req := &request{
 		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
@@ -176,6 +209,7 @@ func releaseRequest(cfg *config, rkeys []string, token, waiter string) *request 
 		req.keys = append(rkeys[:len(rkeys):len(rkeys)], lineKeys(rkeys[0])[:2]...)
 		req.args = append(req.args, waiter)
 	}
+	req.announcing(announcers(loud))
 	return req
 }
 
@@ -183,7 +217,7 @@ func releaseRequest(cfg *config, rkeys []string, token, waiter string) *request 
 func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	ctx, cancel := context.WithTimeout(ctx, req.timeout)
 	defer cancel()
-	res, err := m.nodes[i].Eval(ctx, req.script, req.keys, req.args)
+	res, err := m.nodes[i].Eval(ctx, req.script, req.keys, req.argsFor(i))
 	if err != nil {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
 	}

@@ -10,8 +10,9 @@ const (
 )
 
 // The scripts all take the lock's keys as KEYS and the holder's token as
-// ARGV[1]. A node's answer is all or nothing for the keys it is given, so a
-// lock over several keys is counted per node.
+// ARGV[1]; those that announce grants and releases take "1" or "0" as their
+// last argument (see announce). A node's answer is all or nothing for the
+// keys it is given, so a lock over several keys is counted per node.
 
 // acquireScript sets every key to the token with a TTL of ARGV[2] ms, if none
 // is held under another token. A key already holding this token counts as
@@ -25,13 +26,14 @@ for i = 1, nk do
 end
 for i = 1, nk do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  announce(KEYS[i], 't')
 end
 return 1
 `
 
 // plainKeys starts a script whose KEYS are all lock keys (or lock keys and
 // counters): nk counts them.
-const plainKeys = `local nk = #KEYS
+const plainKeys = announce + `local nk = #KEYS
 `
 
 // guardPrelude starts a script under the restart guard (see
@@ -40,7 +42,7 @@ const plainKeys = `local nk = #KEYS
 // start time plus ARGV[3] ms, computed from its uptime when the key is
 // missing — the first time, or after the node lost its data. Until then
 // the script returns -1 and changes nothing.
-const guardPrelude = `local nk = #KEYS - 1
+const guardPrelude = announce + `local nk = #KEYS - 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
@@ -54,18 +56,36 @@ if now < safe then return -1 end
 
 // releaseScript deletes the keys that still hold the token and returns how
 // many it deleted. It never touches another holder's key. For each key it
-// deletes, it announces the release on the key's wake channel, for waiting
-// clients; an ACL without PUBLISH only silences the announcement.
-var releaseScript = driver.NewScript(`
+// deletes, it announces the release on the key's wake channel, when anyone
+// listens there, with the number of listeners: "r5" (see [announce]).
+var releaseScript = driver.NewScript(announce + `
 local n = 0
 for _, k in ipairs(KEYS) do
   if redis.call('GET', k) == ARGV[1] then
     n = n + redis.call('DEL', k)
-    redis.pcall('PUBLISH', k .. '` + wakeSuffix + `', '')
+    announce(k, nil)
   end
 end
 return n
 `)
+
+// announce defines announce(key, payload), which publishes on key's wake
+// channel: payload, or when it is nil "r" and the channel's number of
+// subscribers, which waiters use to spread their attempts. It publishes only
+// when the script's last argument is "1" — the caller asks two nodes at most
+// to announce, since every waiter listens on every node — and when anyone
+// listens. An ACL without PUBSUB or PUBLISH only silences it.
+const announce = `
+local loud = ARGV[#ARGV] == '1'
+local function announce(k, payload)
+  if not loud then return end
+  local ch = k .. '` + wakeSuffix + `'
+  local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
+  if listening == 0 then return end
+  redis.pcall('PUBLISH', ch, payload or ('r' .. (listening or 0)))
+end
+`
 
 // extendScript sets the TTL of every key to ARGV[2] ms if all still hold the
 // token, and returns 1; otherwise it changes nothing and returns 0. It never
@@ -103,6 +123,7 @@ f = f + 1
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   redis.call('SET', KEYS[n + i], f)
+  announce(KEYS[i], 't')
 end
 return f
 `

@@ -2,7 +2,10 @@ package dlm
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -62,6 +65,10 @@ type watcher struct {
 	chans []string
 	id    string        // waiter id for targeted wakes; "" wakes on any
 	c     chan struct{} // receives a value when a channel hears a release
+	taken chan struct{} // receives a value when a channel hears a grant
+	// listening is how many clients listened on the channel of the last
+	// release heard, by the node's count; 0 when the release did not say.
+	listening atomic.Int64
 }
 
 // newWaker returns a waker for the nodes, or nil when none can subscribe.
@@ -92,7 +99,7 @@ func (w *waker) close() {
 // pumps subscribe to their channels. It returns nil once the manager is
 // closing.
 func (w *waker) watch(rkeys []string, id string) *watcher {
-	wt := &watcher{w: w, chans: make([]string, len(rkeys)), id: id, c: make(chan struct{}, 1)}
+	wt := &watcher{w: w, chans: make([]string, len(rkeys)), id: id, c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	fresh := false
 	w.mu.Lock()
 	if w.closed {
@@ -178,6 +185,28 @@ func (wt *watcher) drain() {
 	}
 }
 
+// spread returns how long to wait, after a release was announced, before
+// trying again: a random share of as many attempts (each of about attempt)
+// as other clients listened for the release, at most maxSpread. Every
+// waiter wakes at the same announcement; spread over time, the first takes
+// the lock alone, and its grant, announced in turn, sends the others back
+// to waiting without a request. Waiting for a release meant for this
+// watcher alone (fairness) is not spread.
+func (wt *watcher) spread(attempt time.Duration) time.Duration {
+	// Two clients competing at once always leave one with a majority (of
+	// the nodes that answer), so spreading starts at three listeners — of
+	// which one may be the releaser, still listening for a while.
+	others := wt.listening.Load() - 2
+	if others <= 0 || attempt <= 0 {
+		return 0
+	}
+	// Half an attempt: about when a grant is announced to the others.
+	return rand.N(min(time.Duration(others)*attempt/2, maxSpread))
+}
+
+// maxSpread bounds the wait spread drawn by [watcher.spread].
+const maxSpread = 25 * time.Millisecond
+
 // stop ends the watcher's interest; channels nobody watches linger for a
 // while before they are unsubscribed.
 func (wt *watcher) stop() {
@@ -193,8 +222,10 @@ func (wt *watcher) stop() {
 	}
 }
 
-// notify wakes the watchers of channel: all of them when payload is empty,
-// otherwise those without an id and the one whose id it names.
+// notify passes what channel heard to its watchers. The payloads are those
+// of the scripts: "t" announces a grant; "" or "r" and a count a release,
+// for every watcher; anything else (a 22-character id) a release meant for
+// the fair waiter of that id, which wakes no other fair waiter.
 func (w *waker) notify(channel, payload string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -202,13 +233,35 @@ func (w *waker) notify(channel, payload string) {
 	if wc == nil {
 		return
 	}
-	for wt := range wc.watchers {
-		if payload == "" || wt.id == "" || wt.id == payload {
-			select {
-			case wt.c <- struct{}{}:
-			default:
-			}
+	if payload == "t" {
+		for wt := range wc.watchers {
+			signal(wt.taken)
 		}
+		return
+	}
+	release := payload == "" || payload[0] == 'r' && len(payload) < 20
+	var listening int64
+	if release && payload != "" {
+		listening, _ = strconv.ParseInt(payload[1:], 10, 64)
+	}
+	for wt := range wc.watchers {
+		switch {
+		case release:
+			wt.listening.Store(listening)
+		case wt.id != "" && wt.id != payload:
+			continue
+		default:
+			wt.listening.Store(0)
+		}
+		signal(wt.c)
+	}
+}
+
+// signal sends on c unless a value is waiting there already.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 

@@ -27,8 +27,10 @@ import (
 //	+zadd +zrem +zrange        WithFairness keeps each lock's line of
 //	+zrangebyscore +zscore     waiters in two sorted sets and a ticket
 //	+zcard +incr               counter (":line", ":places", ":tickets")
-//	+publish                   the release script announces a release on
-//	                           the key's wake channel, for waking waiters
+//	+publish +pubsub|numsub    the release and acquire scripts announce
+//	                           releases and grants on the key's wake
+//	                           channel, with the number of listeners, for
+//	                           waking waiters
 //	+subscribe +unsubscribe    waiting clients listen on wake channels, on a
 //	                           connection of their own, for waking waiters
 //	+ping                      sent by Open in the goredis and redigo
@@ -51,7 +53,7 @@ func LeastPrivilegeRules(prefix string) []string {
 		"+get", "+set", "+del", "+pexpire", "+pttl",
 		"+time", "+info",
 		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+incr",
-		"+publish", "+subscribe", "+unsubscribe",
+		"+publish", "+pubsub|numsub", "+subscribe", "+unsubscribe",
 		"+ping",
 	}
 }

@@ -35,7 +35,7 @@ const (
 	lockerUser   = "locker"    // LeastPrivilegeRules
 	rotatedUser  = "rotated"   // the same; its password changes under a running manager
 	selectorUser = "selector"  // the same, and +select
-	quietUser    = "no-pubsub" // the same, less +publish, +subscribe and +unsubscribe
+	quietUser    = "no-pubsub" // the same, less the pub/sub rules
 )
 
 // secretOf returns user's password. It holds characters that URLs escape,
@@ -107,7 +107,7 @@ func startSecure(t *testing.T, driverName string) *secure {
 		user(rotatedUser, rules),
 		user(selectorUser, append(rules, "+select")),
 		user(quietUser, slices.DeleteFunc(slices.Clone(rules), func(r string) bool {
-			return r == "+publish" || r == "+subscribe" || r == "+unsubscribe"
+			return r == "+publish" || r == "+pubsub|numsub" || r == "+subscribe" || r == "+unsubscribe"
 		})),
 	}
 	for _, r := range refusals {
