@@ -281,7 +281,7 @@ var acquireScripts = [8]*driver.Script{
 // and the waiter's four arguments.
 func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *request {
 	req := &request{
-		op: opLock, keys: rkeys, args: []string{token, ttlMillis(cfg.ttl)},
+		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), token, ttlMillis(cfg.ttl)),
 		want: 1, timeout: cfg.timeout(), early: true,
 	}
 	mix := 0

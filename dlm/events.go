@@ -148,9 +148,10 @@ func (c *config) emitVote(ctx context.Context, v *vote, ev Event, addrs []string
 		}
 	}
 	if c.wants(ctx, ev.Kind, ev.Err) {
-		ev.For, ev.Against, ev.Failed = v.yes, v.no, v.failed
-		ev.NodeErrors = v.nodeErrors(addrs)
-		c.emit(ctx, &ev)
+		e := ev // a copy, so that ev stays off the heap when nobody listens
+		e.For, e.Against, e.Failed = v.yes, v.no, v.failed
+		e.NodeErrors = v.nodeErrors(addrs)
+		c.emit(ctx, &e)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -177,7 +178,7 @@ func (c *config) lossGuard() time.Duration {
 
 // ttlMillis is the TTL as Redis' PX argument.
 func ttlMillis(ttl time.Duration) string {
-	return fmt.Sprint(ttl.Milliseconds())
+	return strconv.FormatInt(ttl.Milliseconds(), 10)
 }
 
 // discardHandler is a slog.Handler that drops every record.

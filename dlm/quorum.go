@@ -89,17 +89,19 @@ type reply struct {
 	err    error
 }
 
-// poll sends req to every node at once, each under its own timeout, and
-// counts the answers. When it stops early, the replies still due arrive on
-// the returned pending, which is nil otherwise.
+// poll sends req to every node at once, all under one deadline, the node
+// timeout from now, and counts the answers. When it stops early, the
+// replies still due arrive on the returned pending, which is nil otherwise.
 func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	n := len(m.nodes)
 	var v vote
 	if req.fenced {
 		v.fences = make([]int64, n)
 	}
+	ctx, cancel := context.WithTimeout(ctx, req.timeout)
 	if n == 1 {
 		v.count(m.ask(ctx, 0, req), n)
+		cancel()
 		return v, nil
 	}
 	replies := make(chan reply, n) // buffered: late senders never block
@@ -107,7 +109,7 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	for i := range m.nodes {
 		if req.only == nil || req.only[i] {
 			asked++
-			m.spawn(func() { replies <- m.ask(ctx, i, req) })
+			m.spawnAsk(ctx, i, req, replies)
 		}
 	}
 	var answered []bool
@@ -128,9 +130,12 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 		// on which nodes happened to answer first.
 		left := asked - got
 		if left > 0 && (v.yes >= q || (v.yes+left < q && (v.failed > n-q || v.failed+left <= n-q))) {
-			return v, &pending{replies: replies, left: left, answered: answered}
+			// The requests still due keep the deadline; it ends with
+			// the last of them, or by itself.
+			return v, &pending{replies: replies, left: left, answered: answered, cancel: cancel}
 		}
 	}
+	cancel()
 	return v, nil
 }
 
@@ -139,13 +144,24 @@ type pending struct {
 	replies  <-chan reply
 	left     int
 	answered []bool // the nodes whose reply was counted
+	cancel   context.CancelFunc
+}
+
+// next returns the next reply still due, and ends the requests' deadline
+// after the last one.
+func (p *pending) next() reply {
+	r := <-p.replies
+	if p.left--; p.left == 0 {
+		p.cancel()
+	}
+	return r
 }
 
 // wait waits for the replies still due; each request ends by its node
 // timeout.
 func (p *pending) wait() {
-	for ; p.left > 0; p.left-- {
-		<-p.replies
+	for p.left > 0 {
+		p.next()
 	}
 }
 
@@ -176,16 +192,16 @@ func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []strin
 		switch {
 		case !answered, v.saidNo(i, answered):
 		case v.errs != nil && v.errs[i] != nil:
-			m.spawn(func() { m.ask(ctx, i, req) })
+			m.spawn(func() { m.askAlone(ctx, i, req) })
 		default:
 			granted[i], asked = true, true
 		}
 	}
 	if p != nil {
 		m.spawn(func() {
-			for ; p.left > 0; p.left-- {
-				if r := <-p.replies; r.err != nil || r.yes {
-					m.spawn(func() { m.ask(ctx, r.node, req) }) // at once, not after the previous one
+			for p.left > 0 {
+				if r := p.next(); r.err != nil || r.yes {
+					m.spawn(func() { m.askAlone(ctx, r.node, req) }) // at once, not after the previous one
 				}
 			}
 		})
@@ -201,7 +217,7 @@ func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []strin
 // line of waiter, which obtained the lock ("" for none).
 func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint64) *request {
 	req := &request{
-		op: opUnlock, script: releaseScript, keys: rkeys, args: []string{token},
+		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), token),
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
 	}
 	if cfg.fair != nil {
@@ -213,10 +229,15 @@ func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint
 	return req
 }
 
-// ask runs req on node i.
-func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
+// askAlone runs req on node i under a node timeout of its own.
+func (m *Manager) askAlone(ctx context.Context, i int, req *request) reply {
 	ctx, cancel := context.WithTimeout(ctx, req.timeout)
 	defer cancel()
+	return m.ask(ctx, i, req)
+}
+
+// ask runs req on node i within ctx, which bounds it.
+func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	res, err := m.nodes[i].Eval(ctx, req.script, req.keys, req.argsFor(i))
 	if err != nil {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
