@@ -12,7 +12,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {
 # user of that module would build it.
 export GOWORK = off
 
-.PHONY: test deps vet staticcheck unit tidy-check bench fuzz
+.PHONY: test deps vet staticcheck unit bench fuzz
 
 test: deps vet staticcheck unit
 
@@ -58,9 +58,10 @@ fuzz:
 	  $(GO) test -run=NONE -fuzz="^$${t%%:*}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1000x $${t#*:}; \
 	done
 
-# make bench: the side-by-side benchmark of issue 7 (redlock over each backend
-# against redsync, on five redis-server processes it starts itself). It takes
-# about four minutes and rewrites docs/benchmarks.md and docs/benchmarks.svg.
+# make bench: the side-by-side benchmark (redlock over each backend, in its
+# default and fair modes, against redsync, on five redis-server processes it
+# starts itself). It takes about twelve minutes and rewrites
+# docs/benchmarks.md and docs/benchmarks.svg.
 bench: deps
 	cd internal/bench && GOWORK=off $(GO) run ./cmd/lockbench -out ../../docs
 
