@@ -3,6 +3,7 @@ package dlmtest_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -22,9 +23,14 @@ import (
 //     declared lost a loss guard before its validity ends (docs/lifetime.md),
 //     so the cancellation must come after that point and before the end;
 //   - keys deleted on a majority, found by the next extension.
+// lossTrials sets TestLossSignalLatency's trials per kind of loss: make test
+// runs a few; more give steadier percentiles (go test -run
+// TestLossSignalLatency -loss.trials=200 -v ./dlm/dlmtest).
+var lossTrials = flag.Int("loss.trials", 10, "trials per kind of loss in TestLossSignalLatency")
+
 func TestLossSignalLatency(t *testing.T) {
+	trials := *lossTrials
 	const (
-		trials      = 10
 		ttl         = time.Second
 		nodeTimeout = 100 * time.Millisecond
 		// The documented loss guard: a twentieth of the validity
