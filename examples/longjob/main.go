@@ -46,6 +46,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/examples/internal/demolog"
+	"github.com/dlmgo/redlock/examples/internal/embedded"
 
 	// Each backend registers its driver name for node URLs:
 	// redis+goredis://, redis+redigo://, redis+rueidis://.
@@ -119,8 +121,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 // demo is one run: worker A's job and worker B's wait, and when things
 // happened.
 type demo struct {
-	log   *logger
-	nodes *nodes
+	log   *demolog.Logger
+	nodes *embedded.Cluster
 	lose  bool
 
 	mu       sync.Mutex
@@ -133,8 +135,8 @@ type demo struct {
 func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	log := &logger{out: out, start: time.Now()}
-	ns, err := startNodes(embeddedN)
+	log := demolog.New(out)
+	ns, err := embedded.Start(embeddedN)
 	if err != nil {
 		return err
 	}
@@ -154,11 +156,11 @@ func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 	}
 	defer mb.Close()
 
-	log.say("%d embedded miniredis nodes; workers A and B each have a manager over all of them", embeddedN)
-	log.say("lock %q: TTL %v, quorum %d of %d; worker A's job: %d steps of %v, %v in all (%d TTLs)",
+	log.Say("%d embedded miniredis nodes; workers A and B each have a manager over all of them", embeddedN)
+	log.Say("lock %q: TTL %v, quorum %d of %d; worker A's job: %d steps of %v, %v in all (%d TTLs)",
 		lockKey, lockTTL, embeddedN/2+1, embeddedN, steps, stepTime, jobTime, jobTime/lockTTL)
 	if lose {
-		log.say("-lose: every node will be wiped after step %d", loseAfter)
+		log.Say("-lose: every node will be wiped after step %d", loseAfter)
 	}
 
 	held := make(chan struct{}) // closed once A holds the lock
@@ -172,9 +174,9 @@ func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 		return d.job(ctx, a, b)
 	})
 	if err != nil {
-		log.event("worker A: Do returned: %s", oneLine(err))
+		log.Event("worker A: Do returned: %s", oneLine(err))
 	} else {
-		log.event("worker A: Do returned; the lock is released")
+		log.Event("worker A: Do returned; the lock is released")
 	}
 	select {
 	case <-held:
@@ -203,28 +205,28 @@ func openManager(addrs []string, h dlm.Hook) (*dlm.Manager, error) {
 func (d *demo) job(ctx context.Context, a, b *observer) error {
 	lock := dlm.LockFromContext(ctx)
 	start := time.Now()
-	d.log.event("worker A: got the lock, valid for %v; the job starts", validFor(lock))
+	d.log.Event("worker A: got the lock, valid for %v; the job starts", validFor(lock))
 	step := time.NewTimer(stepTime)
 	defer step.Stop()
 	for n := 1; n <= steps; n++ {
 		select {
 		case <-ctx.Done():
 			at := d.mark(&d.stopped)
-			d.log.eventAt(at, "worker A: job stopped during step %d of %d: %v", n, steps, context.Cause(ctx))
+			d.log.EventAt(at, "worker A: job stopped during step %d of %d: %v", n, steps, context.Cause(ctx))
 			return fmt.Errorf("job stopped during step %d of %d", n, steps)
 		case <-step.C:
 		}
-		d.log.event("worker A: step %d of %d done; lock valid for %v more; worker B refused %d time(s) so far",
+		d.log.Event("worker A: step %d of %d done; lock valid for %v more; worker B refused %d time(s) so far",
 			n, steps, validFor(lock), b.refused.Load())
 		if d.lose && n == loseAfter {
 			at := d.mark(&d.wiped)
-			d.nodes.Wipe()
-			d.log.eventAt(at, "wiping every node, as if all restarted empty at once")
+			d.nodes.FlushAll()
+			d.log.EventAt(at, "wiping every node, as if all restarted empty at once")
 		}
 		step.Reset(stepTime)
 	}
 	at := d.mark(&d.jobEnded)
-	d.log.eventAt(at, "worker A: job done after %v, with %d extension(s); releasing",
+	d.log.EventAt(at, "worker A: job done after %v, with %d extension(s); releasing",
 		time.Since(start).Round(10*time.Millisecond), a.extended.Load())
 	return nil
 }
@@ -237,19 +239,19 @@ func (d *demo) workerB(ctx context.Context, m *dlm.Manager, b *observer, held <-
 	case <-ctx.Done():
 		return nil // A never held the lock
 	}
-	d.log.event("worker B: wants the lock too; Lock waits for it")
+	d.log.Event("worker B: wants the lock too; Lock waits for it")
 	lock, err := m.Lock(ctx, lockKey)
 	if err != nil {
 		return fmt.Errorf("worker B: %w", err)
 	}
 	at := d.mark(&d.bGot)
-	d.log.eventAt(at, "worker B: got the lock after %d refused attempt(s); releasing it", b.refused.Load())
+	d.log.EventAt(at, "worker B: got the lock after %d refused attempt(s); releasing it", b.refused.Load())
 	err = lock.Unlock(ctx)
 	if d.lose && errors.Is(err, dlm.ErrLockLost) {
 		// The nodes are wiped one after the other: an attempt of B's that
 		// landed on a node not yet wiped (one A's key had not reached)
 		// was wiped with it.
-		d.log.event("worker B: the wipe reached some of its nodes too: %v", oneLine(err))
+		d.log.Event("worker B: the wipe reached some of its nodes too: %v", oneLine(err))
 		return nil
 	}
 	return err
@@ -268,7 +270,7 @@ func (d *demo) checkDone(a, b *observer) error {
 	case !d.bGot.After(d.jobEnded):
 		return fmt.Errorf("mutual exclusion broken: worker B got the lock %v before worker A's job ended", d.jobEnded.Sub(d.bGot))
 	}
-	d.log.event("ok: the job ran %v under a lock with a TTL of %v, kept by %d extension(s); worker B, refused %d time(s), got the lock %v after the job ended",
+	d.log.Event("ok: the job ran %v under a lock with a TTL of %v, kept by %d extension(s); worker B, refused %d time(s), got the lock %v after the job ended",
 		jobTime, lockTTL, a.extended.Load(), b.refused.Load(), d.bGot.Sub(d.jobEnded).Round(time.Millisecond))
 	return nil
 }
@@ -286,14 +288,14 @@ func (d *demo) checkLost(err error) error {
 	case d.stopped.IsZero():
 		return fmt.Errorf("-lose: the job did not stop on the loss of the lock: %v", oneLine(err))
 	}
-	d.log.event("the job stopped %v after the nodes were wiped", d.stopped.Sub(d.wiped).Round(time.Millisecond))
+	d.log.Event("the job stopped %v after the nodes were wiped", d.stopped.Sub(d.wiped).Round(time.Millisecond))
 	if d.bGot.Before(d.stopped) {
-		d.log.say("           worker B got the lock %v before worker A's job noticed the loss: for that long both",
+		d.log.Say("           worker B got the lock %v before worker A's job noticed the loss: for that long both",
 			d.stopped.Sub(d.bGot).Round(time.Millisecond))
-		d.log.say("           acted as holders. Only a fencing token checked by the resource keeps A out then (docs/fencing.md).")
+		d.log.Say("           acted as holders. Only a fencing token checked by the resource keeps A out then (docs/fencing.md).")
 	} else {
-		d.log.say("           worker A's job stopped before worker B got the lock; had it noticed later, both would")
-		d.log.say("           have acted as holders for a while. Only fencing guards against that (docs/fencing.md).")
+		d.log.Say("           worker A's job stopped before worker B got the lock; had it noticed later, both would")
+		d.log.Say("           have acted as holders for a while. Only fencing guards against that (docs/fencing.md).")
 	}
 	return err
 }
@@ -312,7 +314,7 @@ func (d *demo) mark(t *time.Time) time.Time {
 // may run while the lock's mutex is held, so it only counts and prints.
 type observer struct {
 	worker   string
-	log      *logger
+	log      *demolog.Logger
 	extended atomic.Int32
 	refused  atomic.Int32
 }
@@ -325,11 +327,11 @@ func (o *observer) Observe(_ context.Context, e *dlm.Event) {
 		}
 	case dlm.EventExtended:
 		n := o.extended.Add(1)
-		o.log.event("worker %s: lock extended by Do (extension %d, round trip %v)", o.worker, n, e.Duration.Round(100*time.Microsecond))
+		o.log.Event("worker %s: lock extended by Do (extension %d, round trip %v)", o.worker, n, e.Duration.Round(100*time.Microsecond))
 	case dlm.EventExtendFailed:
-		o.log.event("worker %s: extension failed: %v", o.worker, oneLine(e.Err))
+		o.log.Event("worker %s: extension failed: %v", o.worker, oneLine(e.Err))
 	case dlm.EventLost:
-		o.log.event("worker %s: lock lost: %v", o.worker, oneLine(e.Err))
+		o.log.Event("worker %s: lock lost: %v", o.worker, oneLine(e.Err))
 	}
 }
 
@@ -351,28 +353,4 @@ func withBackends(addrs []string) []string {
 // oneLine joins the lines of an error, as errors.Join makes them.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
-}
-
-// logger writes the demo's log, one line per call, from any goroutine.
-type logger struct {
-	mu    sync.Mutex
-	out   io.Writer
-	start time.Time
-}
-
-// say prints a line without a time.
-func (l *logger) say(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.out, format+"\n", args...)
-}
-
-// event prints a line stamped with the time since the start.
-func (l *logger) event(format string, args ...any) {
-	l.eventAt(time.Now(), format, args...)
-}
-
-// eventAt prints a line stamped with the time at since the start.
-func (l *logger) eventAt(at time.Time, format string, args ...any) {
-	l.say("%8.3fs  "+format, append([]any{at.Sub(l.start).Seconds()}, args...)...)
 }

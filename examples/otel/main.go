@@ -42,6 +42,7 @@ import (
 
 	dlmotel "github.com/dlmgo/redlock/contrib/otel"
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/examples/internal/embedded"
 
 	_ "github.com/dlmgo/redlock/backends/goredis"
 )
@@ -72,7 +73,7 @@ func main() {
 func run(ctx context.Context, out io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	cluster, err := startEmbedded(nodes)
+	cluster, err := embedded.Start(nodes)
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 // demo plays the scenes on one manager.
 type demo struct {
 	m       *dlm.Manager
-	cluster *cluster
+	cluster *embedded.Cluster
 	tracer  trace.Tracer // the application's own
 	out     io.Writer
 }

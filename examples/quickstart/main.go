@@ -38,6 +38,8 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/examples/internal/demolog"
+	"github.com/dlmgo/redlock/examples/internal/embedded"
 
 	// Each backend registers its driver name for node URLs:
 	// redis+goredis://, redis+redigo://, redis+rueidis://.
@@ -97,24 +99,24 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 
-	log := &logger{out: out, start: time.Now()}
+	log := demolog.New(out)
 	d := &demo{log: log, workers: *workers}
 	var urls []string
 	if *nodesFlag == "" {
-		cluster, err := startEmbedded(embeddedN)
+		cluster, err := embedded.Start(embeddedN)
 		if err != nil {
 			return err
 		}
 		defer cluster.Close()
 		d.cluster = cluster
 		urls = withBackends(cluster.Addrs())
-		log.say("%d embedded miniredis nodes in this process, one manager over three client libraries:", embeddedN)
+		log.Say("%d embedded miniredis nodes in this process, one manager over three client libraries:", embeddedN)
 	} else {
 		var err error
 		if urls, err = parseNodes(*nodesFlag); err != nil {
 			return err
 		}
-		log.say("%d Redis nodes from -nodes:", len(urls))
+		log.Say("%d Redis nodes from -nodes:", len(urls))
 	}
 
 	m, err := dlm.Open(urls, dlm.WithTTL(lockTTL), dlm.WithNodeTimeout(nodeTimeout))
@@ -124,7 +126,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	defer m.Close()
 	d.m = m
 	for i, u := range urls {
-		log.say("  node %d  %s", i+1, driver.Redact(u))
+		log.Say("  node %d  %s", i+1, driver.Redact(u))
 	}
 	if err := d.run(ctx); err != nil {
 		return err
@@ -135,8 +137,8 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 // demo is one run of the show, over one manager.
 type demo struct {
 	m       *dlm.Manager
-	cluster *cluster // nil for real nodes
-	log     *logger
+	cluster *embedded.Cluster // nil for real nodes
+	log     *demolog.Logger
 	workers int
 
 	holders atomic.Int32 // goroutines inside the lock right now: 0 or 1
@@ -146,7 +148,7 @@ type demo struct {
 
 func (d *demo) run(ctx context.Context) error {
 	n := len(d.m.Nodes())
-	d.log.say("%d workers take turns on lock %q (TTL %v, quorum %d of %d):", d.workers, lockKey, lockTTL, quorum(n), n)
+	d.log.Say("%d workers take turns on lock %q (TTL %v, quorum %d of %d):", d.workers, lockKey, lockTTL, quorum(n), n)
 	if err := d.takeTurns(ctx, 2); err != nil {
 		return err
 	}
@@ -156,11 +158,11 @@ func (d *demo) run(ctx context.Context) error {
 
 	if d.cluster == nil {
 		// A real server cannot be killed from here.
-		d.log.say("real nodes: skipping the node kill (stop one yourself and run again: %d of %d must answer)", quorum(n), n)
+		d.log.Say("real nodes: skipping the node kill (stop one yourself and run again: %d of %d must answer)", quorum(n), n)
 		return d.done()
 	}
 
-	d.log.event("killing node 5 (%s): %d nodes left, quorum still %d", d.cluster.Addrs()[4], n-1, quorum(n))
+	d.log.Event("killing node 5 (%s): %d nodes left, quorum still %d", d.cluster.Addrs()[4], n-1, quorum(n))
 	d.cluster.Kill(4)
 	if err := d.takeTurns(ctx, 1); err != nil {
 		return err
@@ -169,7 +171,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	d.log.event("killing nodes 3 and 4: 2 nodes left, below the quorum of %d", quorum(n))
+	d.log.Event("killing nodes 3 and 4: 2 nodes left, below the quorum of %d", quorum(n))
 	d.cluster.Kill(2)
 	d.cluster.Kill(3)
 	if err := d.tryUnavailable(ctx); err != nil {
@@ -233,7 +235,7 @@ func (d *demo) turn(ctx context.Context, w int) error {
 		_ = lock.Unlock(ctx)
 		return fmt.Errorf("worker %d: the work outlasted the lock's validity", w)
 	}
-	d.log.eventAt(got, "worker %d got the lock (valid %v), worked %v, releasing", w, lock.Until().Sub(got).Round(10*time.Millisecond), workTime)
+	d.log.EventAt(got, "worker %d got the lock (valid %v), worked %v, releasing", w, lock.Until().Sub(got).Round(10*time.Millisecond), workTime)
 	d.holders.Add(-1) // before Unlock: the next holder may get in right after it
 	if err := lock.Unlock(ctx); err != nil {
 		return fmt.Errorf("worker %d: %w", w, err)
@@ -271,13 +273,13 @@ func (d *demo) showVote(what string, err, want error) error {
 	if !errors.As(err, &qerr) {
 		return fmt.Errorf("%s: want a *dlm.QuorumError, got %v", what, err)
 	}
-	d.log.event("%s: %d for, %d against, %d failed of %d nodes", what, qerr.For, qerr.Against, qerr.Failed, qerr.Nodes)
-	d.log.say("           errors.Is(err, dlm.ErrNotObtained) = %v, errors.Is(err, dlm.ErrUnavailable) = %v",
+	d.log.Event("%s: %d for, %d against, %d failed of %d nodes", what, qerr.For, qerr.Against, qerr.Failed, qerr.Nodes)
+	d.log.Say("           errors.Is(err, dlm.ErrNotObtained) = %v, errors.Is(err, dlm.ErrUnavailable) = %v",
 		errors.Is(err, dlm.ErrNotObtained), errors.Is(err, dlm.ErrUnavailable))
 	// Each failed node is a *dlm.NodeError naming it.
 	var nerr *dlm.NodeError
 	if errors.As(err, &nerr) {
-		d.log.say("           first node error: %s", firstLine(nerr.Error()))
+		d.log.Say("           first node error: %s", firstLine(nerr.Error()))
 	}
 	if !errors.Is(err, want) {
 		return fmt.Errorf("%s: want an error matching %v, got %w", what, want, err)
@@ -300,7 +302,7 @@ func (d *demo) done() error {
 	if len(d.turns) == 1 {
 		workers = "worker"
 	}
-	d.log.event("ok: %d turns by %d %s, never two holders at once", total, len(d.turns), workers)
+	d.log.Event("ok: %d turns by %d %s, never two holders at once", total, len(d.turns), workers)
 	return nil
 }
 

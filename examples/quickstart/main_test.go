@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/examples/internal/embedded"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
@@ -99,7 +100,7 @@ func TestParseNodes(t *testing.T) {
 // unlocks expires on the embedded nodes as on a real Redis: miniredis
 // expires keys only when its clock is moved, which the cluster does.
 func TestEmbeddedExpiry(t *testing.T) {
-	c, err := startEmbedded(3)
+	c, err := embedded.Start(3)
 	if err != nil {
 		t.Fatal(err)
 	}

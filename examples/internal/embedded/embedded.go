@@ -1,4 +1,8 @@
-package main
+// Package embedded runs the examples' default nodes: miniredis servers in
+// the example's own process, each an independent master on a loopback port
+// of its own. It is for demos; the project's tests run real redis-server
+// processes (package dlmtest).
+package embedded
 
 import (
 	"sync"
@@ -7,12 +11,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// clockTick is how often the embedded nodes' clocks are moved on.
+// clockTick is how often the servers' clocks are moved on.
 const clockTick = 5 * time.Millisecond
 
-// cluster is miniredis servers in this process, each an independent master
-// on a loopback port of its own, as in examples/quickstart.
-type cluster struct {
+// Cluster is a set of embedded servers. Its methods are safe for concurrent
+// use.
+type Cluster struct {
 	mu      sync.Mutex
 	servers []*miniredis.Miniredis
 	addrs   []string
@@ -22,9 +26,9 @@ type cluster struct {
 	wg   sync.WaitGroup
 }
 
-// startEmbedded starts n miniredis servers.
-func startEmbedded(n int) (*cluster, error) {
-	c := &cluster{dead: make([]bool, n), stop: make(chan struct{})}
+// Start starts n servers.
+func Start(n int) (*Cluster, error) {
+	c := &Cluster{dead: make([]bool, n), stop: make(chan struct{})}
 	for range n {
 		s, err := miniredis.Run()
 		if err != nil {
@@ -39,9 +43,11 @@ func startEmbedded(n int) (*cluster, error) {
 	return c, nil
 }
 
-// runClock moves the servers' clocks along with the real one: miniredis
-// expires keys only when told time has passed.
-func (c *cluster) runClock() {
+// runClock moves the servers' clocks along with the real one. miniredis
+// never expires a key by itself — TTLs only run down when told that time
+// has passed — and a lock that is not extended, or whose holder died, would
+// otherwise stay forever, which a real Redis would never do.
+func (c *Cluster) runClock() {
 	defer c.wg.Done()
 	t := time.NewTicker(clockTick)
 	defer t.Stop()
@@ -64,11 +70,11 @@ func (c *cluster) runClock() {
 }
 
 // Addrs returns the servers' host:port addresses, dead or alive.
-func (c *cluster) Addrs() []string { return c.addrs }
+func (c *Cluster) Addrs() []string { return c.addrs }
 
 // Kill stops server i, closing its listener and its clients' connections,
 // as a crashed Redis would.
-func (c *cluster) Kill(i int) {
+func (c *Cluster) Kill(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.dead[i] {
@@ -77,9 +83,10 @@ func (c *cluster) Kill(i int) {
 	}
 }
 
-// FlushAll makes every live server forget its keys, as a Redis restarted
-// without persistence would.
-func (c *cluster) FlushAll() {
+// FlushAll makes every live server forget all its keys at once, as if each
+// had restarted without persistence: what Redlock's rules forbid, and the
+// one way a held lock can vanish from a quorum before its TTL.
+func (c *Cluster) FlushAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range c.servers {
@@ -90,13 +97,13 @@ func (c *cluster) FlushAll() {
 }
 
 // Close stops the clock and every server still running.
-func (c *cluster) Close() {
+func (c *Cluster) Close() {
 	close(c.stop)
 	c.wg.Wait()
 	c.closeServers()
 }
 
-func (c *cluster) closeServers() {
+func (c *Cluster) closeServers() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range c.servers {
