@@ -135,14 +135,7 @@ nk = nk - 3
 local line, places, tickets = KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
 local fa = #ARGV - 4
 local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa + 2]), tonumber(ARGV[fa + 3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local gone = redis.call('ZRANGEBYSCORE', places, '-inf', now)
-if #gone > 0 then
-  redis.call('ZREM', line, unpack(gone))
-  redis.call('ZREM', places, unpack(gone))
-end
-local head = redis.call('ZRANGE', line, 0, 0)[1]
+` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1]
 if head == nil or head == me then
   local r = take()
   if r > 0 then
@@ -166,6 +159,17 @@ end
 redis.call('ZADD', line, mine, me)
 redis.call('ZADD', places, now + life, me)
 return {0, mine}
+`
+
+// dropExpired sets now to the node's time (ms) and drops from line and
+// places the waiters whose places ended.
+const dropExpired = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gone = redis.call('ZRANGEBYSCORE', places, '-inf', now)
+if #gone > 0 then
+  redis.call('ZREM', line, unpack(gone))
+  redis.call('ZREM', places, unpack(gone))
+end
 `
 
 // fairScript returns the fair form of an acquire script made of header and
@@ -194,14 +198,7 @@ if ARGV[2] ~= '' then
   redis.call('ZREM', line, ARGV[2])
   redis.call('ZREM', places, ARGV[2])
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local gone = redis.call('ZRANGEBYSCORE', places, '-inf', now)
-if #gone > 0 then
-  redis.call('ZREM', line, unpack(gone))
-  redis.call('ZREM', places, unpack(gone))
-end
-local head = redis.call('ZRANGE', line, 0, 0)[1] or ''
+` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1] or ''
 local n = 0
 for i = 1, nk do
   if redis.call('GET', KEYS[i]) == ARGV[1] then

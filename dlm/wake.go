@@ -127,10 +127,7 @@ func (w *waker) watch(rkeys []string, id string) *watcher {
 				p.running = true
 				start = append(start, p)
 			default:
-				select {
-				case p.kick <- struct{}{}:
-				default:
-				}
+				signal(p.kick)
 			}
 		}
 	}
