@@ -23,6 +23,7 @@ import (
 //     declared lost a loss guard before its validity ends (docs/lifetime.md),
 //     so the cancellation must come after that point and before the end;
 //   - keys deleted on a majority, found by the next extension.
+//
 // lossTrials sets TestLossSignalLatency's trials per kind of loss: make test
 // runs a few; more give steadier percentiles (go test -run
 // TestLossSignalLatency -loss.trials=200 -v ./dlm/dlmtest).
