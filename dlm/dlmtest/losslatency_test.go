@@ -16,6 +16,11 @@ import (
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
+// lossTrials sets TestLossSignalLatency's trials per kind of loss: make test
+// runs a few; more give steadier percentiles (go test -run
+// TestLossSignalLatency -loss.trials=200 -v ./dlm/dlmtest).
+var lossTrials = flag.Int("loss.trials", 10, "trials per kind of loss in TestLossSignalLatency")
+
 // TestLossSignalLatency measures, over many trials on three real nodes, when
 // Do's fn sees its context cancelled after its lock is lost, for both kinds
 // of loss:
@@ -23,12 +28,6 @@ import (
 //     declared lost a loss guard before its validity ends (docs/lifetime.md),
 //     so the cancellation must come after that point and before the end;
 //   - keys deleted on a majority, found by the next extension.
-//
-// lossTrials sets TestLossSignalLatency's trials per kind of loss: make test
-// runs a few; more give steadier percentiles (go test -run
-// TestLossSignalLatency -loss.trials=200 -v ./dlm/dlmtest).
-var lossTrials = flag.Int("loss.trials", 10, "trials per kind of loss in TestLossSignalLatency")
-
 func TestLossSignalLatency(t *testing.T) {
 	trials := *lossTrials
 	const (
