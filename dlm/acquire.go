@@ -42,32 +42,7 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		// Callers that wait without a retry budget line up in the manager
 		// first: only the head of the line sends requests. (With fairness
 		// each takes its own place on the nodes instead.)
-		var (
-			t *turn
-			h *passed
-		)
-		t, h, err = m.local.enter(ctx, m.done, &cfg, rkeys)
-		if err != nil {
-			attempts = 0
-			err = fmt.Errorf("dlm: lock %q: stopped waiting behind this manager's earlier callers: %w", keyName(keys), err)
-		}
-		switch {
-		case h != nil:
-			attempts = 0
-			l = &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted}
-			t.hold(l, true)
-			if err != nil { // handed over as the caller gave up
-				l.Unlock(context.WithoutCancel(ctx))
-				l = nil
-			}
-		case err != nil:
-		default:
-			if l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys); err != nil {
-				t.leave()
-			} else {
-				t.hold(l, false)
-			}
-		}
+		l, attempts, err = m.lockInLine(ctx, &cfg, keys, rkeys)
 	case wait:
 		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)
 	default:
@@ -92,6 +67,35 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		l.startWatchdog(ctx, *cfg.autoExtend)
 	}
 	return l, err
+}
+
+// lockInLine waits for its turn among the manager's callers for rkeys, then
+// takes the lock handed over by the caller before it, or competes for it on
+// the nodes with lockLoop.
+func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
+	t, h, err := m.local.enter(ctx, m.done, cfg, rkeys)
+	if err != nil {
+		err = fmt.Errorf("dlm: lock %q: stopped waiting behind this manager's earlier callers: %w", keyName(keys), err)
+	}
+	switch {
+	case h != nil:
+		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted}
+		t.hold(l, true)
+		if err != nil { // handed over as the caller gave up
+			l.Unlock(context.WithoutCancel(ctx))
+			return nil, 0, err
+		}
+		return l, 0, nil
+	case err != nil:
+		return nil, 0, err
+	}
+	l, attempts, err := m.lockLoop(ctx, cfg, keys, rkeys)
+	if err != nil {
+		t.leave()
+	} else {
+		t.hold(l, false)
+	}
+	return l, attempts, err
 }
 
 // lockLoop makes attempts until one wins, and returns how many it made.
