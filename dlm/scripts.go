@@ -71,19 +71,23 @@ return n
 
 // announce defines announce(key, payload), which publishes on key's wake
 // channel: payload, or when it is nil "r" and the channel's number of
-// subscribers, which waiters use to spread their attempts. It publishes only
-// when the script's last argument is "1" — the caller asks two nodes at most
-// to announce, since every waiter listens on every node — and when anyone
-// listens. An ACL without PUBSUB or PUBLISH only silences it.
+// subscribers, which waiters use to spread their attempts (and then only
+// when anyone listens). It publishes only when the script's last argument is
+// "1": the caller asks two nodes at most to announce, since every waiter
+// listens on every node. An ACL without PUBSUB or PUBLISH only silences it.
 const announce = `
 local loud = ARGV[#ARGV] == '1'
 local function announce(k, payload)
   if not loud then return end
   local ch = k .. '` + wakeSuffix + `'
+  if payload then
+    redis.pcall('PUBLISH', ch, payload)
+    return
+  end
   local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)
   local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
   if listening == 0 then return end
-  redis.pcall('PUBLISH', ch, payload or ('r' .. (listening or 0)))
+  redis.pcall('PUBLISH', ch, 'r' .. (listening or 0))
 end
 `
 
