@@ -3,7 +3,6 @@ package goredis
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -74,7 +73,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	return n.wait(ctx, func(ctx context.Context) (any, error) {
 		// One slice for both commands: EVALSHA sha|script numkeys keys... args...
 		cmd := make([]any, 0, 3+len(keys)+len(args))
-		cmd = append(cmd, "evalsha", s.Hash, strconv.Itoa(len(keys)))
+		cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
 		for _, k := range keys {
 			cmd = append(cmd, k)
 		}
@@ -167,9 +166,15 @@ func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
 // are, their message starting with the Redis error code.
 func (n *node) fail(ctx context.Context, err error) error {
-	var reply redis.Error
-	if err == nil || errors.As(err, &reply) {
+	if err == nil || isReply(err) {
 		return err
 	}
 	return driver.RedactError(ctxError(ctx, err), n.password)
+}
+
+// isReply reports whether err is an error reply of the server. (Declared
+// here, the target of errors.As would be allocated on every call.)
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }

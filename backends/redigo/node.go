@@ -3,7 +3,6 @@ package redigo
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/gomodule/redigo/redis"
@@ -64,7 +63,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	defer c.Close()
 	// One slice for both commands: sha|script numkeys keys... args...
 	cmd := make([]any, 0, 2+len(keys)+len(args))
-	cmd = append(cmd, s.Hash, strconv.Itoa(len(keys)))
+	cmd = append(cmd, hashArg(s), numKeysArg(len(keys)))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
@@ -121,9 +120,15 @@ func (n *node) Close() error {
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
 // are, their message starting with the Redis error code.
 func (n *node) fail(ctx context.Context, err error) error {
-	var reply redis.Error
-	if err == nil || errors.As(err, &reply) {
+	if err == nil || isReply(err) {
 		return err
 	}
 	return driver.RedactError(ctxError(ctx, err), n.password)
+}
+
+// isReply reports whether err is an error reply of the server. (Declared
+// here, the target of errors.As would be allocated on every call.)
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
