@@ -79,7 +79,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	}
 	switch {
 	case h != nil:
-		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted}
+		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted, pend: h.pend}
 		t.hold(l, true)
 		if err != nil { // handed over as the caller gave up
 			l.Unlock(context.WithoutCancel(ctx))

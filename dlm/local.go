@@ -51,6 +51,7 @@ type passed struct {
 	token   string
 	until   time.Time
 	granted uint64
+	pend    *pending // the grant's requests still under way, for the release
 }
 
 // turn is one Lock call's place at the head of its queue, from when it may
@@ -182,6 +183,6 @@ func (t *turn) handOver(l *Lock) bool {
 	t.left = true
 	q.waiters = q.waiters[1:]
 	q.holder = nil
-	next.c <- &passed{token: l.token, until: l.until, granted: l.granted}
+	next.c <- &passed{token: l.token, until: l.until, granted: l.granted, pend: l.pend}
 	return true
 }
