@@ -135,14 +135,22 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 // [Lock.Unlock]).
 func (t *turn) hold(l *Lock, handed bool) {
 	l.turn = t
+	waiting := false
 	t.qs.mu.Lock()
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
 		q.holder = l
 		if !handed {
 			q.since = time.Now()
 		}
+		waiting = len(q.waiters) > 0
 	}
 	t.qs.mu.Unlock()
+	if waiting {
+		// Callers lined up while this one competed: the end of its
+		// validity must reach them even if it never unlocks. (Those that
+		// come later see the holder and see to it themselves.)
+		l.watchValidity()
+	}
 }
 
 // leave gives the turn to the next caller in line, who competes on the

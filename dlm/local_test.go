@@ -225,3 +225,42 @@ func TestLocalHandOver(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalQueueWaitersBeforeGrant checks that callers who lined up while
+// the head was still competing for the lock get their turn when its
+// validity ends, even though the holder never unlocks.
+func TestLocalQueueWaitersBeforeGrant(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(3)
+	m := newManager(t, fs, WithTTL(200*time.Millisecond), WithRetry(0, FixedBackoff(20*time.Millisecond)))
+	setUp(fs, "k", "HHH") // held elsewhere: the head competes, and waits
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first := make(chan *Lock, 1)
+	go func() {
+		l, err := m.Lock(ctx, "k")
+		if err != nil {
+			t.Errorf("first Lock = %v", err)
+		}
+		first <- l // and forgotten: never unlocked
+	}()
+	waitFor(t, "the head of the line", func() bool { return queued(m, rkey("k")) == 0 })
+	second := make(chan error, 1)
+	go func() {
+		l, err := m.Lock(ctx, "k")
+		if err == nil {
+			l.Unlock(ctx)
+		}
+		second <- err
+	}()
+	waitFor(t, "the second caller in line", func() bool { return queued(m, rkey("k")) == 1 })
+	for _, f := range fs {
+		f.set(rkey("k"), "other", time.Millisecond) // the other holder's lock expires
+	}
+	if l := <-first; l == nil {
+		t.Fatal("the head did not obtain the lock")
+	}
+	if err := <-second; err != nil {
+		t.Errorf("Lock of a caller lined up before the head's grant, the head never unlocking = %v; want the lock when its validity ended", err)
+	}
+}
