@@ -21,7 +21,7 @@ const handOverSlice = 20 * time.Millisecond
 //
 // When the next in line can take it, Unlock hands the lock itself over
 // instead of releasing it on the nodes: the same token, the same validity,
-// no round trip (see [Lock.Unlock] for when).
+// no round trip (see [turn.handOver] for when).
 type localQueues struct {
 	mu     sync.Mutex
 	queues map[string]*localQueue // by the lock's Redis keys
@@ -40,10 +40,27 @@ type localQueue struct {
 // over, or nil: compete on the nodes.
 type localWaiter struct {
 	c chan *passed
-	// What a lock handed over must offer: no fencing token (each grant of
-	// a fenced lock must come with a greater one), and this much validity.
-	fenced   bool
+	// What a lock handed over must offer: the lease the caller asked for,
+	// and this much validity.
+	lease    lease
 	minLease time.Duration
+}
+
+// lease is what a grant's validity, and its keys' life on the nodes, depend
+// on. A lock is handed over only to a caller that asked for the same lease:
+// its own grant at the same moment would have set the same TTL on the nodes
+// and proved the same validity.
+type lease struct {
+	ttl          time.Duration
+	driftFactor  float64
+	nodeTimeout  time.Duration // the loss guard depends on it
+	restartGuard time.Duration // which nodes may count toward the quorum
+	fencing      bool          // each grant of a fenced lock needs a greater token
+}
+
+// lease returns the lease of the locks obtained under c.
+func (c *config) lease() lease {
+	return lease{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing}
 }
 
 // passed is a held lock passed from one caller to the next.
@@ -60,6 +77,10 @@ type turn struct {
 	qs   *localQueues
 	name string
 	left bool // guarded by qs.mu
+	// granted is the validity the lock had when the turn's caller got it:
+	// a lock extended or cut short since then is not handed over.
+	// Guarded by qs.mu.
+	granted time.Time
 }
 
 // queueName is the name of the queue for a lock's Redis keys.
@@ -91,7 +112,7 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 		qs.mu.Unlock()
 		return t, nil, nil
 	}
-	w := &localWaiter{c: make(chan *passed, 1), fenced: cfg.fencing, minLease: (cfg.ttl - cfg.drift(cfg.ttl)) / 2}
+	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: (cfg.ttl - cfg.drift(cfg.ttl)) / 2}
 	q.waiters = append(q.waiters, w)
 	holder := q.holder
 	qs.mu.Unlock()
@@ -137,6 +158,7 @@ func (t *turn) hold(l *Lock, handed bool) {
 	l.turn = t
 	waiting := false
 	t.qs.mu.Lock()
+	t.granted = l.until
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
 		q.holder = l
 		if !handed {
@@ -177,6 +199,16 @@ func (t *turn) leave() {
 // line, if there is one that can take it and the lock has not been passed
 // around here for longer than handOverSlice. It reports whether it did; the
 // caller then must not release l on the nodes.
+//
+// The next caller can take it when it asked for the same lease (TTL, drift
+// factor, node timeout, restart guard; see [lease]) without fencing, the
+// lock's validity is still the one its grant gave (it was neither extended
+// nor cut short since), and at least half of a fresh grant's validity is
+// left. The receiver then holds exactly what its own grant at that moment
+// would have given: keys set on a quorum with its TTL, and a validity that
+// its TTL less its drift allowance proves. Its Until never exceeds what the
+// nodes' TTL proves, and the keys never outlive its TTL. A caller that asked
+// for anything else competes on the nodes on its own terms.
 func (t *turn) handOver(l *Lock) bool {
 	t.qs.mu.Lock()
 	defer t.qs.mu.Unlock()
@@ -185,7 +217,7 @@ func (t *turn) handOver(l *Lock) bool {
 		return false
 	}
 	next := q.waiters[0]
-	if next.fenced || time.Until(l.until) < next.minLease {
+	if next.lease != l.cfg.lease() || next.lease.fencing || !l.until.Equal(t.granted) || time.Until(l.until) < next.minLease {
 		return false
 	}
 	t.left = true
