@@ -13,15 +13,20 @@ import (
 // The zero value uses the defaults.
 type Fairness struct {
 	// MaxWaiters bounds each lock's line on each node (default
-	// [DefaultMaxWaiters]). A waiter that finds the line full keeps
-	// retrying at its backoff without a place until there is room; it
-	// cannot jump the line meanwhile.
+	// [DefaultMaxWaiters]): it has room for that many waiters besides the
+	// place of the holder, which keeps its place until it releases the
+	// lock. A waiter that finds the line full keeps retrying at its backoff
+	// without a place until there is room; it cannot jump the line
+	// meanwhile.
 	MaxWaiters int
 	// Expiry is how long a waiter keeps its place without renewing it
 	// (default [DefaultPlaceExpiry]). Waiters renew their places at each
 	// attempt, and attempt at least every third of Expiry; a waiter that
 	// dies loses its place after Expiry, and until then the lock waits for
-	// it. It must be at least twice the node timeout.
+	// it. A holder keeps its place, renewed by the grant, until it releases
+	// the lock: one that dies without releasing holds the line up until its
+	// lock expires or for Expiry after the grant, whichever ends later. It
+	// must be at least twice the node timeout.
 	Expiry time.Duration
 }
 
@@ -35,7 +40,9 @@ const (
 // asked for it, across processes: each node keeps a line of waiters per
 // lock, a node grants the lock only to the waiter at the head of its line
 // (or to anyone when the line is empty), and the release wakes only that
-// waiter. Places in line carry tickets that the waiters carry from node to
+// waiter. A waiter keeps its place through an attempt that nodes granted but
+// that failed all the same (too few grants, or too late), and until it
+// releases the lock it obtained. Places in line carry tickets that the waiters carry from node to
 // node, so that every node orders the waiters alike.
 //
 // Fairness costs throughput: a lock goes to the longest waiter, never to
@@ -126,39 +133,48 @@ func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 // holds from other nodes, the bound of the line, and announce's flag.
 //
 // It drops the places that expired; lets the waiter take the lock if the
-// line is empty or it is at the head, and then leaves the line; otherwise
-// it gives the waiter a place, or renews it, under the larger of a new
-// ticket and the one the waiter holds, and returns {0, ticket}: {0, -1} when
-// the line is full, {0, 0} for a waiter without an id.
+// line is empty or it is at the head; otherwise it gives the waiter a place,
+// or renews it, under the larger of a new ticket and the one the waiter
+// holds, and returns {0, ticket}: {0, -1} when the line is full, {0, 0} for a
+// waiter without an id.
+//
+// A waiter that takes the lock keeps its place, renewed, and one that takes
+// it from an empty line is given one; the grant returns its ticket. This
+// node's grant is only a vote, and the attempt may still fail (too few
+// grants, or too late): the release of a failed attempt keeps the place, so
+// the waiter is still at the head for its next attempt, ahead of everyone who
+// asked after it. The release of the lock obtained gives the place up (see
+// fairReleaseScript). The line has room for bound waiters besides the place
+// of the holder.
 const fairPart = `
 nk = nk - 3
 local line, places, tickets = KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
 local fa = #ARGV - 4
 local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa + 2]), tonumber(ARGV[fa + 3])
-` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1]
+` + dropExpired + `local function place()
+  local mine = tonumber(redis.call('ZSCORE', line, me))
+  if not mine then
+    if redis.call('ZCARD', line) > bound then return -1 end
+    mine = redis.call('INCR', tickets)
+  end
+  if held > mine then mine = held end
+  if mine > tonumber(redis.call('GET', tickets) or '0') then
+    redis.call('SET', tickets, mine)
+  end
+  redis.call('ZADD', line, mine, me)
+  redis.call('ZADD', places, now + life, me)
+  return mine
+end
+local head = redis.call('ZRANGE', line, 0, 0)[1]
 if head == nil or head == me then
   local r = take()
   if r > 0 then
-    if head then
-      redis.call('ZREM', line, me)
-      redis.call('ZREM', places, me)
-    end
+    if me ~= '' then return {r, place()} end
     return {r, 0}
   end
 end
 if me == '' then return {0, 0} end
-local mine = tonumber(redis.call('ZSCORE', line, me))
-if not mine then
-  if redis.call('ZCARD', line) >= bound then return {0, -1} end
-  mine = redis.call('INCR', tickets)
-end
-if held > mine then mine = held end
-if mine > tonumber(redis.call('GET', tickets) or '0') then
-  redis.call('SET', tickets, mine)
-end
-redis.call('ZADD', line, mine, me)
-redis.call('ZADD', places, now + life, me)
-return {0, mine}
+return {0, place()}
 `
 
 // dropExpired sets now to the node's time (ms) and drops from line and

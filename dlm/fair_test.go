@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 // fairOpts is the fair mode with places that live long enough that the
@@ -97,7 +100,7 @@ func TestFairOrder(t *testing.T) {
 			granted <- i
 			l.Unlock(ctx)
 		}()
-		awaitLine(t, srvs, "fifo", int64(i+1)) // in line before the next one asks
+		awaitLine(t, srvs, "fifo", int64(i+2)) // in line, behind the holder's place, before the next one asks
 	}
 	released := time.Now()
 	if err := held.Unlock(ctx); err != nil {
@@ -126,7 +129,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	}
 	awaitHeld(t, srvs, "turns")
 	res := lockAsync(b, "turns")
-	awaitLine(t, srvs, "turns", 1)
+	awaitLine(t, srvs, "turns", 2) // behind the holder's place
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +206,13 @@ func TestFairLineBound(t *testing.T) {
 	for i := range 3 {
 		results = append(results, lockAsync(newWakeManager(t, srvs, opts...), "bounded"))
 		if i < 2 {
-			awaitLine(t, srvs, "bounded", int64(i+1))
+			awaitLine(t, srvs, "bounded", int64(i+2)) // behind the holder's place
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // the third retries about ten times
 	for i, s := range srvs {
-		if n := lineLen(t, s, "bounded"); n != 2 {
-			t.Errorf("node %d keeps %d waiters in a line bounded to 2", i, n)
+		if n := lineLen(t, s, "bounded"); n != 3 {
+			t.Errorf("node %d keeps %d places in a line bounded to 2 waiters and the holder's place", i, n)
 		}
 	}
 	held.Unlock(ctx)
@@ -245,5 +248,124 @@ func TestFairnessOptions(t *testing.T) {
 		if m != nil {
 			m.Close()
 		}
+	}
+}
+
+// lateReplies is a node whose replies come late while delay is set: the
+// node runs each script at once, the client hears of it only later.
+type lateReplies struct {
+	driver.Node
+	delay atomic.Int64 // nanoseconds
+}
+
+func (n *lateReplies) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	res, err := n.Node.Eval(ctx, s, keys, args)
+	if d := time.Duration(n.delay.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return res, err
+}
+
+// hookFunc turns a function into a dlm.Hook.
+type hookFunc func(*dlm.Event)
+
+func (f hookFunc) Observe(_ context.Context, e *dlm.Event) { f(e) }
+
+// TestFairKeepsPlaceAfterFailedAttempt checks that a waiter whose attempt
+// is granted by the nodes but fails all the same (here its replies come
+// after its validity ended) keeps its place in line: the waiter who asked
+// after it does not obtain the lock first. The first waiter is at the head
+// of the line behind a holder, or asked for a free lock, with nobody in
+// line, and the second asked while that attempt was under way.
+func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		held bool // the lock is held when the first waiter asks
+	}{{"head of the line", true}, {"first to ask", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srvs := dlmtest.StartServers(t, 3)
+			ctx := context.Background()
+			var held *dlm.Lock
+			if tc.held {
+				var err error
+				if held, err = newWakeManager(t, srvs, fairOpts...).Lock(ctx, "kept"); err != nil {
+					t.Fatal(err)
+				}
+				awaitHeld(t, srvs, "kept")
+			}
+
+			// The first waiter: a TTL of 500 ms, node timeouts of 2 s, and
+			// replies made 1 s late until one of its attempts was granted
+			// too late.
+			late := make([]*lateReplies, len(srvs))
+			nodes := make([]driver.Node, len(srvs))
+			for i, s := range srvs {
+				late[i] = &lateReplies{Node: respNode(t, s.Addr(), "")}
+				nodes[i] = late[i]
+			}
+			failed := make(chan struct{})
+			var once sync.Once
+			first, err := dlm.New(nodes, append(fairOpts, dlm.WithTTL(500*time.Millisecond), dlm.WithNodeTimeout(2*time.Second),
+				dlm.WithRetry(0, dlm.FixedBackoff(50*time.Millisecond)),
+				dlm.WithHook(hookFunc(func(e *dlm.Event) {
+					var qerr *dlm.QuorumError
+					if e.Kind == dlm.EventAttempt && errors.As(e.Err, &qerr) && qerr.Expired {
+						for _, n := range late {
+							n.delay.Store(0)
+						}
+						once.Do(func() { close(failed) })
+					}
+				})))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer first.Close()
+			order := make(chan string, 2)
+			lockThenUnlock := func(m *dlm.Manager, name string) {
+				l, err := m.Lock(ctx, "kept")
+				if err != nil {
+					t.Errorf("%s waiter: Lock = %v", name, err)
+					order <- "error"
+					return
+				}
+				order <- name
+				l.Unlock(ctx)
+			}
+			if tc.held {
+				go lockThenUnlock(first, "first")
+				awaitLine(t, srvs, "kept", 2) // behind the holder's place
+				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
+				awaitLine(t, srvs, "kept", 3)
+				for _, n := range late {
+					n.delay.Store(int64(time.Second))
+				}
+				if err := held.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for _, n := range late {
+					n.delay.Store(int64(time.Second))
+				}
+				go lockThenUnlock(first, "first")
+				awaitHeld(t, srvs, "kept") // by the first waiter's attempt
+				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
+			}
+			select {
+			case <-failed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the first waiter's attempt was not granted too late within 10s")
+			}
+			if got := <-order; got != "first" {
+				t.Fatalf("after the first waiter's attempt failed, the %s waiter obtained the lock first; want the first, which keeps its place", got)
+			}
+			if got := <-order; got != "second" {
+				t.Fatalf("then %s; want the second waiter", got)
+			}
+			awaitLine(t, srvs, "kept", 0)
+		})
 	}
 }

@@ -18,7 +18,7 @@ type vote struct {
 	// granted has bit i set when node i said yes (for nodes 0 to 63; a
 	// manager of more nodes treats every node as possibly granted).
 	granted uint64
-	ticket  int64 // the largest ticket a fair acquire's refusals carried
+	ticket  int64 // the largest ticket a fair acquire's replies carried
 }
 
 // saidNo reports whether node i answered and refused, which for an acquire
