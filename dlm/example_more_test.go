@@ -127,11 +127,13 @@ func ExampleLock_Lost() {
 
 // With fencing, every grant of a key carries a larger token, and the
 // protected resource turns away writes with a token below the largest it
-// has seen. A holder that paused past its validity is then harmless.
+// has seen, or equal to it from another grant. A holder that paused past
+// its validity is then harmless.
 //
-// In SQL, the row keeps the largest token, and a write is
+// In SQL, the row keeps the largest token and its grant, and a write is
 //
-//	UPDATE orders SET state = $2, fence = $1 WHERE id = 42 AND fence <= $1
+//	UPDATE orders SET state = $3, fence = $1, grant_id = $2 WHERE id = 42
+//	  AND (fence < $1 OR (fence = $1 AND grant_id = $2))
 //
 // where "0 rows updated" means a stale holder. [dlm.Fence] is the same
 // check in memory.
@@ -164,36 +166,41 @@ func ExampleWithFencing() {
 		log.Fatal(err)
 	}
 	fmt.Println("second holder's token:", second.Token())
-	fmt.Println("second holder writes:", order.Admit(second.Token()))
+	fmt.Println("second holder writes:", order.Admit(second.Token(), second.GrantID()))
+	fmt.Println("and again:", order.Admit(second.Token(), second.GrantID()))
 	if err := second.Unlock(ctx); err != nil {
 		log.Fatal(err)
 	}
 
 	// The first holder wakes up and writes as if it still held the lock.
-	err = order.Admit(first.Token())
+	err = order.Admit(first.Token(), first.GrantID())
 	fmt.Println("first holder writes:", err)
 	fmt.Println("stale:", errors.Is(err, dlm.ErrStaleToken))
 	// Output:
 	// first holder's token: 1
 	// second holder's token: 2
 	// second holder writes: <nil>
+	// and again: <nil>
 	// first holder writes: dlm: stale fencing token: 1 < 2
 	// stale: true
 }
 
-// A Fence admits tokens that never go below the largest it admitted;
-// equal tokens pass, since one holder may write several times.
+// A Fence admits tokens that never go below the largest it admitted. An
+// equal token passes from the grant that wrote with it before, since one
+// holder may write several times, and not from another grant: two grants get
+// the same token only after nodes lost their counters.
 func ExampleFence_Admit() {
 	var f dlm.Fence
-	for _, token := range []uint64{3, 3, 7, 5} {
-		fmt.Printf("Admit(%d): %v\n", token, f.Admit(token))
+	for _, w := range []struct{ token, grant uint64 }{{3, 101}, {3, 101}, {7, 102}, {5, 103}, {7, 104}} {
+		fmt.Printf("Admit(%d, %d): %v\n", w.token, w.grant, f.Admit(w.token, w.grant))
 	}
 	fmt.Println("largest:", f.Last())
 	// Output:
-	// Admit(3): <nil>
-	// Admit(3): <nil>
-	// Admit(7): <nil>
-	// Admit(5): dlm: stale fencing token: 5 < 7
+	// Admit(3, 101): <nil>
+	// Admit(3, 101): <nil>
+	// Admit(7, 102): <nil>
+	// Admit(5, 103): dlm: stale fencing token: 5 < 7
+	// Admit(7, 104): dlm: stale fencing token: 7 was admitted for another grant
 	// largest: 7
 }
 

@@ -2,6 +2,8 @@ package dlm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,20 +16,49 @@ const fenceSuffix = ":fence"
 
 // WithFencing makes every grant of a lock carry a fencing token
 // ([Lock.Token]) that is strictly greater than the token of any earlier
-// grant of the same key, across all nodes: the protected resource rejects
-// writes with a token below one it has seen (see [Fence]). It costs nothing
-// extra in the common case, where the nodes' counters agree, and one more
-// round trip when they do not. It relies on nodes keeping their counters:
-// persistence, or the delayed restart that Redlock needs anyway
-// (docs/fencing.md).
+// grant of the same key, across all nodes, and a [Lock.GrantID] that tells
+// the grant apart from any other: the protected resource admits a write only
+// with a token above the largest it has seen, or equal to it from the same
+// grant (see [Fence]). It costs nothing extra in the common case, where the
+// nodes' counters agree, and one more round trip when they do not.
+//
+// It relies on nodes never losing their counters, which never expire: every
+// node must persist every write (appendonly yes, appendfsync always). The
+// delayed restart and [WithRestartGuard] keep mutual exclusion safe after a
+// node lost its data, but not fencing: a node that rejoins empty, however
+// late, has its counters at 0, and later grants can get a token equal to or
+// below an earlier one's (docs/fencing.md).
 func WithFencing() Option {
 	return optionFunc(func(c *config) { c.fencing = true })
 }
 
 // Token returns the lock's fencing token, or 0 when the lock was taken
 // without [WithFencing]. Tokens of successive grants of a key strictly
-// increase; they stay below 2^53.
+// increase while the nodes keep their counters; they stay below 2^53.
 func (l *Lock) Token() uint64 { return l.fence }
+
+// GrantID returns a number that identifies this grant of the lock, or 0
+// when the lock was taken without [WithFencing]: send it with the fencing
+// token, so that the resource admits a write with a token equal to the
+// largest it has seen only from the grant that wrote with it before (see
+// [Fence.Admit]). Tokens of different grants are equal only after nodes lost
+// their counters; the id keeps such grants apart. It is derived from the
+// lock's secret token, which it does not reveal, so a lock resumed from its
+// [Handle] has the same id. It is below 2^53 and never 0.
+func (l *Lock) GrantID() uint64 {
+	if l.fence == 0 {
+		return 0
+	}
+	return grantID(l.token)
+}
+
+// grantID derives a grant's id from its secret token: 53 bits of a SHA-256
+// hash, so that it fits a Lua or JSON number, and never 0.
+func grantID(token string) uint64 {
+	sum := sha256.Sum256([]byte("dlm fencing grant\x00" + token))
+	id := binary.BigEndian.Uint64(sum[:8]) & (1<<53 - 1)
+	return max(id, 1)
+}
 
 // fencedKeys returns the lock keys followed by their counters.
 func fencedKeys(rkeys []string) []string {
@@ -74,31 +105,43 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 }
 
 // ErrStaleToken is returned by [Fence.Admit] for a token below the largest
-// it has admitted.
+// it has admitted, or equal to it from another grant.
 var ErrStaleToken = errors.New("dlm: stale fencing token")
 
-// Fence is the protected resource's side of fencing: it admits an
-// operation only if its token is at least the largest token it admitted
-// before, so a holder that lost its lock (and was overtaken by a later
-// grant) is turned away. Equal tokens are admitted, since one holder may
-// write several times. A zero Fence admits any token. It is safe for
-// concurrent use; a resource that persists its state should persist the
-// largest token with it, as in "UPDATE ... SET fence = $1 WHERE id = $2 AND
-// fence <= $1".
+// Fence is the protected resource's side of fencing: it admits an operation
+// only if its token is greater than the largest token it admitted before, or
+// equal to it from the same grant ([Lock.GrantID]), so a holder that lost
+// its lock and was overtaken by a later grant is turned away, while one
+// holder may write several times. Equal tokens of different grants are
+// refused, never both admitted: they occur only after nodes lost their
+// fencing counters (see [WithFencing]). A zero Fence admits any token. It is
+// safe for concurrent use.
+//
+// A resource that persists its state should persist the largest token and
+// its grant with it, as in "UPDATE ... SET fence = $1, grant_id = $2 WHERE
+// id = $3 AND (fence < $1 OR (fence = $1 AND grant_id = $2))".
 type Fence struct {
-	mu   sync.Mutex
-	last uint64
+	mu    sync.Mutex
+	last  uint64
+	grant uint64
+	seen  bool // a token was admitted
 }
 
-// Admit records token and returns nil if it is at least the largest token
-// admitted so far, or returns an error wrapping [ErrStaleToken].
-func (f *Fence) Admit(token uint64) error {
+// Admit records token and grant, the [Lock.Token] and [Lock.GrantID] of the
+// lock the operation is done under, and returns nil if token is greater than
+// the largest token admitted so far, or equal to it with the same grant.
+// Otherwise it returns an error wrapping [ErrStaleToken].
+func (f *Fence) Admit(token, grant uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if token < f.last {
+	switch {
+	case !f.seen || token > f.last:
+	case token < f.last:
 		return fmt.Errorf("%w: %d < %d", ErrStaleToken, token, f.last)
+	case grant != f.grant:
+		return fmt.Errorf("%w: %d was admitted for another grant", ErrStaleToken, token)
 	}
-	f.last = token
+	f.last, f.grant, f.seen = token, grant, true
 	return nil
 }
 

@@ -12,10 +12,12 @@ import (
 const (
 	// envKey holds the lock's key, as given on the command line.
 	envKey = "REDLOCK_KEY"
-	// envFence holds the fencing token with --fencing; it is removed
-	// otherwise, so that a token inherited from an outer redlock is not
-	// taken for this lock's.
+	// envFence holds the fencing token with --fencing, and envGrant the
+	// lock's grant id (see dlm.Lock.GrantID); they are removed otherwise,
+	// so that a token inherited from an outer redlock is not taken for
+	// this lock's.
 	envFence = "REDLOCK_FENCE"
+	envGrant = "REDLOCK_FENCE_GRANT"
 )
 
 // child is the command running under the lock.
@@ -64,17 +66,18 @@ func (c *child) exitCode() int {
 }
 
 // commandEnv returns environ with REDLOCK_KEY set to key and, when fence is
-// not 0, REDLOCK_FENCE set to it; REDLOCK_FENCE is removed otherwise.
-func commandEnv(environ []string, key string, fence uint64) []string {
-	env := make([]string, 0, len(environ)+2)
+// not 0, REDLOCK_FENCE and REDLOCK_FENCE_GRANT set to fence and grant; those
+// two are removed otherwise.
+func commandEnv(environ []string, key string, fence, grant uint64) []string {
+	env := make([]string, 0, len(environ)+3)
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, envKey+"=") && !strings.HasPrefix(kv, envFence+"=") {
+		if !strings.HasPrefix(kv, envKey+"=") && !strings.HasPrefix(kv, envFence+"=") && !strings.HasPrefix(kv, envGrant+"=") {
 			env = append(env, kv)
 		}
 	}
 	env = append(env, envKey+"="+key)
 	if fence != 0 {
-		env = append(env, envFence+"="+strconv.FormatUint(fence, 10))
+		env = append(env, envFence+"="+strconv.FormatUint(fence, 10), envGrant+"="+strconv.FormatUint(grant, 10))
 	}
 	return env
 }

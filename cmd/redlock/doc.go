@@ -17,7 +17,9 @@
 // background; and releases the lock when COMMAND exits. COMMAND inherits
 // redlock's standard streams and environment, plus REDLOCK_KEY (the key)
 // and, with --fencing, REDLOCK_FENCE (the lock's fencing token, greater than
-// that of any earlier holder of the key). The signals INT, TERM, HUP, QUIT,
+// that of any earlier holder of the key) and REDLOCK_FENCE_GRANT (its grant
+// id: a store admits a token equal to the largest it has seen only with the
+// same grant id). The signals INT, TERM, HUP, QUIT,
 // USR1 and USR2 are passed on to COMMAND; while redlock still waits for the
 // lock they stop the wait instead. A signal redlock was started with ignored
 // (SIGHUP under nohup) stays ignored, by redlock and COMMAND alike. If the lock is lost — an extension finds

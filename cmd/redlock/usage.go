@@ -38,7 +38,8 @@ const runHelp = `Usage: redlock run [OPTIONS] KEY [--] COMMAND [ARG...]
 Takes the lock named KEY, waiting for it as --wait says, runs COMMAND while
 the lock is extended in the background, and releases the lock when COMMAND
 exits. COMMAND gets the environment variable REDLOCK_KEY, and with --fencing
-the lock's fencing token as REDLOCK_FENCE. The signals INT, TERM, HUP, QUIT,
+the lock's fencing token as REDLOCK_FENCE and its grant id as
+REDLOCK_FENCE_GRANT. The signals INT, TERM, HUP, QUIT,
 USR1 and USR2 are passed on to COMMAND. If the lock is lost, COMMAND gets
 SIGTERM, then SIGKILL after --grace, and redlock exits with --lost-exit-code.
 Options may also follow KEY, up to "--".
@@ -68,7 +69,8 @@ Examples:
   redlock run --wait 5m deploy -- make deploy
 
   # Give the command a fencing token to guard its writes.
-  redlock run --fencing migrate -- sh -c './migrate --fence "$REDLOCK_FENCE"'
+  redlock run --fencing migrate -- \
+    sh -c './migrate --fence "$REDLOCK_FENCE" --grant "$REDLOCK_FENCE_GRANT"'
 
   # Nodes with a password, over TLS (rediss), from the environment.
   export REDLOCK_NODES=rediss://:pw@r1,rediss://:pw@r2,rediss://:pw@r3
