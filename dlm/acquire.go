@@ -17,6 +17,15 @@ import (
 // were made. When the budget is spent, the error is the last attempt's
 // [*QuorumError]: errors.Is(err, [ErrNotObtained]) if another holder had it,
 // errors.Is(err, [ErrUnavailable]) if too many nodes failed.
+//
+// Calls of one Manager that wait for the same keys without a retry budget
+// (and without [WithFairness]) line up in the Manager, and only the first
+// sends requests. When the one before unlocks, it may hand its lock over
+// without a round trip — but only to a call that asked for the same TTL,
+// drift factor, node timeout and restart guard, without fencing, and only
+// while the lock still has its grant's validity: the lock received then has
+// exactly the [Lock.Until] and the TTL on the nodes that the call's own grant
+// would have given. Any other call obtains the lock from the nodes.
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }
