@@ -1,0 +1,346 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+	"github.com/dlmgo/redlock/internal/resp"
+)
+
+const electPrefix = "elect:"
+
+// electionCluster is n redis-servers and a way to open managers over them,
+// each with nodes of its own, as separate processes would have.
+type electionCluster struct {
+	servers []*dlmtest.Server
+	opts    []dlm.Option
+}
+
+func newElectionCluster(t *testing.T, n int, opts ...dlm.Option) *electionCluster {
+	t.Helper()
+	return &electionCluster{
+		servers: dlmtest.StartServers(t, n),
+		opts:    append([]dlm.Option{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
+	}
+}
+
+// manager opens a manager over the cluster; the test closes it.
+func (c *electionCluster) manager(t *testing.T) *dlm.Manager {
+	t.Helper()
+	var nodes []driver.Node
+	for _, s := range c.servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	m, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestCampaignOneLeaderAtATime has candidates on three managers campaign
+// for one election over and over: no two lead at once, and each resign
+// lets another lead.
+func TestCampaignOneLeaderAtATime(t *testing.T) {
+	c := newElectionCluster(t, 3, dlm.WithTTL(2*time.Second))
+	var (
+		leaders atomic.Int32
+		terms   sync.Map
+		wins    atomic.Int32
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 3 {
+		m := c.manager(t)
+		for j := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 3 {
+					ld, err := m.Campaign(ctx, "one", fmt.Sprintf("cand-%d-%d", i, j))
+					if err != nil {
+						t.Errorf("Campaign = %v", err)
+						return
+					}
+					if n := leaders.Add(1); n != 1 {
+						t.Errorf("%d leaders at once", n)
+					}
+					if _, dup := terms.LoadOrStore(ld.Term(), true); dup {
+						t.Errorf("term %d given twice", ld.Term())
+					}
+					wins.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					leaders.Add(-1)
+					if err := ld.Resign(ctx); err != nil {
+						t.Errorf("Resign = %v", err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if got := wins.Load(); got != 18 {
+		t.Errorf("%d leaderships; want 18", got)
+	}
+}
+
+// TestLeadershipOutlivesCampaignContext cancels Campaign's context once it
+// has returned: the leadership is extended all the same, for many TTLs, and
+// a rival cannot win it; Resign then hands it over.
+func TestLeadershipOutlivesCampaignContext(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(100*time.Millisecond))
+	snap := leakcheck.Take()
+	m, rival := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ld, err := m.Campaign(ctx, "outlive", "first")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	cancel()
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*ttl)
+	defer rcancel()
+	if _, err := rival.Campaign(rctx, "outlive", "second"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("rival Campaign while the first leads = %v; want DeadlineExceeded", err)
+	}
+	select {
+	case <-ld.Lost():
+		t.Fatalf("leadership lost %v after Campaign's context ended", 5*ttl)
+	default:
+	}
+	if err := ld.Resign(context.Background()); err != nil {
+		t.Fatalf("Resign = %v", err)
+	}
+	select {
+	case <-ld.Lost():
+	default:
+		t.Error("Lost still open after Resign")
+	}
+	if err := ld.Resign(context.Background()); !errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("second Resign = %v; want ErrLockLost", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	next, err := rival.Campaign(wctx, "outlive", "second")
+	if err != nil {
+		t.Fatalf("rival Campaign after Resign = %v", err)
+	}
+	if next.Term() <= ld.Term() {
+		t.Errorf("term %d after term %d; want greater", next.Term(), ld.Term())
+	}
+	if err := next.Resign(context.Background()); err != nil {
+		t.Errorf("Resign = %v", err)
+	}
+	m.Close()
+	rival.Close()
+	snap.Check(t, 5*time.Second)
+}
+
+// TestCampaignContextEndsWait checks that Campaign stops waiting when its
+// context ends, with the context's error.
+func TestCampaignContextEndsWait(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	ld, err := m.Campaign(context.Background(), "wait", "a")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	defer ld.Resign(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.manager(t).Campaign(ctx, "wait", "b")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Campaign while another leads = %v; want DeadlineExceeded", err)
+	}
+}
+
+// TestLeadershipEndsWithManager closes the leader's manager without
+// resigning: Lost is closed within the TTL, the leader's goroutines end,
+// and a rival leads once the keys expire.
+func TestLeadershipEndsWithManager(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(100*time.Millisecond))
+	rival := c.manager(t)
+	snap := leakcheck.Take()
+	m := c.manager(t)
+	ld, err := m.Campaign(context.Background(), "close", "a")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	m.Close()
+	select {
+	case <-ld.Lost():
+	case <-time.After(2 * ttl):
+		t.Fatalf("Lost still open %v after Manager.Close", 2*ttl)
+	}
+	snap.Check(t, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, err := rival.Campaign(ctx, "close", "b")
+	if err != nil {
+		t.Fatalf("rival Campaign = %v", err)
+	}
+	next.Resign(ctx)
+}
+
+// TestObserve follows an election through its states: none, a leader, none
+// after Resign, a new leader, and none again when that leader's manager
+// closes without resigning (its keys expire).
+func TestObserve(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(100*time.Millisecond))
+	observer, a, b := c.manager(t), c.manager(t), c.manager(t)
+	snap := leakcheck.Take()
+	ctx, cancel := context.WithCancel(context.Background())
+	obs, err := observer.Observe(ctx, "watched")
+	if err != nil {
+		t.Fatalf("Observe = %v", err)
+	}
+	expect := func(want dlm.Observation, within time.Duration) {
+		t.Helper()
+		select {
+		case got, ok := <-obs:
+			if !ok || got != want {
+				t.Fatalf("observed %+v (open %v); want %+v", got, ok, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("nothing observed in %v; want %+v", within, want)
+		}
+	}
+	// Changes are announced: each is heard well before ObservePoll, and
+	// well within it even on a loaded machine.
+	const prompt = dlm.ObservePoll * 3 / 4
+	expect(dlm.Observation{}, prompt)
+	la, err := a.Campaign(ctx, "watched", "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{Leader: true, Value: "alpha"}, prompt)
+	// Extensions are not changes.
+	select {
+	case got := <-obs:
+		t.Fatalf("observed %+v while alpha kept leading", got)
+	case <-time.After(3 * ttl):
+	}
+	if err := la.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{}, prompt)
+	if _, err := b.Campaign(ctx, "watched", "beta"); err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{Leader: true, Value: "beta"}, prompt)
+	b.Close() // beta stops extending; its keys expire within the TTL
+	expect(dlm.Observation{}, ttl+prompt)
+	cancel()
+	select {
+	case got, ok := <-obs:
+		if ok {
+			t.Fatalf("observed %+v after the context ended; want the channel closed", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Observe's channel still open 5s after its context ended")
+	}
+	observer.Close() // its subscriptions linger for later waiters until then
+	a.Close()
+	snap.Check(t, 5*time.Second)
+}
+
+// TestObserveSameValueNewLeader checks that a new leader is reported even
+// when its value is the one of the leader before it.
+func TestObserveSameValueNewLeader(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ld, err := m.Campaign(ctx, "same", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := m.Observe(ctx, "same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got != (dlm.Observation{Leader: true, Value: "v"}) {
+		t.Fatalf("observed %+v; want leader v", got)
+	}
+	ld.Resign(ctx)
+	if _, err := m.Campaign(ctx, "same", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// The reader fell behind: it gets the latest state.
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-obs:
+			if got == (dlm.Observation{Leader: true, Value: "v"}) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the second leader with the same value was not observed")
+		}
+	}
+}
+
+// TestObserveCloseEnds checks that Manager.Close closes Observe's channel.
+func TestObserveCloseEnds(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	obs, err := m.Observe(context.Background(), "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-obs
+	m.Close()
+	select {
+	case _, ok := <-obs:
+		if ok {
+			t.Fatal("observed a state after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Observe's channel still open 5s after Manager.Close")
+	}
+}
+
+// TestElectionBadInput checks the refusals at the API edge.
+func TestElectionBadInput(t *testing.T) {
+	m, err := dlm.New([]driver.Node{downNode("down:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"empty name", func() error { _, err := m.Campaign(ctx, "", "v"); return err }()},
+		{"long value", func() error { _, err := m.Campaign(ctx, "e", strings.Repeat("x", dlm.MaxLeaderValueLen+1)); return err }()},
+		{"nil context", func() error { _, err := m.Campaign(nil, "e", "v"); return err }()}, //nolint:staticcheck // on purpose
+		{"bad TTL", func() error { _, err := m.Campaign(ctx, "e", "v", dlm.WithTTL(0)); return err }()},
+		{"observe empty name", func() error { _, err := m.Observe(ctx, ""); return err }()},
+		{"observe nil context", func() error { _, err := m.Observe(nil, "e"); return err }()}, //nolint:staticcheck // on purpose
+	} {
+		if !errors.Is(tc.err, dlm.ErrInvalid) {
+			t.Errorf("%s: %v; want ErrInvalid", tc.name, tc.err)
+		}
+	}
+}
