@@ -300,6 +300,55 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 	}
 }
 
+// TestCampaignSameManagerNoHandOver has two candidates on one manager, the
+// second waiting in the manager's line when the first resigns at once: the
+// second leads under its own value and a greater term. A lock handed over
+// from caller to caller in the manager keeps its token, which here carries
+// the value: observers would go on seeing the first leader's.
+func TestCampaignSameManagerNoHandOver(t *testing.T) {
+	c := newElectionCluster(t, 3)
+	m, observer := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for round := range 10 {
+		first, err := m.Campaign(ctx, "handover", fmt.Sprint("first-", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan *dlm.Leadership, 1)
+		go func() {
+			ld, err := m.Campaign(ctx, "handover", fmt.Sprint("second-", round))
+			if err != nil {
+				t.Errorf("second Campaign = %v", err)
+			}
+			second <- ld
+		}()
+		time.Sleep(2 * time.Millisecond) // the second candidate lines up
+		if err := first.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ld := <-second
+		if ld == nil {
+			return
+		}
+		if ld.Term() <= first.Term() {
+			t.Errorf("round %d: second term %d after first %d; want greater", round, ld.Term(), first.Term())
+		}
+		octx, ocancel := context.WithCancel(ctx)
+		obs, err := observer.Observe(octx, "handover")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := <-obs, (dlm.Observation{Leader: true, Value: fmt.Sprint("second-", round)}); got != want {
+			t.Errorf("round %d: observed %+v; want %+v", round, got, want)
+		}
+		ocancel()
+		if err := ld.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestObserveCloseEnds checks that Manager.Close closes Observe's channel.
 func TestObserveCloseEnds(t *testing.T) {
 	c := newElectionCluster(t, 1)

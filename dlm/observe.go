@@ -164,6 +164,9 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 				answers[i].value, _ = vals[1].(string)
 				pttl, _ := vals[2].(int64)
 				answers[i].pttl = time.Duration(pttl) * time.Millisecond
+				if pttl < 0 { // a key without expiry: written by hand
+					answers[i].pttl = ObservePoll
+				}
 			default:
 				answers[i].err = fmt.Errorf("leader script: unexpected reply of type %T", res)
 			}
