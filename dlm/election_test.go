@@ -394,3 +394,95 @@ func TestElectionBadInput(t *testing.T) {
 		}
 	}
 }
+
+// plainNode hides a node's optional interfaces: no pub/sub.
+type plainNode struct{ driver.Node }
+
+// TestObservePollsWithoutPubSub observes through nodes that cannot
+// subscribe: changes are still reported, by polling, within ObservePoll.
+func TestObservePollsWithoutPubSub(t *testing.T) {
+	c := newElectionCluster(t, 3)
+	var nodes []driver.Node
+	for _, s := range c.servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, plainNode{n})
+	}
+	observer, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	candidate := c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs, err := observer.Observe(ctx, "polled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got.Leader {
+		t.Fatalf("observed %+v; want no leader", got)
+	}
+	ld, err := candidate.Campaign(ctx, "polled", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := time.Now()
+	const within = dlm.ObservePoll + 2*time.Second // a poll, and a loaded machine
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "v"}) {
+			t.Fatalf("observed %+v; want leader v", got)
+		}
+		t.Logf("leader observed by polling %v after it won", time.Since(won).Round(time.Millisecond))
+	case <-time.After(within):
+		t.Fatalf("leader not observed within %v without pub/sub", within)
+	}
+	ld.Resign(ctx)
+	select {
+	case got := <-obs:
+		if got.Leader {
+			t.Fatalf("observed %+v after Resign; want no leader", got)
+		}
+	case <-time.After(within):
+		t.Fatalf("resignation not observed within %v without pub/sub", within)
+	}
+}
+
+// TestObserveNodesDown observes while a minority of the nodes is down, then
+// a majority: the leader is reported with one node of three down, and with
+// two down the last state stands rather than a guess.
+func TestObserveNodesDown(t *testing.T) {
+	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(200*time.Millisecond))
+	observer, candidate := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ld, err := candidate.Campaign(ctx, "down", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(context.Background())
+	c.servers[2].Kill()
+	obs, err := observer.Observe(ctx, "down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "v"}) {
+			t.Fatalf("observed %+v with one node of three down; want leader v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing observed in 5s with one node of three down")
+	}
+	c.servers[1].Kill()
+	select {
+	case got, ok := <-obs:
+		t.Fatalf("observed %+v (open %v) with two nodes of three down; want nothing", got, ok)
+	case <-time.After(2 * dlm.ObservePoll):
+	}
+}
