@@ -142,3 +142,52 @@ func TestElection(t *testing.T) {
 		t.Fatalf("observed %+v after Resign; want no leader", got)
 	}
 }
+
+// TestWakeAfterNodeDown takes the only node down and up again while a
+// caller waits: the subscription, ended with the node, is opened again, and
+// the release wakes the waiter long before its backoff would.
+func TestWakeAfterNodeDown(t *testing.T) {
+	n := memlock.NewNode("a:1")
+	m, err := dlm.New([]driver.Node{n}, dlm.WithRetry(0, dlm.ExponentialBackoff(time.Minute, time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	l, err := m.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := dlm.New([]driver.Node{n}) // another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		l2, err := holder.Lock(wctx, "k", dlm.WithRetry(0, dlm.ExponentialBackoff(time.Minute, time.Minute)))
+		if err == nil {
+			l2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	n.SetDown(true)
+	n.SetDown(false)
+	time.Sleep(500 * time.Millisecond) // the subscription is opened again (after 100ms)
+	start := time.Now()
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiting Lock = %v", err)
+		}
+		t.Logf("woken %v after the release", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken by the release within 10s (its backoff is a minute)")
+	}
+}

@@ -53,13 +53,20 @@ func (n *Node) Addr() string { return n.addr }
 func (n *Node) Close() error { return nil }
 
 // SetDown makes the node unreachable, or reachable again: while it is down,
-// Eval and Subscribe fail as a refused connection would, and the node keeps
-// its keys. It lets tests drive [github.com/dlmgo/redlock/dlm.ErrUnavailable]
-// and the survival of a minority of failed nodes.
+// Eval and Subscribe fail as a refused connection would, the subscriptions
+// open end as a lost connection would end them, and the node keeps its keys.
+// It lets tests drive [github.com/dlmgo/redlock/dlm.ErrUnavailable] and the
+// survival of a minority of failed nodes.
 func (n *Node) SetDown(down bool) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.down = down
-	n.mu.Unlock()
+	if down {
+		for s := range n.subs {
+			delete(n.subs, s)
+			s.end()
+		}
+	}
 }
 
 // FlushAll deletes every key, as a Redis restarted without persistence

@@ -111,7 +111,7 @@ func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) erro
 	return nil
 }
 
-// Done is closed by Close.
+// Done is closed by Close, and when the node goes down.
 func (s *subscription) Done() <-chan struct{} { return s.done }
 
 // Close ends the subscription and waits for its goroutine.
@@ -119,14 +119,19 @@ func (s *subscription) Close() error {
 	s.n.mu.Lock()
 	delete(s.n.subs, s)
 	s.n.mu.Unlock()
+	s.end()
+	<-s.ended
+	return nil
+}
+
+// end closes done, once, which ends the goroutine.
+func (s *subscription) end() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
 		close(s.done)
 	}
-	s.mu.Unlock()
-	<-s.ended
-	return nil
 }
 
 // listeners is PUBSUB NUMSUB for channel. n.mu is held.
