@@ -250,8 +250,10 @@ func TestObserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(dlm.Observation{Leader: true, Value: "beta"}, prompt)
-	b.Close() // beta stops extending; its keys expire within the TTL
-	expect(dlm.Observation{}, ttl+2*time.Second) // at the expiry, on a loaded machine
+	// beta stops extending: its keys expire within the TTL, and the
+	// observer reads them then (with room for a loaded machine).
+	b.Close()
+	expect(dlm.Observation{}, ttl+2*time.Second)
 	cancel()
 	select {
 	case got, ok := <-obs:
