@@ -20,7 +20,7 @@ func electionNodes() []driver.Node {
 // Campaign waits until the caller leads; the leadership lasts until Resign,
 // whatever becomes of Campaign's context.
 func ExampleManager_Campaign() {
-	m, err := dlm.New(electionNodes(), dlm.WithTTL(200*time.Millisecond))
+	m, err := dlm.New(electionNodes(), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func ExampleManager_Campaign() {
 	select {
 	case <-ld.Lost():
 		fmt.Println("deposed")
-	case <-time.After(600 * time.Millisecond): // three TTLs: extended meanwhile
+	case <-time.After(2 * time.Second): // two TTLs: extended meanwhile
 		fmt.Println("still leading")
 	}
 	fmt.Println("resign:", ld.Resign(context.Background()))
