@@ -248,6 +248,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	if err != nil {
 		return nil, err
 	}
+	token += cfg.tokenSuffix
 	start := time.Now()
 	req := acquireRequest(cfg, rkeys, token, fw)
 	v, pend := m.poll(ctx, req)

@@ -44,4 +44,20 @@
 // pauses past [Lock.Until] (GC, SIGSTOP, a VM migration) can still act after
 // another client obtained the lock: protect writes with a check that fails
 // for a stale holder.
+//
+// # Leader election
+//
+// [Manager.Campaign] waits until the caller leads an election and returns a
+// [Leadership]: a lock taken with fencing, whose token also carries the
+// leader's value, kept by auto-extension until [Leadership.Resign], its loss
+// or [Manager.Close] — not the context given to Campaign. [Manager.Observe]
+// streams who leads, heard from the nodes' announcements and read when the
+// leader's keys expire.
+//
+// # Tests without Redis
+//
+// Code that takes locks can depend on the [Locker] interface, which Manager
+// implements. Package [github.com/dlmgo/redlock/dlm/memlock] returns a
+// Manager over an in-memory node that runs this package's scripts in Go:
+// the same semantics and errors without Redis.
 package dlm

@@ -53,6 +53,9 @@ type config struct {
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
+	// tokenSuffix follows the random part of every token: ":" and the
+	// leader's value for a campaign (see election.go), "" otherwise.
+	tokenSuffix string
 }
 
 func defaultConfig() config {

@@ -7,6 +7,8 @@
 //
 //	redlock run [OPTIONS] KEY [--] COMMAND [ARG...]
 //	redlock status [OPTIONS] KEY
+//	redlock elect [OPTIONS] NAME VALUE [--] COMMAND [ARG...]
+//	redlock elect --observe [OPTIONS] NAME
 //	redlock version
 //	redlock help [COMMAND]
 //
@@ -52,6 +54,22 @@
 // "held" is true when a quorum of nodes holds the key. A node that did not
 // answer has "error" set.
 //
+// # elect
+//
+// elect campaigns in the leader election called NAME (package dlm's
+// Manager.Campaign), waiting to lead as run waits for a lock, then runs
+// COMMAND as the leader and resigns when COMMAND exits. At most one
+// candidate leads at a time; when the leader resigns, or its leadership
+// expires after a crash, one of the waiting candidates leads. COMMAND gets
+// REDLOCK_KEY (NAME) and REDLOCK_FENCE (the leader's term, greater than any
+// earlier leader's). Signals, a lost leadership and the exit codes are those
+// of run.
+//
+// redlock elect --observe NAME takes no part: it prints the leader's VALUE,
+// then each change — a new leader, or none — one line each (leader "VALUE"
+// or no leader), or with --json a JSON object a line
+// ({"leader": true, "value": "host-1"}), until INT or TERM.
+//
 // # Nodes and options
 //
 // Nodes come from --nodes or REDLOCK_NODES, comma-separated: node URLs as
@@ -87,6 +105,12 @@
 // Options of status:
 //
 //	--json                  JSON instead of a table            REDLOCK_JSON
+//
+// Options of elect: those of run but --fencing (a leader always has its
+// term), and:
+//
+//	--observe               follow the leader, take no part    REDLOCK_OBSERVE
+//	--json                  with --observe, JSON lines         REDLOCK_JSON
 //
 // Logs go to stderr as log/slog text, or JSON with --log-format json, from
 // warnings up by default, and include the lock library's own events (node

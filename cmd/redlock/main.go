@@ -25,6 +25,8 @@ func redlock(args []string, getenv func(string) string, stdout, stderr io.Writer
 		return runMain(args, getenv, stdout, stderr)
 	case "status":
 		return statusMain(args, getenv, stdout, stderr)
+	case "elect":
+		return electMain(args, getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(args) > 0 {
 			return usageError(stderr, "version", fmt.Errorf("unexpected argument %q", args[0]))
@@ -40,12 +42,12 @@ func redlock(args []string, getenv func(string) string, stdout, stderr io.Writer
 			return usageError(stderr, "", fmt.Errorf("help takes one command, not %d words", len(args)))
 		}
 		if !writeHelp(stdout, topic) {
-			return usageError(stderr, "", fmt.Errorf("no help for %q: the commands are run, status, version and help", topic))
+			return usageError(stderr, "", fmt.Errorf("no help for %q: the commands are run, status, elect, version and help", topic))
 		}
 		return exitOK
 	}
 	if strings.HasPrefix(cmd, "-") {
 		return usageError(stderr, "", fmt.Errorf("%s before a command: options follow the command, as in \"redlock run [OPTIONS] KEY -- COMMAND\"", cmd))
 	}
-	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, version and help", cmd))
+	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, elect, version and help", cmd))
 }

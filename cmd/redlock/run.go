@@ -128,7 +128,7 @@ func (r *runner) runLocked(l *dlm.Lock, sigs <-chan os.Signal) (code int, lost b
 // supervise waits for the command to exit, forwarding signals to it. If the
 // lock is lost first, it sends the command SIGTERM, then SIGKILL after
 // --grace, and reports the loss.
-func (r *runner) supervise(ch *child, l *dlm.Lock, sigs <-chan os.Signal) (code int, lost bool) {
+func (r *runner) supervise(ch *child, l held, sigs <-chan os.Signal) (code int, lost bool) {
 	lostC := l.Lost()
 	var (
 		grace  *time.Timer

@@ -16,6 +16,8 @@ independent Redis masters (the Redlock algorithm): flock(1) across machines.
 Usage:
   redlock run [OPTIONS] KEY [--] COMMAND [ARG...]   run COMMAND holding lock KEY
   redlock status [OPTIONS] KEY                      show lock KEY on each node
+  redlock elect [OPTIONS] NAME VALUE [--] COMMAND   run COMMAND as leader
+  redlock elect --observe [OPTIONS] NAME            follow the leader of NAME
   redlock version                                   show the version
   redlock help [COMMAND]                            show a command's help
 
@@ -98,6 +100,33 @@ Examples:
   redlock status --json nightly-report | jq .held
 `
 
+// electHelp is the help of elect; %s is where its options go.
+const electHelp = `Usage: redlock elect [OPTIONS] NAME VALUE [--] COMMAND [ARG...]
+       redlock elect --observe [OPTIONS] NAME
+
+Campaigns in the election called NAME, waiting to lead as --wait says, then
+runs COMMAND as the leader, and resigns when COMMAND exits. At most one
+candidate leads at a time; the others wait, and one of them leads once the
+leader resigns, or its leadership expires (a crash). COMMAND gets NAME as
+REDLOCK_KEY and the leader's term as REDLOCK_FENCE, a fencing token that
+grows with every leadership. Signals and a lost leadership are handled as by
+"redlock run", with the same exit codes.
+
+With --observe, takes no part: prints the leader's VALUE, then each change
+(a new leader, or none), one line each, until INT or TERM. It prints
+nothing while too many nodes fail to tell.
+
+Options:
+%s
+Examples:
+  # Run the scheduler on one machine at a time; others take over.
+  redlock elect scheduler "$(hostname)" -- ./scheduler
+
+  # Who leads?
+  redlock elect --observe scheduler
+  redlock elect --observe --json scheduler | jq -r .value
+`
+
 // versionHelp is the help of version.
 const versionHelp = `Usage: redlock version
 
@@ -117,6 +146,8 @@ func writeHelp(w io.Writer, topic string) bool {
 		fmt.Fprintf(w, runHelp, formatOptions(runOptions(c)))
 	case "status":
 		fmt.Fprintf(w, statusHelp, formatOptions(statusOptions(c)))
+	case "elect":
+		fmt.Fprintf(w, electHelp, formatOptions(electOptions(c, &electFlags{})))
 	case "version":
 		io.WriteString(w, versionHelp)
 	default:

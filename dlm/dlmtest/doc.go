@@ -1,6 +1,6 @@
 // Package dlmtest tests node adapters and lock managers against real Redis.
 //
-// It has three parts, for the backends of this module and for anyone who
+// It has four parts, for the backends of this module and for anyone who
 // writes an adapter of their own:
 //
 //   - A harness that runs redis-server processes for a test: [StartServer]
@@ -18,6 +18,8 @@
 //     use.
 //   - [TestManager], the integration suite of a [dlm.Manager] on 1, 3 and 5
 //     nodes through one adapter.
+//   - [TestLocker], the suite of a [dlm.Locker]'s semantics, which managers
+//     on real Redis and package memlock's in-memory manager both pass.
 //
 // A typical adapter test:
 //

@@ -1,0 +1,159 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// MaxLeaderValueLen is the longest value a candidate may campaign with, in
+// bytes. The value travels with every extension of the leadership, so it is
+// meant for an address or a name, not a payload.
+const MaxLeaderValueLen = 4096
+
+// electionPrefix follows the key prefix in an election's keys, so that an
+// election and a lock of the same name are different keys.
+const electionPrefix = "election:"
+
+// An election is a lock whose token carries the leader's value: the lock key
+// holds the random token, ":" and the value. Extension, release and expiry
+// are those of any lock, so the value lives exactly as long as the
+// leadership on each node, and observers read it with leaderScript, which
+// never reveals the token. Elections take their locks with fencing: the
+// fencing token is the leader's term, and a fenced lock is never handed over
+// under its token to the manager's next waiting caller, who would otherwise
+// lead under the previous leader's value.
+
+// leaderScript reads an election's lock key: an empty array when it is
+// absent, otherwise {SHA-1 of the holder's token, the value after the first
+// ':' of the token, the key's PTTL in ms}. The digest tells holders apart
+// without revealing the token.
+var leaderScript = driver.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return {} end
+local i = string.find(v, ':', 1, true)
+local value = ''
+if i then value = string.sub(v, i + 1) end
+return {redis.sha1hex(v), value, redis.call('PTTL', KEYS[1])}
+`)
+
+// Leadership is a won election, returned by [Manager.Campaign]. It lasts
+// until [Leadership.Resign], its loss, or [Manager.Close] — not the context
+// given to Campaign: it is kept by auto-extension under a context of its
+// own. Its methods are safe for concurrent use.
+type Leadership struct {
+	m     *Manager
+	l     *Lock
+	name  string
+	value string
+	// end cancels the context the leadership is extended under; done is
+	// closed when the goroutine watching the leadership has returned.
+	end  context.CancelFunc
+	done chan struct{}
+}
+
+// Campaign waits until this caller leads the election called name, then
+// returns its [Leadership]. While it leads, [Manager.Observe] reports value
+// to everyone observing the election. At most one candidate leads at a time,
+// with the same guarantee as a lock: it is a lock taken with [WithFencing],
+// whose fencing token is the leader's term ([Leadership.Term]), and kept by
+// auto-extension ([WithAutoExtend], with the defaults unless an option says
+// otherwise) until Resign, its loss, [AutoExtend.MaxHold] or [Manager.Close].
+// A leader acts as leader only while [Leadership.Lost] is open, and before
+// [Leadership.Until].
+//
+// ctx bounds the wait only: once Campaign has returned, ending ctx changes
+// nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
+// that very moment is released. The other options are those of
+// [Manager.Lock]; value is at most [MaxLeaderValueLen] bytes.
+func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Option) (*Leadership, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
+	}
+	if len(value) > MaxLeaderValueLen {
+		return nil, fmt.Errorf("%w: leader value of %d bytes: at most %d allowed", ErrInvalid, len(value), MaxLeaderValueLen)
+	}
+	cfg, err := m.cfg.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	ext := AutoExtend{}
+	if cfg.autoExtend != nil {
+		ext = *cfg.autoExtend
+	}
+	lopts := append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix), WithFencing(), WithAutoExtend(ext),
+		optionFunc(func(c *config) { c.tokenSuffix = ":" + value }))
+	// The lock is taken, and then extended, under lctx: ctx ends it while
+	// Campaign waits, and only the leadership's end afterwards.
+	lctx, end := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, end)
+	l, err := m.lock(lctx, []string{name}, lopts, true)
+	if !unhook() {
+		end()
+		if l != nil {
+			l.Unlock(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("dlm: campaign %q: %w", name, ctx.Err())
+	}
+	if err != nil {
+		end()
+		return nil, fmt.Errorf("dlm: campaign %q: %w", name, err)
+	}
+	ld := &Leadership{m: m, l: l, name: name, value: value, end: end, done: make(chan struct{})}
+	m.spawn(func() { ld.watch(lctx) })
+	return ld, nil
+}
+
+// watch ends the leadership's context once the leadership is over, or the
+// manager closed.
+func (ld *Leadership) watch(ctx context.Context) {
+	defer close(ld.done)
+	select {
+	case <-ld.l.Lost():
+	case <-ld.m.done:
+	case <-ctx.Done():
+	}
+	ld.end()
+}
+
+// Name returns the election's name, as given to [Manager.Campaign].
+func (ld *Leadership) Name() string { return ld.name }
+
+// Value returns the value the leader campaigned with.
+func (ld *Leadership) Value() string { return ld.value }
+
+// Term returns the leadership's fencing token: every leadership of the
+// election has a greater one than all before it (see [WithFencing]).
+// Resources that the leader writes can refuse a deposed leader with [Fence].
+func (ld *Leadership) Term() uint64 { return ld.l.Token() }
+
+// Until returns the end of the leadership's current validity by the local
+// monotonic clock; extension moves it on.
+func (ld *Leadership) Until() time.Time { return ld.l.Until() }
+
+// Lost returns a channel that is closed when the leadership ends: resigned,
+// or lost as [Lock.Lost] tells — a guard interval before its validity ends
+// without a successful extension, which is also what follows
+// [Manager.Close].
+func (ld *Leadership) Lost() <-chan struct{} { return ld.l.Lost() }
+
+// Resign gives the leadership up: it stops the extension and releases the
+// election on every node, which observers hear at once. It runs even if
+// ctx is already done, each node bounded by the node timeout. It returns an
+// error wrapping [ErrLockLost] when the leadership had been lost before, and
+// on a second call.
+func (ld *Leadership) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil Context", ErrInvalid)
+	}
+	err := ld.l.Unlock(ctx)
+	ld.end()
+	<-ld.done
+	if err != nil {
+		return fmt.Errorf("dlm: resign %q: %w", ld.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,492 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+	"github.com/dlmgo/redlock/internal/resp"
+)
+
+const electPrefix = "elect:"
+
+// electionCluster is n redis-servers and a way to open managers over them,
+// each with nodes of its own, as separate processes would have.
+type electionCluster struct {
+	servers []*dlmtest.Server
+	opts    []dlm.Option
+}
+
+func newElectionCluster(t *testing.T, n int, opts ...dlm.Option) *electionCluster {
+	t.Helper()
+	return &electionCluster{
+		servers: dlmtest.StartServers(t, n),
+		opts:    append([]dlm.Option{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
+	}
+}
+
+// manager opens a manager over the cluster; the test closes it.
+func (c *electionCluster) manager(t *testing.T) *dlm.Manager {
+	t.Helper()
+	var nodes []driver.Node
+	for _, s := range c.servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	m, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestCampaignOneLeaderAtATime has candidates on three managers campaign
+// for one election over and over: no two lead at once, and each resign
+// lets another lead.
+func TestCampaignOneLeaderAtATime(t *testing.T) {
+	c := newElectionCluster(t, 3, dlm.WithTTL(2*time.Second))
+	var (
+		leaders atomic.Int32
+		terms   sync.Map
+		wins    atomic.Int32
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 3 {
+		m := c.manager(t)
+		for j := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 3 {
+					ld, err := m.Campaign(ctx, "one", fmt.Sprintf("cand-%d-%d", i, j))
+					if err != nil {
+						t.Errorf("Campaign = %v", err)
+						return
+					}
+					if n := leaders.Add(1); n != 1 {
+						t.Errorf("%d leaders at once", n)
+					}
+					if _, dup := terms.LoadOrStore(ld.Term(), true); dup {
+						t.Errorf("term %d given twice", ld.Term())
+					}
+					wins.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					leaders.Add(-1)
+					if err := ld.Resign(ctx); err != nil {
+						t.Errorf("Resign = %v", err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if got := wins.Load(); got != 18 {
+		t.Errorf("%d leaderships; want 18", got)
+	}
+}
+
+// TestLeadershipOutlivesCampaignContext cancels Campaign's context once it
+// has returned: the leadership is extended all the same, for many TTLs, and
+// a rival cannot win it; Resign then hands it over.
+func TestLeadershipOutlivesCampaignContext(t *testing.T) {
+	// Extensions come every two thirds of the TTL: a TTL of a second leaves
+	// a loaded machine time to make them.
+	const ttl = time.Second
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
+	snap := leakcheck.Take()
+	m, rival := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ld, err := m.Campaign(ctx, "outlive", "first")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	cancel()
+	rctx, rcancel := context.WithTimeout(context.Background(), 4*ttl)
+	defer rcancel()
+	if _, err := rival.Campaign(rctx, "outlive", "second"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("rival Campaign while the first leads = %v; want DeadlineExceeded", err)
+	}
+	select {
+	case <-ld.Lost():
+		t.Fatalf("leadership lost %v after Campaign's context ended", 4*ttl)
+	default:
+	}
+	if err := ld.Resign(context.Background()); err != nil {
+		t.Fatalf("Resign = %v", err)
+	}
+	select {
+	case <-ld.Lost():
+	default:
+		t.Error("Lost still open after Resign")
+	}
+	if err := ld.Resign(context.Background()); !errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("second Resign = %v; want ErrLockLost", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	next, err := rival.Campaign(wctx, "outlive", "second")
+	if err != nil {
+		t.Fatalf("rival Campaign after Resign = %v", err)
+	}
+	if next.Term() <= ld.Term() {
+		t.Errorf("term %d after term %d; want greater", next.Term(), ld.Term())
+	}
+	if err := next.Resign(context.Background()); err != nil {
+		t.Errorf("Resign = %v", err)
+	}
+	m.Close()
+	rival.Close()
+	snap.Check(t, 5*time.Second)
+}
+
+// TestCampaignContextEndsWait checks that Campaign stops waiting when its
+// context ends, with the context's error.
+func TestCampaignContextEndsWait(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	ld, err := m.Campaign(context.Background(), "wait", "a")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	defer ld.Resign(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.manager(t).Campaign(ctx, "wait", "b")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Campaign while another leads = %v; want DeadlineExceeded", err)
+	}
+}
+
+// TestLeadershipEndsWithManager closes the leader's manager without
+// resigning: Lost is closed within the TTL, the leader's goroutines end,
+// and a rival leads once the keys expire.
+func TestLeadershipEndsWithManager(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(100*time.Millisecond))
+	rival := c.manager(t)
+	snap := leakcheck.Take()
+	m := c.manager(t)
+	ld, err := m.Campaign(context.Background(), "close", "a")
+	if err != nil {
+		t.Fatalf("Campaign = %v", err)
+	}
+	m.Close()
+	select {
+	case <-ld.Lost():
+	case <-time.After(ttl + 2*time.Second): // the TTL, and a loaded machine
+		t.Fatalf("Lost still open %v after Manager.Close", ttl+2*time.Second)
+	}
+	snap.Check(t, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next, err := rival.Campaign(ctx, "close", "b")
+	if err != nil {
+		t.Fatalf("rival Campaign = %v", err)
+	}
+	next.Resign(ctx)
+}
+
+// TestObserve follows an election through its states: none, a leader, none
+// after Resign, a new leader, and none again when that leader's manager
+// closes without resigning (its keys expire).
+func TestObserve(t *testing.T) {
+	const ttl = time.Second
+	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
+	observer, a, b := c.manager(t), c.manager(t), c.manager(t)
+	snap := leakcheck.Take()
+	ctx, cancel := context.WithCancel(context.Background())
+	obs, err := observer.Observe(ctx, "watched")
+	if err != nil {
+		t.Fatalf("Observe = %v", err)
+	}
+	expect := func(want dlm.Observation, within time.Duration) {
+		t.Helper()
+		select {
+		case got, ok := <-obs:
+			if !ok || got != want {
+				t.Fatalf("observed %+v (open %v); want %+v", got, ok, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("nothing observed in %v; want %+v", within, want)
+		}
+	}
+	// Changes are announced: each is heard well before ObservePoll, and
+	// well within it even on a loaded machine.
+	const prompt = dlm.ObservePoll * 3 / 4
+	expect(dlm.Observation{}, prompt)
+	la, err := a.Campaign(ctx, "watched", "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{Leader: true, Value: "alpha"}, prompt)
+	// Extensions are not changes.
+	select {
+	case got := <-obs:
+		t.Fatalf("observed %+v while alpha kept leading", got)
+	case <-time.After(2 * ttl):
+	}
+	if err := la.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{}, prompt)
+	if _, err := b.Campaign(ctx, "watched", "beta"); err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{Leader: true, Value: "beta"}, prompt)
+	// beta stops extending: its keys expire within the TTL, and the
+	// observer reads them then (with room for a loaded machine).
+	b.Close()
+	expect(dlm.Observation{}, ttl+2*time.Second)
+	cancel()
+	select {
+	case got, ok := <-obs:
+		if ok {
+			t.Fatalf("observed %+v after the context ended; want the channel closed", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Observe's channel still open 5s after its context ended")
+	}
+	observer.Close() // its subscriptions linger for later waiters until then
+	a.Close()
+	snap.Check(t, 5*time.Second)
+}
+
+// TestObserveSameValueNewLeader checks that a new leader is reported even
+// when its value is the one of the leader before it.
+func TestObserveSameValueNewLeader(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ld, err := m.Campaign(ctx, "same", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := m.Observe(ctx, "same")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got != (dlm.Observation{Leader: true, Value: "v"}) {
+		t.Fatalf("observed %+v; want leader v", got)
+	}
+	ld.Resign(ctx)
+	if _, err := m.Campaign(ctx, "same", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// The reader fell behind: it gets the latest state.
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-obs:
+			if got == (dlm.Observation{Leader: true, Value: "v"}) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the second leader with the same value was not observed")
+		}
+	}
+}
+
+// TestCampaignSameManagerNoHandOver has two candidates on one manager, the
+// second waiting in the manager's line when the first resigns at once: the
+// second leads under its own value and a greater term. A lock handed over
+// from caller to caller in the manager keeps its token, which here carries
+// the value: observers would go on seeing the first leader's.
+func TestCampaignSameManagerNoHandOver(t *testing.T) {
+	c := newElectionCluster(t, 3)
+	m, observer := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for round := range 10 {
+		first, err := m.Campaign(ctx, "handover", fmt.Sprint("first-", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan *dlm.Leadership, 1)
+		go func() {
+			ld, err := m.Campaign(ctx, "handover", fmt.Sprint("second-", round))
+			if err != nil {
+				t.Errorf("second Campaign = %v", err)
+			}
+			second <- ld
+		}()
+		time.Sleep(2 * time.Millisecond) // the second candidate lines up
+		if err := first.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ld := <-second
+		if ld == nil {
+			return
+		}
+		if ld.Term() <= first.Term() {
+			t.Errorf("round %d: second term %d after first %d; want greater", round, ld.Term(), first.Term())
+		}
+		octx, ocancel := context.WithCancel(ctx)
+		obs, err := observer.Observe(octx, "handover")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := <-obs, (dlm.Observation{Leader: true, Value: fmt.Sprint("second-", round)}); got != want {
+			t.Errorf("round %d: observed %+v; want %+v", round, got, want)
+		}
+		ocancel()
+		if err := ld.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestObserveCloseEnds checks that Manager.Close closes Observe's channel.
+func TestObserveCloseEnds(t *testing.T) {
+	c := newElectionCluster(t, 1)
+	m := c.manager(t)
+	obs, err := m.Observe(context.Background(), "closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-obs
+	m.Close()
+	select {
+	case _, ok := <-obs:
+		if ok {
+			t.Fatal("observed a state after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Observe's channel still open 5s after Manager.Close")
+	}
+}
+
+// TestElectionBadInput checks the refusals at the API edge.
+func TestElectionBadInput(t *testing.T) {
+	m, err := dlm.New([]driver.Node{downNode("down:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	var nilCtx context.Context // a variable: vet flags a literal nil Context
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"empty name", func() error { _, err := m.Campaign(ctx, "", "v"); return err }()},
+		{"long value", func() error { _, err := m.Campaign(ctx, "e", strings.Repeat("x", dlm.MaxLeaderValueLen+1)); return err }()},
+		{"nil context", func() error { _, err := m.Campaign(nilCtx, "e", "v"); return err }()},
+		{"bad TTL", func() error { _, err := m.Campaign(ctx, "e", "v", dlm.WithTTL(0)); return err }()},
+		{"observe empty name", func() error { _, err := m.Observe(ctx, ""); return err }()},
+		{"observe nil context", func() error { _, err := m.Observe(nilCtx, "e"); return err }()},
+	} {
+		if !errors.Is(tc.err, dlm.ErrInvalid) {
+			t.Errorf("%s: %v; want ErrInvalid", tc.name, tc.err)
+		}
+	}
+}
+
+// plainNode hides a node's optional interfaces: no pub/sub.
+type plainNode struct{ driver.Node }
+
+// TestObservePollsWithoutPubSub observes through nodes that cannot
+// subscribe: changes are still reported, by polling, within ObservePoll.
+func TestObservePollsWithoutPubSub(t *testing.T) {
+	c := newElectionCluster(t, 3)
+	var nodes []driver.Node
+	for _, s := range c.servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, plainNode{n})
+	}
+	observer, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	candidate := c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs, err := observer.Observe(ctx, "polled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got.Leader {
+		t.Fatalf("observed %+v; want no leader", got)
+	}
+	ld, err := candidate.Campaign(ctx, "polled", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := time.Now()
+	const within = dlm.ObservePoll + 2*time.Second // a poll, and a loaded machine
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "v"}) {
+			t.Fatalf("observed %+v; want leader v", got)
+		}
+		t.Logf("leader observed by polling %v after it won", time.Since(won).Round(time.Millisecond))
+	case <-time.After(within):
+		t.Fatalf("leader not observed within %v without pub/sub", within)
+	}
+	ld.Resign(ctx)
+	select {
+	case got := <-obs:
+		if got.Leader {
+			t.Fatalf("observed %+v after Resign; want no leader", got)
+		}
+	case <-time.After(within):
+		t.Fatalf("resignation not observed within %v without pub/sub", within)
+	}
+}
+
+// TestObserveNodesDown observes while a minority of the nodes is down, then
+// a majority: the leader is reported with one node of three down, and with
+// two down the last state stands rather than a guess.
+func TestObserveNodesDown(t *testing.T) {
+	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(200*time.Millisecond))
+	observer, candidate := c.manager(t), c.manager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ld, err := candidate.Campaign(ctx, "down", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(context.Background())
+	c.servers[2].Kill()
+	obs, err := observer.Observe(ctx, "down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "v"}) {
+			t.Fatalf("observed %+v with one node of three down; want leader v", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing observed in 5s with one node of three down")
+	}
+	c.servers[1].Kill()
+	select {
+	case got, ok := <-obs:
+		t.Fatalf("observed %+v (open %v) with two nodes of three down; want nothing", got, ok)
+	case <-time.After(2 * dlm.ObservePoll):
+	}
+}

@@ -1,0 +1,49 @@
+// Package scriptid names package dlm's Lua scripts by digest, so that the
+// in-memory node of package memlock can run each one in Go without a Lua
+// interpreter, and refuse any script it does not know rather than guess.
+// Package dlm registers its scripts at initialization; nothing registers
+// later, so lookups need no lock.
+package scriptid
+
+import (
+	"fmt"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Names of the scripts an in-memory node runs.
+const (
+	Acquire              = "acquire"
+	FencedAcquire        = "fenced-acquire"
+	GuardedAcquire       = "guarded-acquire"
+	GuardedFencedAcquire = "guarded-fenced-acquire"
+	Release              = "release"
+	Extend               = "extend"
+	RaiseFence           = "raise-fence"
+	Status               = "status"
+	Leader               = "leader"
+)
+
+// WakeSuffix names a lock key's wake channel (the key plus the suffix), on
+// which grants ("t") and releases ("r" and the number of listeners) are
+// announced.
+const WakeSuffix = ":wake"
+
+var byHash = map[string]string{}
+
+// Register names s. It panics on a name or digest registered twice.
+func Register(name string, s *driver.Script) {
+	if old, dup := byHash[s.Hash]; dup {
+		panic(fmt.Sprintf("scriptid: %s and %s share digest %s", old, name, s.Hash))
+	}
+	for _, n := range byHash {
+		if n == name {
+			panic("scriptid: " + name + " registered twice")
+		}
+	}
+	byHash[s.Hash] = name
+}
+
+// Name returns the name s was registered under, or "" for a script package
+// dlm did not register.
+func Name(s *driver.Script) string { return byHash[s.Hash] }

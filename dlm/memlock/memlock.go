@@ -1,0 +1,31 @@
+// Package memlock is package dlm without Redis, for unit tests: [New]
+// returns a [dlm.Manager] — a [dlm.Locker] — over an in-memory [Node] that
+// runs dlm's own scripts in Go. Since the manager is dlm's, with the same
+// algorithm over a node that answers as Redis would, code under test sees
+// the same semantics and the same errors as in production: [dlm.ErrNotObtained]
+// when another holder has a lock, [dlm.ErrLockLost] after expiry or a second
+// Unlock, [dlm.ErrInvalid] for bad input; TTLs, [dlm.Lock.Until],
+// [dlm.Lock.Lost], auto-extension, fencing, Do, Campaign and Observe all
+// behave as they do on Redis.
+//
+// Keys expire by the local clock, which inside a testing/synctest bubble is
+// the bubble's fake clock: a test can let a TTL run out in no time. Waiters
+// are woken by the node's announcements of releases, as on Redis.
+//
+// What it does not model: [dlm.WithFairness] (its scripts are refused with a
+// node error), network latency, and node restarts other than
+// [Node.FlushAll]. Use dlmtest's real-Redis harness to test those.
+package memlock
+
+import (
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// New returns a manager over one fresh in-memory node (the single-instance
+// lock), with opts as its defaults. Managers from separate calls share
+// nothing; to have several managers contend, as several processes would,
+// give each a dlm.New over the same [Node]s.
+func New(opts ...dlm.Option) (*dlm.Manager, error) {
+	return dlm.New([]driver.Node{NewNode("memlock:0")}, opts...)
+}

@@ -1,0 +1,241 @@
+package memlock
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/scriptid"
+)
+
+// Node is an in-memory Redis master for package dlm: a [driver.Node] and a
+// [driver.Subscriber] that runs dlm's scripts in Go, each as one atomic
+// step, with keys that expire by the local clock (the fake clock inside a
+// testing/synctest bubble). It refuses any other script with an error
+// reply, as a node missing a command would. A Node is safe for concurrent
+// use; the zero value is not, use [NewNode].
+type Node struct {
+	addr string
+
+	mu   sync.Mutex
+	keys map[string]entry
+	subs map[*subscription]struct{}
+	down bool
+}
+
+type entry struct {
+	val string
+	exp time.Time // zero: no expiry
+}
+
+var (
+	_ driver.Node       = (*Node)(nil)
+	_ driver.Subscriber = (*Node)(nil)
+)
+
+// NewNode returns an empty in-memory node named addr in errors and logs.
+func NewNode(addr string) *Node {
+	return &Node{addr: addr, keys: map[string]entry{}, subs: map[*subscription]struct{}{}}
+}
+
+// Addr returns the node's name.
+func (n *Node) Addr() string { return n.addr }
+
+// Close does nothing: the node keeps its keys, and its subscriptions end
+// with their own Close.
+func (n *Node) Close() error { return nil }
+
+// SetDown makes the node unreachable, or reachable again: while it is down,
+// Eval and Subscribe fail as a refused connection would, the subscriptions
+// open end as a lost connection would end them, and the node keeps its keys.
+// It lets tests drive [github.com/dlmgo/redlock/dlm.ErrUnavailable] and the
+// survival of a minority of failed nodes.
+func (n *Node) SetDown(down bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down = down
+	if down {
+		for s := range n.subs {
+			delete(n.subs, s)
+			s.end()
+		}
+	}
+}
+
+// FlushAll deletes every key, as a Redis restarted without persistence
+// would have lost them.
+func (n *Node) FlushAll() {
+	n.mu.Lock()
+	clear(n.keys)
+	n.mu.Unlock()
+}
+
+// errDown is the failure of a node that is down.
+var errDown = errors.New("memlock: connection refused (node is down)")
+
+// Eval runs one of package dlm's scripts, recognised by its digest.
+func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down {
+		return nil, errDown
+	}
+	loud := len(args) > 0 && args[len(args)-1] == "1"
+	switch name := scriptid.Name(s); name {
+	case scriptid.Acquire:
+		return n.acquire(keys, args, loud, false)
+	case scriptid.GuardedAcquire:
+		return n.acquire(keys[:len(keys)-1], args, loud, false)
+	case scriptid.FencedAcquire:
+		return n.acquire(keys, args, loud, true)
+	case scriptid.GuardedFencedAcquire:
+		return n.acquire(keys[:len(keys)-1], args, loud, true)
+	case scriptid.Release:
+		var deleted int64
+		for _, k := range keys {
+			if v, ok := n.get(k); ok && v == args[0] {
+				delete(n.keys, k)
+				deleted++
+				if loud {
+					if subs := n.listeners(k + scriptid.WakeSuffix); subs > 0 {
+						n.publish(k+scriptid.WakeSuffix, "r"+strconv.Itoa(subs))
+					}
+				}
+			}
+		}
+		return deleted, nil
+	case scriptid.Extend:
+		ttl, err := millis(args[1])
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			if v, _ := n.get(k); v != args[0] {
+				return int64(0), nil
+			}
+		}
+		for _, k := range keys {
+			n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
+		}
+		return int64(1), nil
+	case scriptid.RaiseFence:
+		locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
+		for _, k := range locks {
+			if v, _ := n.get(k); v != args[0] {
+				return int64(0), nil
+			}
+		}
+		f, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil {
+			return nil, errors.New("ERR value is not an integer or out of range")
+		}
+		for _, k := range counters {
+			if n.counter(k) < f {
+				n.keys[k] = entry{val: args[1]}
+			}
+		}
+		return int64(1), nil
+	case scriptid.Status:
+		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
+	case scriptid.Leader:
+		v, ok := n.get(keys[0])
+		if !ok {
+			return []any{}, nil
+		}
+		sum := sha1.Sum([]byte(v))
+		value := ""
+		if i := strings.IndexByte(v, ':'); i >= 0 {
+			value = v[i+1:]
+		}
+		return []any{hex.EncodeToString(sum[:]), value, n.pttl(keys[0])}, nil
+	default:
+		return nil, fmt.Errorf("ERR memlock: script %s is not one the in-memory node runs (fairness is not supported)", s.Hash)
+	}
+}
+
+// acquire is the acquire script, plain or fenced: the lock keys (followed
+// by as many fencing counters when fenced) all set to the token with the
+// TTL unless another token holds one. n.mu is held.
+func (n *Node) acquire(keys, args []string, loud, fenced bool) (any, error) {
+	ttl, err := millis(args[1])
+	if err != nil {
+		return nil, err
+	}
+	locks := keys
+	if fenced {
+		locks = keys[:len(keys)/2]
+	}
+	for _, k := range locks {
+		if v, ok := n.get(k); ok && v != args[0] {
+			return int64(0), nil
+		}
+	}
+	var f int64 = 1
+	if fenced {
+		var top int64
+		for _, k := range keys[len(locks):] {
+			top = max(top, n.counter(k))
+		}
+		f = top + 1
+		for _, k := range keys[len(locks):] {
+			n.keys[k] = entry{val: strconv.FormatInt(f, 10)}
+		}
+	}
+	for _, k := range locks {
+		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
+		if loud {
+			n.publish(k+scriptid.WakeSuffix, "t")
+		}
+	}
+	return f, nil
+}
+
+// get returns the live value of key, dropping it once expired. n.mu is
+// held.
+func (n *Node) get(key string) (string, bool) {
+	e, ok := n.keys[key]
+	if ok && !e.exp.IsZero() && !time.Now().Before(e.exp) {
+		delete(n.keys, key)
+		return "", false
+	}
+	return e.val, ok
+}
+
+// pttl is Redis' PTTL: -2 for a missing key, -1 for one without expiry.
+// n.mu is held.
+func (n *Node) pttl(key string) int64 {
+	if _, ok := n.get(key); !ok {
+		return -2
+	}
+	e := n.keys[key]
+	if e.exp.IsZero() {
+		return -1
+	}
+	return max(time.Until(e.exp).Milliseconds(), 0)
+}
+
+// counter returns the integer at key, 0 when none. n.mu is held.
+func (n *Node) counter(key string) int64 {
+	v, _ := n.get(key)
+	c, _ := strconv.ParseInt(v, 10, 64)
+	return c
+}
+
+// millis reads a PX argument.
+func millis(arg string) (time.Duration, error) {
+	ms, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, errors.New("ERR invalid expire time in 'set' command")
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

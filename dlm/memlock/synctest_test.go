@@ -1,0 +1,82 @@
+//go:build go1.25
+
+// testing/synctest needs the Go 1.23 timer channels, which a go 1.22 module
+// turns off by default; the go:debug line turns them on for this test binary.
+
+//go:debug asynctimerchan=0
+
+package memlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/memlock"
+)
+
+// TestFakeClock lets an hour-long TTL run out on synctest's fake clock: the
+// lock is reported lost before its validity ends, a rival takes it, and the
+// first holder's Unlock says it was lost — in no real time.
+func TestFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := memlock.New(dlm.WithTTL(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ctx := context.Background()
+		l, err := m.TryLock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		<-l.Lost()
+		if lost := time.Since(start); lost >= time.Hour || !time.Now().Before(l.Until()) {
+			t.Errorf("Lost after %v, Until %v after the start; want Lost before Until, within the hour", lost, l.Until().Sub(start))
+		}
+		if _, err := m.TryLock(ctx, "job"); !errors.Is(err, dlm.ErrNotObtained) {
+			t.Errorf("TryLock before the TTL's end = %v; want ErrNotObtained", err)
+		}
+		time.Sleep(time.Until(start.Add(time.Hour)))
+		rival, err := m.TryLock(ctx, "job")
+		if err != nil {
+			t.Fatalf("TryLock after the TTL = %v", err)
+		}
+		if err := l.Unlock(ctx); !errors.Is(err, dlm.ErrLockLost) {
+			t.Errorf("Unlock after expiry = %v; want ErrLockLost", err)
+		}
+		if err := rival.Unlock(ctx); err != nil {
+			t.Errorf("rival Unlock = %v", err)
+		}
+	})
+}
+
+// TestFakeClockDo runs Do for a day under a one-minute TTL on the fake
+// clock: auto-extension keeps the lock the whole time.
+func TestFakeClockDo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := memlock.New(dlm.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		err = m.Do(context.Background(), "job", func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(24 * time.Hour):
+			}
+			if _, err := m.TryLock(ctx, "job"); !errors.Is(err, dlm.ErrNotObtained) {
+				t.Errorf("TryLock after a day in Do = %v; want ErrNotObtained", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Do = %v", err)
+		}
+	})
+}

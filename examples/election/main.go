@@ -1,0 +1,184 @@
+// Command election shows leader election over Redlock: three candidates,
+// each with a manager of its own as separate processes would have, campaign
+// for one election while an observer prints every change of leader.
+//
+// Each leader works a moment, then resigns, and a waiting candidate takes
+// over at once — except host-b, which "crashes": its manager closes without
+// resigning, and a candidate still waiting takes over when host-b's keys
+// expire, within a TTL. The observer hears each change: resignations and new
+// leaders at once from the nodes' announcements, a crash when the keys
+// expire.
+//
+// With no flags it starts 3 miniredis servers inside this process; with
+// -nodes url,url,... it runs against real Redis masters. The program checks
+// itself: two leaders at once, a leader the observer did not report, or a
+// failed resign makes it exit with status 1. It exits 0 on success.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/examples/internal/demolog"
+	"github.com/dlmgo/redlock/examples/internal/embedded"
+
+	_ "github.com/dlmgo/redlock/backends/goredis"
+)
+
+// The demo's settings.
+const (
+	election    = "scheduler"
+	ttl         = time.Second
+	nodeTimeout = 200 * time.Millisecond
+	leadTime    = 300 * time.Millisecond // how long each leader works
+	changeWait  = 10 * time.Second       // bound on waiting for any change
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "election:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, args []string) error {
+	fs := flag.NewFlagSet("election", flag.ContinueOnError)
+	fs.SetOutput(out)
+	nodesFlag := fs.String("nodes", "", "comma-separated Redis master URLs (default: 3 embedded miniredis servers)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := demolog.New(out)
+	var urls []string
+	if *nodesFlag == "" {
+		cluster, err := embedded.Start(3)
+		if err != nil {
+			return err
+		}
+		defer cluster.Close()
+		for _, a := range cluster.Addrs() {
+			urls = append(urls, "redis+goredis://"+a)
+		}
+		log.Say("3 embedded Redis nodes")
+	} else {
+		urls = strings.Split(*nodesFlag, ",")
+		log.Say("%d Redis nodes from -nodes", len(urls))
+	}
+	open := func() (*dlm.Manager, error) {
+		return dlm.Open(urls, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout))
+	}
+
+	// The observer.
+	watcher, err := open()
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs, err := watcher.Observe(octx, election)
+	if err != nil {
+		return err
+	}
+	var (
+		seenMu sync.Mutex
+		seen   []string
+	)
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		for o := range obs {
+			seenMu.Lock()
+			if o.Leader {
+				log.Event("observer: leader is %s", o.Value)
+				seen = append(seen, o.Value)
+			} else {
+				log.Event("observer: no leader")
+			}
+			seenMu.Unlock()
+		}
+	}()
+
+	// The candidates.
+	var (
+		leaders atomic.Int32
+		overlap atomic.Bool
+		wg      sync.WaitGroup
+		errs    = make(chan error, 3)
+	)
+	for _, name := range []string{"host-a", "host-b", "host-c"} {
+		m, err := open()
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 3*changeWait)
+			ld, err := m.Campaign(cctx, election, name)
+			cancel() // the leadership does not depend on it
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			if leaders.Add(1) > 1 {
+				overlap.Store(true)
+			}
+			log.Event("%s: leading, term %d", name, ld.Term())
+			select {
+			case <-time.After(leadTime):
+			case <-ld.Lost():
+				errs <- fmt.Errorf("%s: leadership lost", name)
+			}
+			leaders.Add(-1)
+			if name == "host-b" {
+				log.Event("%s: crashing without resigning", name)
+				m.Close()
+				return
+			}
+			log.Event("%s: resigning", name)
+			if err := ld.Resign(ctx); err != nil {
+				errs <- fmt.Errorf("%s: resign: %w", name, err)
+			}
+		}()
+		// Start them in order, so the story is always the same.
+		time.Sleep(50 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	var failed []error
+	for err := range errs {
+		failed = append(failed, err)
+	}
+	// Let the observer hear the last resignation.
+	time.Sleep(ttl / 2)
+	cancel()
+	<-observed
+	if overlap.Load() {
+		failed = append(failed, errors.New("two leaders at once"))
+	}
+	seenMu.Lock()
+	if len(seen) != 3 {
+		failed = append(failed, fmt.Errorf("observer saw %d leaders (%v); want 3", len(seen), seen))
+	}
+	seenMu.Unlock()
+	if err := errors.Join(failed...); err != nil {
+		return err
+	}
+	log.Say("ok: three leaders in turn, never two at once, each one observed")
+	return nil
+}
