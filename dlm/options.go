@@ -53,6 +53,7 @@ type config struct {
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
+	permitQuorum int           // 0: derived (semaphores only)
 }
 
 func defaultConfig() config {
