@@ -268,3 +268,38 @@ func (m *Manager) doLease(ctx context.Context, kind *leaseKind, key string, fn f
 	l.cfg.emitDone(ctx, []string{key}, start, 0, err)
 	return err
 }
+
+// handle returns what a [Handle] says of a lease of kind k (nil for the
+// mutex).
+func (k *leaseKind) handle() (lease string, limit, q int) {
+	switch {
+	case k == nil:
+		return "", 0, 0
+	case k.intent:
+		return "read", 0, 0
+	}
+	return "permit", k.limit, k.need
+}
+
+// resumeKind returns the lease kind h describes, nil for the mutex.
+func (m *Manager) resumeKind(h Handle) (*leaseKind, error) {
+	switch h.Lease {
+	case "":
+		return nil, nil
+	case "read":
+		if len(h.Keys) != 1 {
+			return nil, fmt.Errorf("%w: Handle of a read lock over %d keys; want 1", ErrInvalid, len(h.Keys))
+		}
+		return readLease, nil
+	case "permit":
+		if len(h.Keys) != 1 || h.Limit < 1 || h.Limit > MaxPermits {
+			return nil, fmt.Errorf("%w: Handle of a permit: %d keys, limit %d; want 1 key and a limit from 1 to %d", ErrInvalid, len(h.Keys), h.Limit, MaxPermits)
+		}
+		q, err := permitQuorum(len(m.nodes), h.Limit, h.Quorum)
+		if err != nil {
+			return nil, err
+		}
+		return permitKind(h.Limit, q), nil
+	}
+	return nil, fmt.Errorf("%w: Handle of an unknown lease %q", ErrInvalid, h.Lease)
+}

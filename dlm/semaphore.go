@@ -64,11 +64,16 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 	if err != nil {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
-	return &Semaphore{m: m, name: name, opts: opts, kind: &leaseKind{
+	return &Semaphore{m: m, name: name, opts: opts, kind: permitKind(limit, q)}, nil
+}
+
+// permitKind is the lease kind of a semaphore's permits.
+func permitKind(limit, q int) *leaseKind {
+	return &leaseKind{
 		what: "permit", suffix: permitsSuffix, limit: limit, need: q,
 		acquire: [2]*driver.Script{permitAcquireScript, guardedPermitAcquireScript},
 		extend:  permitExtendScript, unlock: permitReleaseScript,
-	}}, nil
+	}
 }
 
 // permitQuorum checks the quorum asked of a semaphore of limit over n nodes

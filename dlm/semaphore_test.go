@@ -256,3 +256,48 @@ func TestSemaphoreDo(t *testing.T) {
 		t.Logf("at most %d ran at once", most)
 	}
 }
+
+// TestLeaseResume checks that a read lease and a permit handed over with
+// Handle are released by the receiver with their own scripts.
+func TestLeaseResume(t *testing.T) {
+	_, nodes := startNodes(t, 3)
+	ctx := context.Background()
+	a, b := rwManager(t, nodes), rwManager(t, nodes)
+	s, err := a.Semaphore("jobs", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, take := range map[string]func() (*dlm.Lock, error){
+		"read":   func() (*dlm.Lock, error) { return a.TryRLock(ctx, "doc") },
+		"permit": func() (*dlm.Lock, error) { return s.TryAcquire(ctx) },
+	} {
+		l, err := take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := l.Handle()
+		r, err := b.Resume(ctx, h)
+		if err != nil {
+			t.Fatalf("%s: Resume = %v", name, err)
+		}
+		if !r.Shared() {
+			t.Errorf("%s: the resumed lease: Shared() = false", name)
+		}
+		if err := r.Extend(ctx, time.Second); err != nil {
+			t.Errorf("%s: Extend of the resumed lease = %v", name, err)
+		}
+		if err := r.Unlock(ctx); err != nil {
+			t.Errorf("%s: Unlock of the resumed lease = %v", name, err)
+		}
+	}
+	if _, err := a.TryLock(ctx, "doc"); err != nil {
+		t.Errorf("TryLock after the resumed reader left = %v", err)
+	}
+	if _, err := s.TryAcquire(ctx); err != nil {
+		t.Errorf("TryAcquire after the resumed permit was given back = %v", err)
+	}
+	bad := dlm.Handle{Keys: []string{"jobs"}, Token: "00", Until: time.Now().Add(time.Minute), Lease: "permit", Limit: 2, Quorum: 1}
+	if _, err := b.Resume(ctx, bad); !errors.Is(err, dlm.ErrInvalid) {
+		t.Errorf("Resume of a permit with an unsafe quorum = %v; want ErrInvalid", err)
+	}
+}
