@@ -66,7 +66,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	src := s.Source
-	if strings.Contains(src, "ZREMRANGEBYSCORE") {
+	if strings.Contains(src, "spanLeases") {
 		return n.lease(src, keys, args)
 	}
 	switch {
@@ -180,7 +180,7 @@ func (n *memNode) lease(src string, keys, args []string) (any, error) {
 		v, held = n.get(k)
 	}
 	switch {
-	case strings.Contains(src, "'ZREM'"): // release
+	case strings.Contains(src, "'ZREM', KEYS["): // release
 		delete(leases, token)
 		if !read || v == mark {
 			span()
@@ -189,7 +189,7 @@ func (n *memNode) lease(src string, keys, args []string) (any, error) {
 			return int64(1), nil
 		}
 		return int64(0), nil
-	case strings.Contains(src, "'EXISTS'"): // read acquire
+	case strings.Contains(src, "KEYS[3]"): // read acquire
 		if held && v != mark {
 			return int64(0), nil
 		}

@@ -29,7 +29,7 @@ for i = 1, nk do
 end
 for i = 1, nk do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  redis.call('DEL', KEYS[i] .. '` + intentSuffix + `')
+  clearIntent(KEYS[i])
   announce(KEYS[i], 't')
 end
 return 1
@@ -85,13 +85,20 @@ return n
 // value calls: when value is the read lock's marker (readers hold the key)
 // and the last argument ends with "w" (a writer that waits, see
 // [writerIntent]), it records the writer's intent, which keeps new readers
-// out for the writer's TTL or until a writer obtains the key.
+// out for the writer's TTL or until a writer obtains the key; and
+// clearIntent(key), which a grant calls to delete that intent (reading it
+// first, so that a mutex without read locks needs no DEL to be granted).
 const announce = `
 local flag = ARGV[#ARGV]
 local loud = string.sub(flag, 1, 1) == '1'
 local function readersHold(k, v)
   if v == '` + readersMark + `' and string.sub(flag, 2, 2) == 'w' then
     redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
+  end
+end
+local function clearIntent(k)
+  if redis.call('GET', k .. '` + intentSuffix + `') then
+    redis.call('DEL', k .. '` + intentSuffix + `')
   end
 end
 local function announce(k, payload)
@@ -147,7 +154,7 @@ f = f + 1
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   redis.call('SET', KEYS[n + i], f)
-  redis.call('DEL', KEYS[i] .. '` + intentSuffix + `')
+  clearIntent(KEYS[i])
   announce(KEYS[i], 't')
 end
 return f

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/resp"
 )
 
 // TestSemaphoreQuorum checks the derived quorum against the figures
@@ -299,5 +302,58 @@ func TestLeaseResume(t *testing.T) {
 	bad := dlm.Handle{Keys: []string{"jobs"}, Token: "00", Until: time.Now().Add(time.Minute), Lease: "permit", Limit: 2, Quorum: 1}
 	if _, err := b.Resume(ctx, bad); !errors.Is(err, dlm.ErrInvalid) {
 		t.Errorf("Resume of a permit with an unsafe quorum = %v; want ErrInvalid", err)
+	}
+}
+
+// TestLeasesLeastPrivilege checks that read locks, the writer's intent and
+// semaphores need no rule beyond dlmtest.LeastPrivilegeRules, the ACL
+// docs/security.md documents.
+func TestLeasesLeastPrivilege(t *testing.T) {
+	line := "user locker on >pw-locker " + strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " ")
+	nodes := make([]driver.Node, 3)
+	for i := range nodes {
+		s := dlmtest.StartServer(t, dlmtest.WithACLFile(t, line))
+		cfg, err := driver.ParseURL("redis://locker:pw-locker@" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		nodes[i] = n
+	}
+	ctx := context.Background()
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)), dlm.WithTTL(time.Second), dlm.WithRestartGuard(time.Second))
+	r, err := m.RLock(ctx, "doc")
+	if err != nil {
+		t.Fatalf("RLock as the least-privilege user = %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = m.Lock(wctx, "doc") // refused by the reader: writes its intent
+	cancel()
+	wantErr(t, "Lock while a reader holds the key", err, context.DeadlineExceeded)
+	if err := r.Extend(ctx, time.Second); err != nil {
+		t.Errorf("Extend of a read lock = %v", err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of a read lock = %v", err)
+	}
+	w, err := m.TryLock(ctx, "doc") // clears the intent
+	if err != nil {
+		t.Fatalf("TryLock after the reader left = %v", err)
+	}
+	w.Unlock(ctx)
+	s, err := m.Semaphore("jobs", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("TryAcquire as the least-privilege user = %v", err)
+	}
+	if err := p.Extend(ctx, time.Second); err != nil {
+		t.Errorf("Extend of a permit = %v", err)
+	}
+	if err := p.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of a permit = %v", err)
 	}
 }
