@@ -217,12 +217,13 @@ func TestRWLockCrashedReader(t *testing.T) {
 func TestRWLockAutoExtendAndLoss(t *testing.T) {
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	m := rwManager(t, nodes, dlm.WithNodeTimeout(100*time.Millisecond))
-	const ttl = 300 * time.Millisecond
+	// A TTL long enough for extensions to succeed on a loaded machine.
+	m := rwManager(t, nodes, dlm.WithNodeTimeout(200*time.Millisecond))
+	const ttl = time.Second
 	err := m.RDo(ctx, "doc", func(ctx context.Context) error {
-		time.Sleep(3 * ttl)
+		time.Sleep(ttl * 5 / 2)
 		if _, err := m.TryLock(context.Background(), "doc"); !errors.Is(err, dlm.ErrNotObtained) {
-			return fmt.Errorf("TryLock after 3 TTLs of an extended read lease = %v; want ErrNotObtained", err)
+			return fmt.Errorf("TryLock after 2.5 TTLs of an extended read lease = %v; want ErrNotObtained", err)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("RDo's context ended while the lease was extended: %v", context.Cause(ctx))

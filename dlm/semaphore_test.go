@@ -106,6 +106,7 @@ func TestSemaphoreLimit(t *testing.T) {
 	if _, err := s.TryAcquire(ctx, dlm.WithTTL(ttl)); err != nil { // never given back
 		t.Fatal(err)
 	}
+	granted := time.Now() // the nodes' leases end by granted+ttl
 	_, err = s.TryAcquire(ctx)
 	wantErr(t, "TryAcquire of a third permit of 2", err, dlm.ErrNotObtained)
 	got := make(chan error, 1)
@@ -135,7 +136,7 @@ func TestSemaphoreLimit(t *testing.T) {
 	if time.Since(crashed) < ttl-ttl/5 {
 		wantErr(t, "TryAcquire while the crashed holder's permit lasts", err, dlm.ErrNotObtained)
 	}
-	time.Sleep(time.Until(crashed.Add(ttl + 50*time.Millisecond)))
+	time.Sleep(time.Until(granted.Add(ttl + 20*time.Millisecond)))
 	c, err := s.TryAcquire(ctx)
 	if err != nil {
 		t.Fatalf("TryAcquire after the crashed holder's TTL = %v; want its permit freed", err)
@@ -355,5 +356,37 @@ func TestLeasesLeastPrivilege(t *testing.T) {
 	}
 	if err := p.Unlock(ctx); err != nil {
 		t.Errorf("Unlock of a permit = %v", err)
+	}
+}
+
+// TestLeaseBadInput checks that read locks and semaphores refuse bad input
+// with ErrInvalid before any round trip.
+func TestLeaseBadInput(t *testing.T) {
+	nodes := make([]driver.Node, 3)
+	for i := range nodes {
+		nodes[i] = deadNode(fmt.Sprintf("dead-%d", i)) // a round trip would fail otherwise
+	}
+	m := rwManager(t, nodes)
+	s, err := m.Semaphore("jobs", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var nilCtx context.Context
+	long := strings.Repeat("k", dlm.MaxKeyLen+1)
+	for name, call := range map[string]func() error{
+		"RLock nil ctx":         func() error { _, err := m.RLock(nilCtx, "k"); return err },
+		"TryRLock empty key":    func() error { _, err := m.TryRLock(ctx, ""); return err },
+		"RLock long key":        func() error { _, err := m.RLock(ctx, long); return err },
+		"RLock bad TTL":         func() error { _, err := m.RLock(ctx, "k", dlm.WithTTL(0)); return err },
+		"RDo nil fn":            func() error { return m.RDo(ctx, "k", nil) },
+		"Semaphore long name":   func() error { _, err := m.Semaphore(long, 1); return err },
+		"Acquire nil ctx":       func() error { _, err := s.Acquire(nilCtx); return err },
+		"TryAcquire bad option": func() error { _, err := s.TryAcquire(ctx, nil); return err },
+		"Semaphore.Do nil fn":   func() error { return s.Do(ctx, nil) },
+	} {
+		if err := call(); !errors.Is(err, dlm.ErrInvalid) {
+			t.Errorf("%s = %v; want ErrInvalid", name, err)
+		}
 	}
 }
