@@ -256,6 +256,10 @@ func TestRWLockUpgradeRefused(t *testing.T) {
 	ctx := context.Background()
 	m := rwManager(t, nodes)
 	err := m.RDo(ctx, "doc", func(ctx context.Context) error {
+		// Bounded, so that without the refusal the test fails rather
+		// than waits for its own read lock.
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := m.Lock(ctx, "doc")
 		wantErr(t, "Lock inside RDo", err, dlm.ErrUpgrade)
 		wantErr(t, "Lock inside RDo", err, dlm.ErrInvalid)
@@ -273,6 +277,8 @@ func TestRWLockUpgradeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = m.Do(ctx, "doc", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := m.RLock(ctx, "doc")
 		wantErr(t, "RLock inside Do", err, dlm.ErrInvalid)
 		return nil
