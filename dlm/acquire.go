@@ -43,6 +43,9 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseUpgrade(ctx, keys); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	var l *Lock
 	attempts := 1
@@ -59,7 +62,7 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		if cfg.fair != nil {
 			fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
 		}
-		l, err = m.acquire(ctx, &cfg, keys, rkeys, fw)
+		l, err = m.acquire(ctx, &cfg, keys, rkeys, fw, false)
 	}
 	kind := EventObtained
 	if err != nil {
@@ -147,7 +150,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			w.drain()
 		}
 		began := time.Now()
-		l, err := m.acquire(ctx, cfg, keys, rkeys, fw)
+		l, err := m.acquire(ctx, cfg, keys, rkeys, fw, true)
 		took := time.Since(began)
 		var qerr *QuorumError
 		if err == nil || !errors.As(err, &qerr) {
@@ -242,8 +245,10 @@ func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, 
 // acquire makes one attempt: the acquire script on every node at once, a
 // quorum within the validity, or a release on all nodes. Each attempt has a
 // token of its own, so the release of a failed attempt, which may finish in
-// the background, can never delete what a later attempt obtained.
-func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string, fw *fairWaiter) (*Lock, error) {
+// the background, can never delete what a later attempt obtained. waiting
+// says the caller will try again: refused by readers, it keeps new readers
+// out (see [Manager.RLock]).
+func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string, fw *fairWaiter, waiting bool) (*Lock, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
@@ -251,6 +256,9 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	token += cfg.tokenSuffix
 	start := time.Now()
 	req := acquireRequest(cfg, rkeys, token, fw)
+	if waiting {
+		req.writerIntent()
+	}
 	v, pend := m.poll(ctx, req)
 	if fw != nil {
 		fw.ticket = max(fw.ticket, v.ticket)

@@ -25,6 +25,17 @@
 //
 //	m, err := dlm.Open([]string{"redis+goredis://10.0.0.1:6379", ...})
 //
+// # Read-write locks and semaphores
+//
+// [Manager.RLock], [Manager.TryRLock] and [Manager.RDo] take read locks,
+// which readers hold together; the write lock is the mutex on the same key.
+// A [Semaphore] ([Manager.Semaphore]) lets at most its limit of holders in.
+// Each reader and each permit is a lease with a token and a TTL of its own,
+// so a crashed holder frees its share when its TTL ends; the returned [Lock]
+// is extended, released and lost as the mutex is. A permit needs
+// [SemaphoreQuorum] nodes, more than a majority once the limit is above 1
+// (docs/design.md has the proof).
+//
 // # Errors
 //
 // Errors are checked with errors.Is against the sentinels: [ErrNotObtained]

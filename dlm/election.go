@@ -130,6 +130,11 @@ func (ld *Leadership) Value() string { return ld.value }
 // Resources that the leader writes can refuse a deposed leader with [Fence].
 func (ld *Leadership) Term() uint64 { return ld.l.Token() }
 
+// GrantID tells this term's grant apart from another grant that was given
+// the same term after fencing counters were lost; see [Lock.GrantID] and
+// [Fence.Admit].
+func (ld *Leadership) GrantID() uint64 { return ld.l.GrantID() }
+
 // Until returns the end of the leadership's current validity by the local
 // monotonic clock; extension moves it on.
 func (ld *Leadership) Until() time.Time { return ld.l.Until() }

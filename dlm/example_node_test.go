@@ -45,6 +45,8 @@ type memNode struct {
 	addr string
 	mu   sync.Mutex
 	keys map[string]memEntry
+	// sets are the read locks' and semaphores' leases: token to end.
+	sets map[string]map[string]time.Time
 }
 
 type memEntry struct {
@@ -64,7 +66,25 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	src := s.Source
+	if strings.Contains(src, "spanLeases") {
+		return n.lease(src, keys, args)
+	}
 	switch {
+	case strings.Contains(src, "ARGV[1], 'PX'") && strings.Contains(src, "nk / 2"): // fenced acquire
+		return nil, errors.New("ERR script not supported by the example node")
+	case strings.Contains(src, "ARGV[1], 'PX'"): // acquire
+		for _, k := range keys {
+			if v, ok := n.get(k); ok && v != args[0] {
+				if v == "dlm:readers" && strings.HasSuffix(args[len(args)-1], "w") { // a waiting writer
+					n.keys[k+":wait"] = memEntry{val: "1", exp: time.Now().Add(ttlArg(args[1]))}
+				}
+				return int64(0), nil
+			}
+		}
+		for _, k := range keys {
+			delete(n.keys, k+":wait")
+		}
+		return n.setAll(keys, args)
 	case strings.Contains(src, "'DEL'"): // release
 		var deleted int64
 		for _, k := range keys {
@@ -77,13 +97,6 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	case strings.Contains(src, "'PEXPIRE'"): // extend
 		for _, k := range keys {
 			if v, _ := n.get(k); v != args[0] {
-				return int64(0), nil
-			}
-		}
-		return n.setAll(keys, args)
-	case strings.Contains(src, "'PX'") && !strings.Contains(src, "nk / 2"): // acquire, not fenced
-		for _, k := range keys {
-			if v, ok := n.get(k); ok && v != args[0] {
 				return int64(0), nil
 			}
 		}
@@ -112,5 +125,88 @@ func (n *memNode) setAll(keys, args []string) (any, error) {
 	for _, k := range keys {
 		n.keys[k] = memEntry{val: args[0], exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
 	}
+	return int64(1), nil
+}
+
+// ttlArg reads a TTL argument in milliseconds.
+func ttlArg(s string) time.Duration {
+	ms, _ := strconv.Atoi(s)
+	return time.Duration(ms) * time.Millisecond
+}
+
+// lease runs the read lock's and the semaphore's scripts: KEYS are the lock
+// key and the readers' set (and the writer's intent, to acquire) for a read
+// lock, the set of permits for a semaphore. n.mu is held.
+func (n *memNode) lease(src string, keys, args []string) (any, error) {
+	const mark = "dlm:readers"
+	read := strings.Contains(src, "spanLeases(KEYS[2]")
+	k, set := "", keys[0]
+	if read {
+		k, set = keys[0], keys[1]
+	}
+	if n.sets == nil {
+		n.sets = map[string]map[string]time.Time{}
+	}
+	now := time.Now()
+	leases := n.sets[set]
+	if leases == nil {
+		leases = map[string]time.Time{}
+		n.sets[set] = leases
+	}
+	for tok, end := range leases {
+		if !now.Before(end) {
+			delete(leases, tok)
+		}
+	}
+	span := func() {
+		var top time.Time
+		for _, end := range leases {
+			if end.After(top) {
+				top = end
+			}
+		}
+		if read {
+			if len(leases) == 0 {
+				delete(n.keys, k)
+			} else {
+				n.keys[k] = memEntry{val: mark, exp: top}
+			}
+		}
+	}
+	token := args[0]
+	_, in := leases[token]
+	v, held := "", false
+	if read {
+		v, held = n.get(k)
+	}
+	switch {
+	case strings.Contains(src, "'ZREM', KEYS["): // release
+		delete(leases, token)
+		if !read || v == mark {
+			span()
+		}
+		if in {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case strings.Contains(src, "KEYS[3]"): // read acquire
+		if held && v != mark {
+			return int64(0), nil
+		}
+		if _, waits := n.get(keys[2]); waits && !in {
+			return int64(0), nil
+		}
+	case strings.Contains(src, "'ZCARD'"): // permit acquire
+		limit, _ := strconv.Atoi(args[len(args)-2])
+		if !in && len(leases) >= limit {
+			return int64(0), nil
+		}
+	default: // extend
+		if !in || (read && v != mark) {
+			return int64(0), nil
+		}
+	}
+	leases[token] = now.Add(ttlArg(args[1]))
+	span()
 	return int64(1), nil
 }

@@ -16,6 +16,12 @@ type Handle struct {
 	Until time.Time `json:"until"`
 	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
 	Fence uint64 `json:"fence,omitempty"`
+	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
+	// and empty for the mutex; a permit also carries its semaphore's Limit
+	// and Quorum.
+	Lease  string `json:"lease,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Quorum int    `json:"quorum,omitempty"`
 }
 
 // Handle returns what [Manager.Resume] needs to take the lock over in
@@ -25,7 +31,9 @@ type Handle struct {
 func (l *Lock) Handle() Handle {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0), Fence: l.fence}
+	h := Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0), Fence: l.fence}
+	h.Lease, h.Limit, h.Quorum = l.kind.handle()
+	return h
 }
 
 // Resume returns a Lock for a lock obtained elsewhere, from its [Handle],
@@ -52,7 +60,14 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if left <= 0 {
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
 	}
-	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, fence: h.Fence, until: time.Now().Add(left)}
+	kind, err := m.resumeKind(h)
+	if err != nil {
+		return nil, err
+	}
+	if kind != nil {
+		rkeys = kind.keys(rkeys[0])
+	}
+	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, fence: h.Fence, until: time.Now().Add(left), kind: kind}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(ctx, *cfg.autoExtend)
 	}

@@ -26,6 +26,9 @@ type Lock struct {
 	// (fairness): nodes that did not grant it may still keep its place,
 	// which the release gives up.
 	waiter string
+	// kind is the shared lease this is (a read lock or a semaphore's
+	// permit), nil for the mutex; see lease.go.
+	kind *leaseKind
 
 	// watchdog, when auto-extension is on: cancel stops it, done is
 	// closed when it has returned.
@@ -119,14 +122,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.pend.wait()
 	}
 	start = time.Now()
-	v := l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter, l.granted)
+	v := l.release(ctx)
 	l.passTurn()
 	var err error
 	switch {
 	case lostErr != nil:
 		err = lostErr // the release's own failures are reported as events
-	case v.yes < quorum(len(l.m.nodes)):
-		err = v.failure(opUnlock, l.Key(), len(l.m.nodes), false)
+	case v.yes < l.quorum():
+		err = l.failure(&v, opUnlock, false)
 	case expiredFor >= 0:
 		err = fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
@@ -172,13 +175,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Unlock()
 	n := len(l.m.nodes)
-	v, _ := l.m.poll(ctx, &request{
-		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.token, ttlMillis(ttl)},
-		want: 1, timeout: cfg.timeout(), early: true,
-	})
+	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
 	drift := cfg.drift(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	if set := ttl.Truncate(time.Millisecond); v.yes >= quorum(n) && set-time.Since(start)-drift > 0 {
+	if set := ttl.Truncate(time.Millisecond); v.yes >= l.quorum() && set-time.Since(start)-drift > 0 {
 		l.mu.Lock()
 		lostErr := l.lostErr
 		if lostErr == nil {
@@ -196,10 +196,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 		return nil
 	}
-	qerr := v.failure(opExtend, l.Key(), n, v.yes >= quorum(n))
+	qerr := l.failure(&v, opExtend, v.yes >= l.quorum())
 	ev.Kind, ev.Err = EventExtendFailed, qerr
 	l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
-	if v.no > n-quorum(n) {
+	if v.no > n-l.quorum() {
 		l.mu.Lock()
 		l.end(qerr) // a quorum no longer holds the token
 		l.mu.Unlock()

@@ -53,6 +53,7 @@ type config struct {
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
+	permitQuorum int           // 0: derived (semaphores only)
 	// tokenSuffix follows the random part of every token: ":" and the
 	// leader's value for a campaign (see election.go), "" otherwise.
 	tokenSuffix string

@@ -50,6 +50,17 @@ type request struct {
 	// args but for the last, announce's flag, "0" instead of "1".
 	quiet []string
 	loud  uint64
+	// need is the number of yes that makes a quorum; 0 means a majority
+	// (a semaphore's permits need more, see [SemaphoreQuorum]).
+	need int
+}
+
+// quorum is the number of yes among n nodes that makes req's quorum.
+func (r *request) quorum(n int) int {
+	if r.need > 0 {
+		return r.need
+	}
+	return quorum(n)
 }
 
 // announcers returns the mask of the nodes that should announce: the two of
@@ -116,7 +127,7 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	if req.early {
 		answered = make([]bool, n)
 	}
-	q := quorum(n)
+	q := req.quorum(n)
 	for got := 1; got <= asked; got++ {
 		r := <-replies
 		v.count(r, n)
@@ -183,8 +194,12 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 // due are released in the background, which ends within two node timeouts,
 // so an unreachable node does not cost the caller a second timeout.
 func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
+	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, token, "", v.granted), v, p) // the waiter keeps its place
+}
+
+// releaseAttemptWith is releaseAttempt with the release request req.
+func (m *Manager) releaseAttemptWith(ctx context.Context, req *request, v *vote, p *pending) {
 	ctx = context.WithoutCancel(ctx)
-	req := releaseRequest(cfg, rkeys, token, "", v.granted) // the waiter keeps its place
 	granted := make([]bool, len(m.nodes))
 	asked := false
 	for i := range granted {
@@ -293,8 +308,13 @@ func quorum(n int) int { return n/2 + 1 }
 // failure builds the error for a vote that fell short, node errors in node
 // order.
 func (v *vote) failure(op, key string, nodes int, expired bool) *QuorumError {
+	return v.failureOf(op, key, nodes, quorum(nodes), expired)
+}
+
+// failureOf is failure for a quorum of q nodes.
+func (v *vote) failureOf(op, key string, nodes, q int, expired bool) *QuorumError {
 	e := &QuorumError{
-		Op: op, Key: key, Nodes: nodes, Quorum: quorum(nodes),
+		Op: op, Key: key, Nodes: nodes, Quorum: q,
 		For: v.yes, Against: v.no, Failed: v.failed, Expired: expired,
 	}
 	if v.errs != nil {

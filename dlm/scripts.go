@@ -22,10 +22,14 @@ var acquireScript = driver.NewScript(plainKeys + acquireBody)
 const acquireBody = `
 for i = 1, nk do
   local v = redis.call('GET', KEYS[i])
-  if v and v ~= ARGV[1] then return 0 end
+  if v and v ~= ARGV[1] then
+    readersHold(KEYS[i], v)
+    return 0
+  end
 end
 for i = 1, nk do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  clearIntent(KEYS[i])
   announce(KEYS[i], 't')
 end
 return 1
@@ -72,11 +76,31 @@ return n
 // announce defines announce(key, payload), which publishes on key's wake
 // channel: payload, or when it is nil "r" and the channel's number of
 // subscribers, which waiters use to spread their attempts (and then only
-// when anyone listens). It publishes only when the script's last argument is
-// "1": the caller asks two nodes at most to announce, since every waiter
-// listens on every node. An ACL without PUBSUB or PUBLISH only silences it.
+// when anyone listens). It publishes only when the script's last argument
+// starts with "1": the caller asks two nodes at most to announce, since every
+// waiter listens on every node. An ACL without PUBSUB or PUBLISH only
+// silences it.
+//
+// It also defines readersHold(key, value), which an acquire refused by
+// value calls: when value is the read lock's marker (readers hold the key)
+// and the last argument ends with "w" (a writer that waits, see
+// [writerIntent]), it records the writer's intent, which keeps new readers
+// out for the writer's TTL or until a writer obtains the key; and
+// clearIntent(key), which a grant calls to delete that intent (reading it
+// first, so that a mutex without read locks needs no DEL to be granted).
 const announce = `
-local loud = ARGV[#ARGV] == '1'
+local flag = ARGV[#ARGV]
+local loud = string.sub(flag, 1, 1) == '1'
+local function readersHold(k, v)
+  if v == '` + readersMark + `' and string.sub(flag, 2, 2) == 'w' then
+    redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
+  end
+end
+local function clearIntent(k)
+  if redis.call('GET', k .. '` + intentSuffix + `') then
+    redis.call('DEL', k .. '` + intentSuffix + `')
+  end
+end
 local function announce(k, payload)
   if not loud then return end
   local ch = k .. '` + wakeSuffix + `'
@@ -116,7 +140,10 @@ const fencedAcquireBody = `
 local n = nk / 2
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
-  if v and v ~= ARGV[1] then return 0 end
+  if v and v ~= ARGV[1] then
+    readersHold(KEYS[i], v)
+    return 0
+  end
 end
 local f = 0
 for i = n + 1, 2 * n do
@@ -127,6 +154,7 @@ f = f + 1
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   redis.call('SET', KEYS[n + i], f)
+  clearIntent(KEYS[i])
   announce(KEYS[i], 't')
 end
 return f

@@ -117,17 +117,13 @@ func (r *runner) acquire(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal) 
 	res := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		var l *dlm.Lock
-		var err error
-		if r.cfg.wait == 0 {
-			l, err = m.TryLock(gate.ctx, r.key, opts...)
-		} else {
-			l, err = m.Lock(gate.ctx, r.key, opts...)
-		}
+		l, err := r.take(gate.ctx, m, opts)
 		res <- result{l, err}
 	}()
 	stopLine := func() {}
-	if r.cfg.wait != 0 && !r.cfg.quiet && isTerminal(os.Stderr) {
+	// The waiting line shows the mutex's holder; readers and permits have
+	// none of their own.
+	if r.cfg.wait != 0 && !r.cfg.quiet && !r.cfg.shared && r.cfg.limit == 0 && isTerminal(os.Stderr) {
 		stopLine = startWaitLine(r.con, m, r.key, start)
 	}
 	for {
@@ -154,6 +150,31 @@ func (r *runner) acquire(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal) 
 			return nil, acquireExitCode(res.err, cause, last, r.cfg.conflictCode)
 		}
 	}
+}
+
+// take takes what --shared and --limit ask for — a read lock, a
+// semaphore's permit, or by default the mutex (the write lock) — waiting or
+// not as --wait says.
+func (r *runner) take(ctx context.Context, m *dlm.Manager, opts []dlm.Option) (*dlm.Lock, error) {
+	wait := r.cfg.wait != 0
+	switch {
+	case r.cfg.shared && wait:
+		return m.RLock(ctx, r.key, opts...)
+	case r.cfg.shared:
+		return m.TryRLock(ctx, r.key, opts...)
+	case r.cfg.limit > 0:
+		s, err := m.Semaphore(r.key, r.cfg.limit)
+		if err != nil {
+			return nil, err
+		}
+		if wait {
+			return s.Acquire(ctx, opts...)
+		}
+		return s.TryAcquire(ctx, opts...)
+	case wait:
+		return m.Lock(ctx, r.key, opts...)
+	}
+	return m.TryLock(ctx, r.key, opts...)
 }
 
 // logNotObtained says why the lock was not obtained.

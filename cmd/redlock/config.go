@@ -29,6 +29,8 @@ type config struct {
 	wait         time.Duration // waitForever, or 0 for a single attempt
 	grace        time.Duration
 	fencing      bool
+	shared       bool // a read lock
+	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
 	lostCode     int
 
@@ -110,6 +112,10 @@ func runOptions(c *config) []option {
 			&durationValue{p: &c.grace}},
 		{"fencing", "REDLOCK_FENCING", "", "take a fencing token and pass it to COMMAND as REDLOCK_FENCE", "",
 			&boolValue{p: &c.fencing}},
+		{"shared", "REDLOCK_SHARED", "", "take a read lock, shared with other readers; the lock without it is the write lock", "",
+			&boolValue{p: &c.shared}},
+		{"limit", "REDLOCK_LIMIT", "N", "take one of N permits of a semaphore named KEY; every holder must give the same N", "",
+			&limitValue{p: &c.limit}},
 		{"conflict-exit-code", "REDLOCK_CONFLICT_EXIT_CODE", "CODE", "exit code when someone else holds the lock", fmt.Sprint(defaultConflictCode),
 			&codeValue{p: &c.conflictCode}},
 		{"lost-exit-code", "REDLOCK_LOST_EXIT_CODE", "CODE", "exit code when the lock was lost while COMMAND ran", fmt.Sprint(defaultLostCode),
@@ -168,8 +174,10 @@ func parse(cmd string, opts []option, args []string, npos int, getenv func(strin
 			break
 		}
 	}
-	if err := exclusive(fs, "wait", "no-wait"); err != nil {
-		return nil, nil, err
+	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}} {
+		if err := exclusive(fs, pair...); err != nil {
+			return nil, nil, err
+		}
 	}
 	return pos, rest, nil
 }

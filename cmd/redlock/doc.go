@@ -29,6 +29,11 @@
 // extension succeeding — COMMAND gets SIGTERM, then SIGKILL after --grace
 // (default 5s), and redlock exits with --lost-exit-code.
 //
+// With --shared, run takes a read lock on KEY, held together with other
+// readers; a run without it is the writer, which waits for the readers and
+// keeps new ones out meanwhile. With --limit N, KEY names a semaphore of N
+// permits and run takes one of them.
+//
 // Outside the foreground of a terminal (cron, systemd, scripts, CI) COMMAND
 // runs in a process group of its own, and signals go to the whole group,
 // processes COMMAND started included. In the foreground of a terminal
@@ -99,6 +104,8 @@
 //	--no-wait               one attempt only (--wait 0)        REDLOCK_NO_WAIT
 //	--grace DURATION        SIGTERM to SIGKILL on loss (5s)    REDLOCK_GRACE
 //	--fencing               pass REDLOCK_FENCE to COMMAND      REDLOCK_FENCING
+//	--shared                a read lock, shared by readers     REDLOCK_SHARED
+//	--limit N               one of N permits of semaphore KEY  REDLOCK_LIMIT
 //	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
 //	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
 //

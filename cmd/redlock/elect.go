@@ -175,11 +175,12 @@ func (r *runner) campaign(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal,
 }
 
 // runLeading runs the command while ld leads, with REDLOCK_KEY set to the
-// election's name and REDLOCK_FENCE to the leader's term.
+// election's name, REDLOCK_FENCE to the leader's term and REDLOCK_FENCE_GRANT
+// to its grant.
 func (r *runner) runLeading(ld *dlm.Leadership, sigs <-chan os.Signal) (code int, lost bool) {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = commandEnv(os.Environ(), r.key, ld.Term())
+	cmd.Env = commandEnv(os.Environ(), r.key, ld.Term(), ld.GrantID())
 	ch, err := startChild(cmd, !inForeground())
 	if err != nil {
 		r.log.Error("redlock: cannot start the command", slog.String("command", r.argv[0]), slog.Any("error", err))

@@ -70,6 +70,12 @@ Examples:
   # Wait up to 5 minutes for the lock, then deploy holding it.
   redlock run --wait 5m deploy -- make deploy
 
+  # Readers share the key; a run without --shared is the writer.
+  redlock run --shared catalog -- ./export.sh
+
+  # At most 3 of these at once.
+  redlock run --limit 3 encoders -- ./encode.sh
+
   # Give the command a fencing token to guard its writes.
   redlock run --fencing migrate -- \
     sh -c './migrate --fence "$REDLOCK_FENCE" --grant "$REDLOCK_FENCE_GRANT"'

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm"
 )
 
 // The flag.Value types behind redlock's options. Each Set is used for the
@@ -148,6 +150,25 @@ func (v *codeValue) Set(s string) error {
 
 func (v *codeValue) String() string {
 	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+
+// limitValue is a semaphore's limit, 1 to dlm.MaxPermits.
+type limitValue struct{ p *int }
+
+func (v *limitValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > dlm.MaxPermits {
+		return fmt.Errorf("%q is not a limit: want a number of permits from 1 to %d", s, dlm.MaxPermits)
+	}
+	*v.p = n
+	return nil
+}
+
+func (v *limitValue) String() string {
+	if v.p == nil || *v.p == 0 {
 		return ""
 	}
 	return strconv.Itoa(*v.p)

@@ -19,10 +19,11 @@ import (
 )
 
 var (
-	fastFor = flag.Duration("chaos.fast", 25*time.Second, "how long TestChaosFast applies faults under contention")
-	soakFor = flag.Duration("chaos.soak", 5*time.Second, "how long TestSoak runs; make chaos sets 5m or more")
-	seed    = flag.Uint64("chaos.seed", 0, "random seed of the workload and the faults (0: from the clock)")
-	faults  = flag.String("chaos.faults", "all", "comma-separated fault kinds the injector applies, or all, or none")
+	fastFor   = flag.Duration("chaos.fast", 25*time.Second, "how long TestChaosFast applies faults under contention")
+	soakFor   = flag.Duration("chaos.soak", 5*time.Second, "how long TestSoak runs; make chaos sets 5m or more")
+	seed      = flag.Uint64("chaos.seed", 0, "random seed of the workload and the faults (0: from the clock)")
+	sharedFor = flag.Duration("chaos.shared", 15*time.Second, "how long TestChaosShared applies faults to read-write locks and semaphores")
+	faults    = flag.String("chaos.faults", "all", "comma-separated fault kinds the injector applies, or all, or none")
 )
 
 // faultKinds returns the kinds -chaos.faults names.

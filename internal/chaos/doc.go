@@ -13,6 +13,10 @@
 //     timestamps, and an exact checker of overlapping validity windows and
 //     of fencing tokens; [CheckLinearizable] checks the same history with
 //     porcupine against a mutex model, as a cross-check.
+//   - [CheckShared] and [SharedLocker]: the same for read-write locks and
+//     semaphores — no writer's window overlaps another window of its key,
+//     and no more than the limit of permits' windows are open at once
+//     (TestChaosShared).
 //   - [Locker]: the real [github.com/dlmgo/redlock/dlm.Manager] and
 //     deliberately broken Redlocks ([ToyLocker]) that prove the checker can
 //     fail.

@@ -26,6 +26,8 @@ type Grant struct {
 	Released time.Duration
 	// Token is the fencing token, 0 when the locker has none.
 	Token uint64
+	// Mode is how the grant holds the key: the mutex by default.
+	Mode Mode
 }
 
 // End is the end of the window in which the client believed it held the
@@ -78,6 +80,13 @@ func (h *History) Release(id int, at, until time.Time) {
 	defer h.mu.Unlock()
 	g := &h.grants[id]
 	g.Released, g.Until = h.At(at), h.At(until)
+}
+
+// SetMode records how grant id holds its key.
+func (h *History) SetMode(id int, m Mode) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.grants[id].Mode = m
 }
 
 // Extended records that grant id was extended: its validity now ends at

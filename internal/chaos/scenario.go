@@ -229,6 +229,9 @@ func (w *Workload) client(ctx context.Context, c *Client, r *rand.Rand) {
 		w.grants.Add(1)
 		w.count(w.stats.ByBackend, c.Backend)
 		id := w.History.Grant(k.Name, c.Name, start, granted, lease.Until(), lease.Token())
+		if m, ok := lease.(interface{ Mode() Mode }); ok {
+			w.History.SetMode(id, m.Mode())
+		}
 		w.hold(ctx, c, r, k, id, lease)
 	}
 }

@@ -1,0 +1,15 @@
+package dlm
+
+// UncheckedSemaphore returns a semaphore whose permits need q nodes, with
+// none of the checks of [Manager.Semaphore]: the tests use it to show that a
+// quorum below [SemaphoreQuorum] lets more than limit holders in.
+func UncheckedSemaphore(m *Manager, name string, limit, q int) *Semaphore {
+	s, err := m.Semaphore(name, limit)
+	if err != nil {
+		panic(err)
+	}
+	k := *s.kind
+	k.need = q
+	s.kind = &k
+	return s
+}

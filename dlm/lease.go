@@ -1,0 +1,305 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// A leaseKind is a lock that several holders may share, each with a lease of
+// its own (a token with a TTL in a sorted set on each node): the read lock
+// and the semaphore's permits. A [Lock] of a kind is extended, released and
+// lost as the mutex is; only its scripts and its quorum differ.
+type leaseKind struct {
+	what           string // in errors: "read lock", "permit"
+	suffix         string // of the lease set's key
+	acquire        [2]*driver.Script
+	extend, unlock *driver.Script
+	intent         bool // a read lock: its acquire also reads the writer's intent
+	limit          int  // a semaphore's limit, 0 for none
+	need           int  // the quorum; 0 for a majority
+}
+
+// readLease is the read lock's kind.
+var readLease = &leaseKind{
+	what: "read lock", suffix: readersSuffix, intent: true,
+	acquire: [2]*driver.Script{readAcquireScript, guardedReadAcquireScript},
+	extend:  readExtendScript, unlock: readReleaseScript,
+}
+
+// keys returns a lease's keys for the lock key rkey: the lock key and the
+// readers' set for a read lock, the set of permits for a semaphore.
+func (k *leaseKind) keys(rkey string) []string {
+	if k.intent {
+		return []string{rkey, rkey + k.suffix}
+	}
+	return []string{rkey + k.suffix}
+}
+
+// quorum is the number of nodes a lease needs among n.
+func (k *leaseKind) quorum(n int) int {
+	if k.need > 0 {
+		return k.need
+	}
+	return quorum(n)
+}
+
+// acquireRequest builds an attempt's request. KEYS are the lease's keys,
+// the writer's intent (read lock) and the restart guard's key; ARGV the
+// token, the TTL, the guard's window, the limit (semaphore) and announce's
+// flag, which is off: taking a lease announces nothing.
+func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, token string) *request {
+	req := &request{
+		op: opLock, keys: lkeys, args: append(make([]string, 0, 5), token, ttlMillis(cfg.ttl)),
+		want: 1, timeout: cfg.timeout(), early: true, need: k.need,
+	}
+	if k.intent {
+		req.keys = append(lkeys[:len(lkeys):len(lkeys)], lkeys[0]+intentSuffix)
+	}
+	req.script = k.acquire[0]
+	if cfg.restartGuard > 0 {
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], lkeys[0]+guardSuffix)
+		req.args = append(req.args, ttlMillis(cfg.restartGuard))
+		req.script = k.acquire[1]
+	}
+	if k.limit > 0 {
+		req.args = append(req.args, strconv.Itoa(k.limit))
+	}
+	req.args = append(req.args, "0")
+	return req
+}
+
+// releaseRequest gives a lease back on every node, announced by two of the
+// nodes marked in loud.
+func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, token string, loud uint64) *request {
+	req := &request{
+		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), token),
+		want: 1, timeout: cfg.timeout(), need: k.need,
+	}
+	req.announcing(announcers(loud))
+	return req
+}
+
+// release releases l on every node, by the scripts of its kind.
+func (l *Lock) release(ctx context.Context) vote {
+	if l.kind == nil {
+		return l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter, l.granted)
+	}
+	v, _ := l.m.poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.token, l.granted))
+	return v
+}
+
+// extendRequest sets l's TTL to ttl on the nodes that still hold it.
+func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *request {
+	req := &request{
+		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.token, ttlMillis(ttl)},
+		want: 1, timeout: cfg.timeout(), early: true,
+	}
+	if l.kind != nil {
+		req.script, req.need = l.kind.extend, l.kind.need
+	}
+	return req
+}
+
+// quorum is the number of nodes that must hold l.
+func (l *Lock) quorum() int {
+	if l.kind != nil {
+		return l.kind.quorum(len(l.m.nodes))
+	}
+	return quorum(len(l.m.nodes))
+}
+
+// failure is the error of an operation on l whose vote fell short.
+func (l *Lock) failure(v *vote, op string, expired bool) *QuorumError {
+	return v.failureOf(op, l.Key(), len(l.m.nodes), l.quorum(), expired)
+}
+
+// lockLease takes a lease of kind on key, waiting or not, and starts its
+// auto-extension when asked to. Fencing and fairness do not apply to
+// leases; the restart guard does.
+func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, opts []Option, wait bool) (*Lock, error) {
+	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if kind.intent {
+		if err := refuseDowngrade(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	if kind.need > len(m.nodes) {
+		return nil, fmt.Errorf("%w: a %s needs %d nodes; the manager has %d", ErrInvalid, kind.what, kind.need, len(m.nodes))
+	}
+	start := time.Now()
+	keys, lkeys := []string{key}, kind.keys(rkeys[0])
+	var l *Lock
+	attempts := 1
+	if wait {
+		l, attempts, err = m.leaseLoop(ctx, &cfg, kind, keys, lkeys)
+	} else {
+		l, err = m.acquireLease(ctx, &cfg, kind, keys, lkeys)
+	}
+	evk := EventObtained
+	if err != nil {
+		evk = EventNotObtained
+	}
+	if cfg.wants(ctx, evk, err) {
+		cfg.emit(ctx, &Event{Kind: evk, Op: opLock, Key: key, Start: start, Duration: time.Since(start), Attempts: attempts, Err: err})
+	}
+	if err == nil && cfg.autoExtend != nil {
+		l.startWatchdog(ctx, *cfg.autoExtend)
+	}
+	return l, err
+}
+
+// acquireLease makes one attempt, as [Manager.acquire] does for the mutex:
+// the lease on every node at once, its quorum within the validity, or a
+// release on every node that may hold it.
+func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, error) {
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	n := len(m.nodes)
+	start := time.Now()
+	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, token))
+	q := kind.quorum(n)
+	drift := cfg.drift(cfg.ttl)
+	elapsed := time.Since(start)
+	ttl := cfg.ttl.Truncate(time.Millisecond)
+	if v.yes >= q && ttl-elapsed-drift > 0 {
+		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
+		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, token: token, kind: kind,
+			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
+	}
+	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, token, v.granted), &v, pend)
+	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)
+	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("dlm: %s %q: %w (%v)", kind.what, keys[0], ctx.Err(), qerr)
+	}
+	return nil, qerr
+}
+
+// leaseLoop makes attempts until one wins, as [Manager.lockLoop] does for
+// the mutex: woken by the releases announced on the lease's first key, the
+// jittered backoff otherwise.
+func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (l *Lock, attempt int, err error) {
+	var (
+		timer *time.Timer
+		w     *watcher
+		wake  <-chan struct{}
+	)
+	defer func() {
+		if w != nil {
+			w.stop()
+		}
+	}()
+	for attempt = 1; ; attempt++ {
+		if w != nil {
+			w.drain()
+		}
+		began := time.Now()
+		l, err := m.acquireLease(ctx, cfg, kind, keys, lkeys)
+		took := time.Since(began)
+		var qerr *QuorumError
+		if err == nil || !errors.As(err, &qerr) {
+			return l, attempt, err
+		}
+		if cfg.tries > 0 && attempt >= cfg.tries {
+			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
+		}
+		if qerr.misconfigured() {
+			return nil, attempt, err
+		}
+		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
+			if w = m.waker.watch(lkeys[:1], ""); w != nil {
+				wake = w.c
+				w.await(ctx, cfg.timeout())
+				continue
+			}
+		}
+		wait := jitter(cfg.backoff(attempt))
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
+			return nil, attempt, fmt.Errorf("dlm: %s %q: stopped waiting after %d attempts: %w (last attempt: %v)", kind.what, keys[0], attempt, err, qerr)
+		}
+	}
+}
+
+// doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn
+// while keeping it extended, and releases it when fn returns. fn's context
+// is cancelled, with a cause wrapping [ErrLockLost], when the lease is lost.
+func (m *Manager) doLease(ctx context.Context, kind *leaseKind, key string, fn func(ctx context.Context) error, opts []Option) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	start := time.Now()
+	l, err := m.lockLease(ctx, kind, key, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
+	defer cancel(nil)
+	l.mu.Lock()
+	if l.lostErr != nil {
+		cancel(l.lostErr)
+	} else {
+		l.onEnd = append(l.onEnd, func(cause error) {
+			if cause != nil {
+				cancel(cause)
+			}
+		})
+	}
+	l.mu.Unlock()
+	err = fn(fctx)
+	if uerr := l.Unlock(ctx); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	l.cfg.emitDone(ctx, []string{key}, start, 0, err)
+	return err
+}
+
+// handle returns what a [Handle] says of a lease of kind k (nil for the
+// mutex).
+func (k *leaseKind) handle() (lease string, limit, q int) {
+	switch {
+	case k == nil:
+		return "", 0, 0
+	case k.intent:
+		return "read", 0, 0
+	}
+	return "permit", k.limit, k.need
+}
+
+// resumeKind returns the lease kind h describes, nil for the mutex.
+func (m *Manager) resumeKind(h Handle) (*leaseKind, error) {
+	switch h.Lease {
+	case "":
+		return nil, nil
+	case "read":
+		if len(h.Keys) != 1 {
+			return nil, fmt.Errorf("%w: Handle of a read lock over %d keys; want 1", ErrInvalid, len(h.Keys))
+		}
+		return readLease, nil
+	case "permit":
+		if len(h.Keys) != 1 || h.Limit < 1 || h.Limit > MaxPermits {
+			return nil, fmt.Errorf("%w: Handle of a permit: %d keys, limit %d; want 1 key and a limit from 1 to %d", ErrInvalid, len(h.Keys), h.Limit, MaxPermits)
+		}
+		q, err := permitQuorum(len(m.nodes), h.Limit, h.Quorum)
+		if err != nil {
+			return nil, err
+		}
+		return permitKind(h.Limit, q), nil
+	}
+	return nil, fmt.Errorf("%w: Handle of an unknown lease %q", ErrInvalid, h.Lease)
+}
