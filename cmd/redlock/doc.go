@@ -66,8 +66,9 @@
 // COMMAND as the leader and resigns when COMMAND exits. At most one
 // candidate leads at a time; when the leader resigns, or its leadership
 // expires after a crash, one of the waiting candidates leads. COMMAND gets
-// REDLOCK_KEY (NAME) and REDLOCK_FENCE (the leader's term, greater than any
-// earlier leader's). Signals, a lost leadership and the exit codes are those
+// REDLOCK_KEY (NAME), REDLOCK_FENCE (the leader's term, greater than any
+// earlier leader's while the nodes keep their counters) and
+// REDLOCK_FENCE_GRANT (its grant id). Signals, a lost leadership and the exit codes are those
 // of run.
 //
 // redlock elect --observe NAME takes no part: it prints the leader's VALUE,
