@@ -115,8 +115,9 @@ runs COMMAND as the leader, and resigns when COMMAND exits. At most one
 candidate leads at a time; the others wait, and one of them leads once the
 leader resigns, or its leadership expires (a crash). COMMAND gets NAME as
 REDLOCK_KEY, the leader's term as REDLOCK_FENCE, a fencing token that
-grows with every leadership, and its grant id as REDLOCK_FENCE_GRANT. Signals and a lost leadership are handled as by
-"redlock run", with the same exit codes.
+grows with every leadership, and its grant id as REDLOCK_FENCE_GRANT.
+Signals and a lost leadership are handled as by "redlock run", with the
+same exit codes.
 
 With --observe, takes no part: prints the leader's VALUE, then each change
 (a new leader, or none), one line each, until INT or TERM. It prints
