@@ -64,7 +64,13 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		cfg.emit(ctx, ev)
 	}
 	if err == nil && cfg.autoExtend != nil {
-		l.startWatchdog(ctx, *cfg.autoExtend)
+		// ctx bounds the wait, not the lock's life (see WithAutoExtend);
+		// Do ties extension to its context itself.
+		wctx := context.WithoutCancel(ctx)
+		if cfg.extendWithCtx {
+			wctx = ctx
+		}
+		l.startWatchdog(wctx, *cfg.autoExtend)
 	}
 	return l, err
 }

@@ -19,7 +19,12 @@ import (
 //
 // Extension follows [WithAutoExtend], on with its defaults unless an option
 // says otherwise. Cancelling ctx stops the wait, cancels fn's context, stops
-// extension, and releases the lock once fn returns.
+// extension, and releases the lock once fn returns. When the lock was lost
+// after extensions failed, the error also carries the last extension's
+// [*QuorumError], found with errors.As.
+//
+// If fn panics, Do stops extension and releases the lock before the panic
+// goes on up the stack; likewise if fn calls [runtime.Goexit].
 func (m *Manager) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	return m.do(ctx, []string{key}, fn, opts)
 }
@@ -39,7 +44,7 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	start := time.Now()
-	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
+	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...), true)
 	if err != nil {
 		if !errors.Is(err, ErrInvalid) {
 			// lock accepted the options; only the hook and logger they set
@@ -63,7 +68,16 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 	}
 	l.mu.Unlock()
 
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked or called runtime.Goexit: a recovered panic
+			// higher up must not leave the lock held and extended.
+			l.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
 	err = fn(fctx)
+	returned = true
 	if uerr := l.Unlock(ctx); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
@@ -77,6 +91,9 @@ func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, f
 		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Fence: fence, Err: err})
 	}
 }
+
+// extendWithCtx ties Do's auto-extension to Do's context.
+var extendWithCtx = optionFunc(func(c *config) { c.extendWithCtx = true })
 
 // opDo names Do and DoAll in events.
 const opDo = "do"
