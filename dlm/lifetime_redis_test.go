@@ -57,7 +57,9 @@ func closedChan(ch <-chan struct{}) bool {
 // are never two holders.
 func TestFailedExtendShortensValidityRedis(t *testing.T) {
 	srvs := dlmtest.StartServers(t, 3)
-	const timeout = 100 * time.Millisecond
+	// A node timeout well above a loaded machine's stalls under -race, so
+	// that every node runs the grant and the first extension.
+	const timeout = 500 * time.Millisecond
 	m := redisManager(t, srvs, dlm.WithTTL(30*time.Second), dlm.WithNodeTimeout(timeout))
 	ctx := context.Background()
 	l, err := m.TryLock(ctx, "k")
@@ -75,7 +77,7 @@ func TestFailedExtendShortensValidityRedis(t *testing.T) {
 	lost := l.Lost()
 	srvs[1].Pause()
 	srvs[2].Pause()
-	const short = 2 * time.Second
+	const short = 3 * time.Second
 	start := time.Now()
 	err = l.Extend(ctx, short)
 	srvs[1].Resume()
@@ -151,17 +153,18 @@ func TestDoReleasesOnPanic(t *testing.T) {
 // cancels fn and releases the lock once fn returns.
 func TestAutoExtendOutlivesLockContext(t *testing.T) {
 	srvs := dlmtest.StartServers(t, 3)
-	const ttl = 500 * time.Millisecond
-	m := redisManager(t, srvs, dlm.WithTTL(ttl))
+	// Node timeouts well above a loaded machine's stalls under -race.
+	const ttl = time.Second
+	m := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	l, err := m.Lock(ctx, "leader", dlm.WithAutoExtend(dlm.AutoExtend{}))
 	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * ttl)
+	time.Sleep(3 * ttl)
 	if closedChan(l.Lost()) || !l.Until().After(time.Now()) {
-		t.Fatalf("4×TTL after Lock's context was cancelled: Lost closed %v, Until now%+v; want the lock still extended",
+		t.Fatalf("3×TTL after Lock's context was cancelled: Lost closed %v, Until now%+v; want the lock still extended",
 			closedChan(l.Lost()), time.Until(l.Until()))
 	}
 	// Lock's cancelled context may have cut short the grant's request to
@@ -173,7 +176,7 @@ func TestAutoExtendOutlivesLockContext(t *testing.T) {
 		}
 	}
 	if held < 2 {
-		t.Errorf("%d of 3 nodes hold the key 4×TTL after Lock; want a quorum, extended", held)
+		t.Errorf("%d of 3 nodes hold the key 3×TTL after Lock; want a quorum, extended", held)
 	}
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Errorf("Unlock() = %v; want nil", err)
