@@ -95,8 +95,9 @@ type reply struct {
 //
 // ctx bounds the wait: while poll waits, its end cancels the requests. The
 // requests still due once poll has returned early run on to their deadline
-// whatever becomes of ctx, so that a caller who cancels its context right
-// after a grant does not cut the grant short on the slower nodes.
+// (the node timeout, or ctx's deadline if earlier) whatever else becomes of
+// ctx, so that a caller who cancels its context right after a grant does
+// not cut the grant short on the slower nodes.
 func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	n := len(m.nodes)
 	var v vote
@@ -109,8 +110,15 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 		cancel()
 		return v, nil
 	}
+	// The requests keep the caller's deadline, which adapters may set on
+	// their sockets, but not its cancellation, which reaches them only
+	// while poll waits.
 	caller := ctx
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), req.timeout)
+	deadline := time.Now().Add(req.timeout)
+	if d, ok := caller.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(caller), deadline)
 	detach := context.AfterFunc(caller, cancel)
 	if caller.Err() != nil {
 		cancel() // at once, not from AfterFunc's goroutine
