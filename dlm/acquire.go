@@ -75,8 +75,8 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		}
 		cfg.emit(ctx, ev)
 	}
-	if err == nil && cfg.autoExtend != nil {
-		l.startWatchdog(ctx, *cfg.autoExtend)
+	if err == nil {
+		l.autoExtend(ctx)
 	}
 	return l, err
 }

@@ -28,13 +28,23 @@ type AutoExtend struct {
 // starts by default.
 const defaultRemaining = 1.0 / 3
 
-// WithAutoExtend keeps a lock taken by [Manager.Lock], [Manager.TryLock] or
-// their multi-key forms extended in the background, each time by the lock's
-// TTL, until [Lock.Unlock], the loss of the lock, [AutoExtend.MaxHold], or the
-// end of the context given to the call that took the lock. Failed extensions
-// are retried while the validity lasts, and none is attempted once it has
-// ended, since that could revive a lock another client holds by now.
-// [Lock.Lost] says when the lock is gone. [Manager.Do] turns it on.
+// WithAutoExtend keeps a lock taken by [Manager.Lock], [Manager.TryLock],
+// their multi-key forms or [Manager.Resume] extended in the background, each
+// time by the lock's TTL, until [Lock.Unlock], the loss of the lock,
+// [AutoExtend.MaxHold], or [Manager.Close]. The context given to the call
+// that took the lock bounds only the wait for it: cancelling it once the
+// call returned does not stop extension, so
+//
+//	ctx, cancel := context.WithTimeout(ctx, time.Second)
+//	l, err := m.Lock(ctx, "leader", dlm.WithAutoExtend(dlm.AutoExtend{}))
+//	cancel()
+//
+// keeps the lock until it is unlocked or lost. ([Manager.Do] is the
+// exception: cancelling its context cancels fn, stops extension, and
+// releases the lock once fn returns.) Failed extensions are retried while
+// the validity lasts, and none is attempted once it has ended, since that
+// could revive a lock another client holds by now. [Lock.Lost] says when
+// the lock is gone. [Manager.Do] turns it on.
 func WithAutoExtend(a AutoExtend) Option {
 	return optionFunc(func(c *config) { c.autoExtend = &a })
 }
@@ -49,8 +59,26 @@ func (a *AutoExtend) validate() error {
 	return nil
 }
 
-// startWatchdog starts the background extension of a freshly obtained lock.
-// It ends with ctx, Unlock, the loss of the lock or MaxHold.
+// autoExtend starts the lock's auto-extension if its options ask for it.
+// ctx, the context of the call that took the lock, bounds only that call's
+// wait: extension outlives it (see [WithAutoExtend]), except under Do,
+// which ties extension to its own context.
+func (l *Lock) autoExtend(ctx context.Context) {
+	if l.cfg.autoExtend == nil {
+		return
+	}
+	wctx := context.WithoutCancel(ctx)
+	if l.cfg.extendWithCtx {
+		wctx = ctx
+	}
+	l.startWatchdog(wctx, *l.cfg.autoExtend)
+}
+
+// startWatchdog starts the background extension of a freshly obtained lock
+// as one of the manager's goroutines, so that [Manager.Close] stops it and
+// waits for it. It ends with ctx, Unlock, the loss of the lock, MaxHold or
+// Close; callers pass a ctx without cancellation where extension must
+// outlive the call that took the lock.
 func (l *Lock) startWatchdog(ctx context.Context, a AutoExtend) {
 	if a.Remaining == 0 {
 		a.Remaining = defaultRemaining
@@ -59,8 +87,9 @@ func (l *Lock) startWatchdog(ctx context.Context, a AutoExtend) {
 	l.watchdogDone = make(chan struct{})
 	l.mu.Lock()
 	l.watchExpiry()
-	l.mu.Unlock()
-	go l.watchdog(ctx, a, time.Now())
+	l.unlockMu()
+	obtained := time.Now()
+	l.m.spawn(func() { l.watchdog(ctx, a, obtained) })
 }
 
 func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
@@ -76,6 +105,8 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-l.m.done:
 			return
 		case <-timer.C:
 		}
@@ -105,7 +136,7 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 			return
 		case err == nil:
 			timer.Reset(l.nextExtension(a.Remaining))
-		case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), ctx.Err() != nil:
+		case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), errors.Is(err, ErrNotHeld), ctx.Err() != nil:
 			return
 		default:
 			// A transient failure: try again while the validity lasts.

@@ -239,8 +239,8 @@ func TestBadInputRefused(t *testing.T) {
 
 		// Malformed URLs: they wrap driver.ErrBadURL.
 		{"Open empty URL", open(""), driver.ErrBadURL, `scheme ""`},
-		{"Open no scheme", open(addr), driver.ErrBadURL, "first path segment"},
-		{"Open host as scheme", open("localhost:6379"), driver.ErrBadURL, `scheme "localhost"`},
+		{"Open no scheme", open(addr), driver.ErrBadURL, "an address, not a URL: write redis://" + addr},
+		{"Open host as scheme", open("localhost:6379"), driver.ErrBadURL, "an address, not a URL: write redis://localhost:6379"},
 		{"Open http URL", open("http://" + addr), driver.ErrBadURL, `scheme "http"`},
 		{"Open '+' and no driver", open("redis+://" + addr), driver.ErrBadURL, "names no driver"},
 		{"Open port 0", open("redis://:" + urlPassword + "@127.0.0.1:0"), driver.ErrBadURL, `port "0"`},
@@ -345,13 +345,13 @@ func TestBadInputLockUse(t *testing.T) {
 		say  string
 		held bool // the lock is still held afterwards
 	}{
-		{"Unlock twice", func(l *dlm.Lock) error { unlocked(l); return l.Unlock(ctx) }, dlm.ErrLockLost, "already unlocked", false},
-		{"Extend after Unlock", func(l *dlm.Lock) error { unlocked(l); return l.Extend(ctx, time.Second) }, dlm.ErrLockLost, "already unlocked", false},
+		{"Unlock twice", func(l *dlm.Lock) error { unlocked(l); return l.Unlock(ctx) }, dlm.ErrNotHeld, "already unlocked", false},
+		{"Extend after Unlock", func(l *dlm.Lock) error { unlocked(l); return l.Extend(ctx, time.Second) }, dlm.ErrNotHeld, "already unlocked", false},
 		{"Extend twice after Unlock", func(l *dlm.Lock) error {
 			unlocked(l)
 			l.Extend(ctx, time.Second)
 			return l.Extend(ctx, time.Second)
-		}, dlm.ErrLockLost, "already unlocked", false},
+		}, dlm.ErrNotHeld, "already unlocked", false},
 		{"Unlock nil Context", func(l *dlm.Lock) error { return l.Unlock(nilCtx) }, dlm.ErrInvalid, "nil Context", true},
 		{"Extend nil Context", func(l *dlm.Lock) error { return l.Extend(nilCtx, time.Second) }, dlm.ErrInvalid, "nil Context", true},
 		{"Extend TTL 0", func(l *dlm.Lock) error { return l.Extend(ctx, 0) }, dlm.ErrInvalid, "want at least 1ms", true},

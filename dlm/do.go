@@ -19,7 +19,12 @@ import (
 //
 // Extension follows [WithAutoExtend], on with its defaults unless an option
 // says otherwise. Cancelling ctx stops the wait, cancels fn's context, stops
-// extension, and releases the lock once fn returns.
+// extension, and releases the lock once fn returns. When the lock was lost
+// after extensions failed, the error also carries the last extension's
+// [*QuorumError], found with errors.As.
+//
+// If fn panics, Do stops extension and releases the lock before the panic
+// goes on up the stack; likewise if fn calls [runtime.Goexit].
 func (m *Manager) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	return m.do(ctx, []string{key}, fn, opts)
 }
@@ -39,7 +44,7 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	start := time.Now()
-	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
+	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...), true)
 	if err != nil {
 		if !errors.Is(err, ErrInvalid) {
 			// lock accepted the options; only the hook and logger they set
@@ -49,6 +54,13 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 		}
 		return err
 	}
+	return l.run(ctx, start, fn)
+}
+
+// run runs fn under l for Do: fn's context is cancelled with the cause when
+// l is lost, and l is released when fn returns, panics or calls
+// runtime.Goexit. It returns fn's error joined with Unlock's.
+func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Context) error) error {
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	defer cancel(nil)
 	l.mu.Lock()
@@ -63,11 +75,20 @@ func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Con
 	}
 	l.mu.Unlock()
 
-	err = fn(fctx)
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked or called runtime.Goexit: a recovered panic
+			// higher up must not leave the lock held and extended.
+			l.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
+	err := fn(fctx)
+	returned = true
 	if uerr := l.Unlock(ctx); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
-	l.cfg.emitDone(ctx, keys, start, l.fence, err)
+	l.cfg.emitDone(ctx, l.keys, start, l.fence, err)
 	return err
 }
 
@@ -77,6 +98,9 @@ func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, f
 		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Fence: fence, Err: err})
 	}
 }
+
+// extendWithCtx ties Do's auto-extension to Do's context.
+var extendWithCtx = optionFunc(func(c *config) { c.extendWithCtx = true })
 
 // opDo names Do and DoAll in events.
 const opDo = "do"

@@ -16,6 +16,12 @@ var (
 	// ErrLockLost means an Extend or Unlock found that the lock had expired
 	// or no longer holds a quorum under this holder's token.
 	ErrLockLost = errors.New("dlm: lock lost")
+	// ErrNotHeld means the Lock was already released by this holder: a
+	// second [Lock.Unlock], or an [Lock.Extend] after Unlock. It is a
+	// mistake in the caller's code, not a loss, and does not match
+	// [ErrLockLost], so that a deferred Unlock after an explicit one
+	// raises no false alarm.
+	ErrNotHeld = errors.New("dlm: lock not held (already unlocked)")
 	// ErrUnavailable means too many nodes failed (errors or timeouts) for a
 	// quorum to be possible, whoever holds the lock.
 	ErrUnavailable = errors.New("dlm: quorum of nodes unavailable")

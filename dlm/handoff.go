@@ -28,19 +28,35 @@ type Handle struct {
 // another process. Until is wall-clock time there, so the two machines'
 // clocks must agree to well within the validity; the receiver should act as
 // if the validity ended earlier by their possible skew.
+//
+// Until is computed as the wall clock's now plus the validity left by the
+// monotonic clock, so a step of the wall clock since the lock was obtained
+// cannot overstate it. Once the lock is unlocked or known lost, Until is
+// in the past and Resume refuses the Handle with an error wrapping
+// [ErrLockLost].
 func (l *Lock) Handle() Handle {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := Handle{Keys: l.Keys(), Token: l.token, Until: l.until.Round(0), Fence: l.fence}
+	until := l.validUntil()
+	ended := l.released || l.lostErr != nil
+	l.mu.Unlock()
+	if ended {
+		until = minTime(until, time.Now())
+	}
+	left := time.Until(until)
+	if left <= 0 {
+		left = min(left, -time.Millisecond) // in the past, whatever the rounding
+	}
+	h := Handle{Keys: l.Keys(), Token: l.token, Until: l.m.wallNow().Round(0).Add(left), Fence: l.fence}
 	h.Lease, h.Limit, h.Quorum = l.kind.handle()
 	return h
 }
 
 // Resume returns a Lock for a lock obtained elsewhere, from its [Handle],
 // with the options of this manager and opts (TTL and key prefix must match
-// the original's; [WithAutoExtend] starts extension here, tied to ctx). It
-// makes no round trip: the lock is taken to be valid until h.Until, and an
-// error wrapping [ErrLockLost] is returned if that has passed. Extend it to
+// the original's; [WithAutoExtend] starts extension here, which lives as it
+// does for [Manager.Lock]: ctx bounds only the call). It makes no round
+// trip: the lock is taken to be valid until h.Until, and an error wrapping
+// [ErrLockLost] is returned if that has passed. Extend it to
 // confirm it is still held. The process that handed it over should neither
 // extend nor unlock it any more.
 func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, error) {
@@ -56,7 +72,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 		return nil, err
 	}
 	// Rebase the wall-clock end onto this process' monotonic clock.
-	left := time.Until(h.Until)
+	left := h.Until.Round(0).Sub(m.wallNow())
 	if left <= 0 {
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
 	}
@@ -69,7 +85,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	}
 	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, fence: h.Fence, until: time.Now().Add(left), kind: kind}
 	if cfg.autoExtend != nil {
-		l.startWatchdog(ctx, *cfg.autoExtend)
+		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
 	}
 	return l, nil
 }

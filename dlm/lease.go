@@ -150,8 +150,8 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 	if cfg.wants(ctx, evk, err) {
 		cfg.emit(ctx, &Event{Kind: evk, Op: opLock, Key: key, Start: start, Duration: time.Since(start), Attempts: attempts, Err: err})
 	}
-	if err == nil && cfg.autoExtend != nil {
-		l.startWatchdog(ctx, *cfg.autoExtend)
+	if err == nil {
+		l.autoExtend(ctx)
 	}
 	return l, err
 }
@@ -237,36 +237,18 @@ func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, k
 }
 
 // doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn
-// while keeping it extended, and releases it when fn returns. fn's context
-// is cancelled, with a cause wrapping [ErrLockLost], when the lease is lost.
+// while keeping it extended, and releases it when fn returns, panics or
+// calls runtime.Goexit.
 func (m *Manager) doLease(ctx context.Context, kind *leaseKind, key string, fn func(ctx context.Context) error, opts []Option) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	start := time.Now()
-	l, err := m.lockLease(ctx, kind, key, append([]Option{WithAutoExtend(AutoExtend{})}, opts...), true)
+	l, err := m.lockLease(ctx, kind, key, append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...), true)
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
-	defer cancel(nil)
-	l.mu.Lock()
-	if l.lostErr != nil {
-		cancel(l.lostErr)
-	} else {
-		l.onEnd = append(l.onEnd, func(cause error) {
-			if cause != nil {
-				cancel(cause)
-			}
-		})
-	}
-	l.mu.Unlock()
-	err = fn(fctx)
-	if uerr := l.Unlock(ctx); uerr != nil {
-		err = errors.Join(err, uerr)
-	}
-	l.cfg.emitDone(ctx, []string{key}, start, 0, err)
-	return err
+	return l.run(ctx, start, fn)
 }
 
 // handle returns what a [Handle] says of a lease of kind k (nil for the

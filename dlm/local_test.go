@@ -202,6 +202,7 @@ func TestLocalHandOver(t *testing.T) {
 			waitFor(t, "the next caller in line", func() bool { return queued(m, rkey("k")) == 1 })
 			time.Sleep(tc.before)
 			requests := countAll(fs, "")
+			firstUntil := first.Until() // in the past once unlocked
 			if err := first.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock = %v", err)
 			}
@@ -213,8 +214,8 @@ func TestLocalHandOver(t *testing.T) {
 			if handed != tc.handed {
 				t.Errorf("lock handed over in the manager: %v; want %v", handed, tc.handed)
 			}
-			if sent := countAll(fs, "") - requests; handed && (sent != 0 || next.Until() != first.Until()) {
-				t.Errorf("hand-over sent %d requests and moved the validity from %v to %v; want none and the same validity", sent, first.Until(), next.Until())
+			if sent := countAll(fs, "") - requests; handed && (sent != 0 || next.Until() != firstUntil) {
+				t.Errorf("hand-over sent %d requests and moved the validity from %v to %v; want none and the same validity", sent, firstUntil, next.Until())
 			}
 			if err := next.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock of the lock handed over = %v", err)

@@ -42,11 +42,18 @@ type Lock struct {
 	op       sync.Mutex
 	mu       sync.Mutex
 	until    time.Time
-	released bool  // Unlock was called
-	lostErr  error // why the lock is known lost; nil while it is not
-	done     chan struct{}
-	expiry   *time.Timer // closes done when the validity ends
-	onEnd    []func(cause error)
+	released bool      // Unlock was called
+	endedAt  time.Time // when Unlock was called
+	lostErr  error     // why the lock is known lost; nil while it is not
+	// extendErr is the last extension's failure, nil once one succeeds:
+	// the loss at the end of the validity wraps it.
+	extendErr error
+	// lostEvent is the loss end recorded, sent to the hook and logger by
+	// unlockMu once l.mu is released.
+	lostEvent *Event
+	done      chan struct{}
+	expiry    *time.Timer // closes done when the validity ends
+	onEnd     []func(cause error)
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
@@ -58,9 +65,22 @@ func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
 
 // Until returns the end of the lock's validity by the local monotonic clock.
 // The holder may act on the protected resource only before it.
+//
+// Until never overstates what the nodes hold: after an extension that
+// failed, it is no later than the extension's start plus its TTL less the
+// drift allowance, since nodes whose reply was lost may have applied the
+// shorter TTL. Once the lock is unlocked, Until is in the past.
 func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.validUntil()
+}
+
+// validUntil is Until with l.mu held.
+func (l *Lock) validUntil() time.Time {
+	if l.released {
+		return l.endedAt
+	}
 	return l.until
 }
 
@@ -70,11 +90,17 @@ func (l *Lock) Until() time.Time {
 // comes a guard interval before [Lock.Until] — a twentieth of the validity,
 // at most one node timeout — so the holder has time to stop before the
 // validity ends.
+//
+// Invariant: the channel is closed no later than a guard interval before
+// [Lock.Until], whatever Until becomes — a failed extension that shortens
+// the validity past the guard closes it at once — and neither a [Hook] nor
+// the logger runs before it is closed.
 func (l *Lock) Lost() <-chan struct{} {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.watchExpiry()
-	return l.done
+	done := l.done
+	l.unlockMu()
+	return done
 }
 
 // Unlock releases the lock on every node: each node deletes the key only if
@@ -86,7 +112,9 @@ func (l *Lock) Lost() <-chan struct{} {
 // right after the lock was obtained, it first lets the acquire requests
 // still under way end (within their own node timeout). It returns an error
 // wrapping [ErrLockLost] when the lock was lost or its validity had ended
-// before Unlock, and on a second call.
+// before Unlock. A second call returns an error wrapping [ErrNotHeld], which
+// does not match ErrLockLost, so a deferred Unlock after an explicit one
+// raises no false alarm.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
@@ -97,19 +125,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrLockLost)
+		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrNotHeld)
 	}
 	if l.m.closed.Load() {
 		l.mu.Unlock()
 		l.passTurn()
 		return ErrClosed
 	}
-	l.released = true
-	lostErr := l.lostErr
-	expiredFor := time.Since(l.until)
-	l.end(nil)
-	l.mu.Unlock()
 	start := time.Now()
+	l.released, l.endedAt = true, start
+	lostErr := l.lostErr
+	expiredFor := start.Sub(l.until)
+	l.end(nil)
+	l.unlockMu()
 	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same token: nothing to release.
@@ -141,8 +169,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // it. It succeeds when a quorum extended within the new validity, which then
 // replaces the old one. It never revives a lock: once the local validity has
 // ended it returns an error wrapping [ErrLockLost] without a round trip, and
-// nodes whose key expired are not written. When the extension fails for
-// other reasons (node errors), the old validity still stands.
+// nodes whose key expired are not written.
+//
+// When the extension fails for other reasons (node errors, timeouts, a
+// quorum that answered too late), the nodes whose reply was lost may have
+// applied ttl all the same. Invariant: the validity then becomes the earlier
+// of the old one and start + ttl − drift (ttl in whole milliseconds, as the
+// nodes apply it, start when the extension was sent), and if that leaves
+// less than the loss guard, the lock is reported lost at once ([Lock.Lost]).
+// After [Lock.Unlock], Extend returns an error wrapping [ErrNotHeld].
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
@@ -158,7 +193,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case l.released:
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrLockLost)
+		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrNotHeld)
 	case l.m.closed.Load():
 		l.mu.Unlock()
 		return ErrClosed
@@ -170,7 +205,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if !start.Before(l.until) {
 		err := fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.Key(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
 		l.end(err)
-		l.mu.Unlock()
+		l.unlockMu()
 		return err
 	}
 	l.mu.Unlock()
@@ -178,10 +213,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
 	drift := cfg.drift(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	if set := ttl.Truncate(time.Millisecond); v.yes >= l.quorum() && set-time.Since(start)-drift > 0 {
+	set := ttl.Truncate(time.Millisecond) // as the nodes apply it
+	if v.yes >= l.quorum() && set-time.Since(start)-drift > 0 {
 		l.mu.Lock()
 		lostErr := l.lostErr
 		if lostErr == nil {
+			l.extendErr = nil
 			l.until = start.Add(set - drift)
 			if l.expiry != nil {
 				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
@@ -197,17 +234,52 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return nil
 	}
 	qerr := l.failure(&v, opExtend, v.yes >= l.quorum())
+	l.mu.Lock()
+	if l.lostErr == nil && !l.released {
+		l.extendErr = qerr
+		if v.no > n-l.quorum() {
+			l.end(qerr) // a quorum no longer holds the token
+		} else {
+			l.shorten(start.Add(set - drift))
+		}
+	}
+	lost := l.lostEvent // sent after the failure it follows from
+	l.lostEvent = nil
+	l.mu.Unlock()
 	ev.Kind, ev.Err = EventExtendFailed, qerr
 	l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
-	if v.no > n-l.quorum() {
-		l.mu.Lock()
-		l.end(qerr) // a quorum no longer holds the token
-		l.mu.Unlock()
+	if lost != nil {
+		l.cfg.emit(context.Background(), lost)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("dlm: extend %q: %w (%v)", l.Key(), ctx.Err(), qerr)
 	}
 	return qerr
+}
+
+// shorten brings the validity down to bound if it ends earlier, and reports
+// the lock lost at once if what is left is within the loss guard. Called
+// with l.mu held, after a failed extension: nodes whose reply was lost may
+// have applied its TTL.
+func (l *Lock) shorten(bound time.Time) {
+	if !bound.Before(l.until) {
+		return
+	}
+	l.until = bound
+	left := time.Until(l.until) - l.cfg.lossGuard()
+	switch {
+	case left <= 0:
+		l.end(l.expiredErr())
+	case l.expiry != nil:
+		l.expiry.Reset(left)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // watchExpiry makes sure l.done exists and is closed when the validity
@@ -234,7 +306,7 @@ func (l *Lock) watchExpiry() {
 // expire runs when the validity timer fires.
 func (l *Lock) expire() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlockMu()
 	if l.released || l.lostErr != nil {
 		return
 	}
@@ -246,15 +318,28 @@ func (l *Lock) expire() {
 }
 
 // expiredErr is the loss of a lock whose validity is about to end, or has
-// ended, without a successful extension. Called with l.mu held.
+// ended, without a successful extension. It wraps the last extension's
+// failure, if one failed since the last success. Called with l.mu held.
 func (l *Lock) expiredErr() error {
-	return fmt.Errorf("dlm: lock %q: validity ends in %v and no extension succeeded: %w",
-		l.Key(), time.Until(l.until).Round(time.Millisecond), ErrLockLost)
+	left := time.Until(l.until).Round(time.Millisecond)
+	when := fmt.Sprintf("validity ends in %v", left)
+	if left <= 0 {
+		when = fmt.Sprintf("validity ended %v ago", -left)
+	}
+	switch {
+	case l.extendErr != nil:
+		return fmt.Errorf("dlm: lock %q: %s after a failed extension: %w: %w", l.Key(), when, ErrLockLost, l.extendErr)
+	case l.cfg.autoExtend != nil:
+		return fmt.Errorf("dlm: lock %q: %s and no extension succeeded: %w", l.Key(), when, ErrLockLost)
+	default:
+		return fmt.Errorf("dlm: lock %q: %s (not extended): %w", l.Key(), when, ErrLockLost)
+	}
 }
 
 // end records that the lock is no longer held — released when cause is nil,
 // lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
-// call wins.
+// call wins. The loss is sent to the hook and logger by unlockMu, after the
+// signal and outside l.mu, so that neither can delay it.
 func (l *Lock) end(cause error) {
 	if l.lostErr != nil || (l.released && cause != nil) {
 		return
@@ -262,7 +347,7 @@ func (l *Lock) end(cause error) {
 	if cause != nil {
 		l.lostErr = cause
 		if l.cfg.wants(context.Background(), EventLost, cause) {
-			l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause})
+			l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
 		}
 	}
 	if l.expiry != nil {
@@ -284,6 +369,17 @@ func (l *Lock) end(cause error) {
 	}
 }
 
+// unlockMu releases l.mu, then sends the loss that end recorded, if any, to
+// the hook and the logger.
+func (l *Lock) unlockMu() {
+	ev := l.lostEvent
+	l.lostEvent = nil
+	l.mu.Unlock()
+	if ev != nil {
+		l.cfg.emit(context.Background(), ev)
+	}
+}
+
 // passTurn lets the next of the manager's callers waiting for these keys
 // compete for them.
 func (l *Lock) passTurn() {
@@ -297,7 +393,7 @@ func (l *Lock) passTurn() {
 func (l *Lock) watchValidity() {
 	l.mu.Lock()
 	l.watchExpiry()
-	l.mu.Unlock()
+	l.unlockMu()
 }
 
 // stopExtending stops the watchdog, if any, and waits for it to return.

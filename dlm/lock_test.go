@@ -65,11 +65,11 @@ func TestUnlock(t *testing.T) {
 		if got := holders(fs, rkey("k")); strings.Join(got, "") != "" {
 			t.Errorf("after Unlock(cancelled %v), nodes hold %q; want nothing", cancelled, got)
 		}
-		if err := l.Unlock(context.Background()); !errors.Is(err, ErrLockLost) {
-			t.Errorf("second Unlock() = %v; want ErrLockLost", err)
+		if err := l.Unlock(context.Background()); !errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
+			t.Errorf("second Unlock() = %v; want ErrNotHeld, not ErrLockLost", err)
 		}
-		if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrLockLost) {
-			t.Errorf("Extend after Unlock = %v; want ErrLockLost", err)
+		if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrNotHeld) || errors.Is(err, ErrLockLost) {
+			t.Errorf("Extend after Unlock = %v; want ErrNotHeld, not ErrLockLost", err)
 		}
 		if got := countAll(fs, "release") + countAll(fs, "extend"); got != 5 {
 			t.Errorf("%d release and extend calls in all; want the 5 releases of the first Unlock", got)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -26,6 +30,8 @@ type Manager struct {
 	work   work
 	local  localQueues
 	waker  *waker // nil when no node implements driver.Subscriber
+	// wallNow reads the wall clock for Handle and Resume; tests step it.
+	wallNow func() time.Time
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -33,7 +39,8 @@ type Manager struct {
 // call. [Manager.Close] does not close nodes passed to New.
 //
 // An even number of nodes is allowed but tolerates no more failures than one
-// node fewer; New logs a warning for it.
+// node fewer; New logs a warning for it, on the logger of [WithLogger] or,
+// without that option, on [slog.Default].
 func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
@@ -42,7 +49,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{})}
+	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now}
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -56,7 +63,11 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	}
 	m.waker = newWaker(m)
 	if len(nodes)%2 == 0 {
-		cfg.logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
+		logger := cfg.logger
+		if !cfg.loggerSet {
+			logger = slog.Default()
+		}
+		logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
 			slog.Int("nodes", len(nodes)), slog.Int("quorum", quorum(len(nodes))))
 	}
 	return m, nil
@@ -72,6 +83,9 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 	}
 	seen := make(map[string]int, len(urls))
 	for i, u := range urls {
+		if err := checkNotBareAddr(u); err != nil {
+			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
+		}
 		cfg, err := driver.ParseURL(u)
 		if err != nil {
 			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
@@ -99,8 +113,9 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops the Manager: later calls return [ErrClosed]. It waits for the
-// node requests still under way, each bounded by the node timeout, then
+// Close stops the Manager: later calls return [ErrClosed]. It stops the
+// auto-extension of every lock ([WithAutoExtend]) and waits for it and for
+// the node requests still under way, each bounded by the node timeout, then
 // closes the nodes the Manager opened ([Open]), not those given to [New].
 // Locks still held are left to expire by their TTL; unlock them first.
 func (m *Manager) Close() error {
@@ -121,6 +136,23 @@ func (m *Manager) Close() error {
 // Nodes returns the addresses of the manager's nodes, in order.
 func (m *Manager) Nodes() []string {
 	return append([]string(nil), m.addrs...)
+}
+
+// checkNotBareAddr refuses a node given as a bare address, such as
+// "127.0.0.1:6379", with an error wrapping [driver.ErrBadURL] that names
+// the URL to write instead: url.Parse would take the host for a scheme, or
+// refuse it with a message that does not say what to write. A bare address
+// is not taken as redis:// silently, since the node may need TLS.
+func checkNotBareAddr(u string) error {
+	if strings.Contains(u, "://") {
+		return nil
+	}
+	if host, port, err := net.SplitHostPort(u); err == nil && port != "" && !strings.ContainsAny(host, "@/") {
+		if _, err := strconv.Atoi(port); err == nil {
+			return fmt.Errorf("%w %s: an address, not a URL: write redis://%s (or rediss://%s for TLS)", driver.ErrBadURL, u, u, u)
+		}
+	}
+	return nil
 }
 
 func closeAll(nodes []driver.Node) error {

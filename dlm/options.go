@@ -57,6 +57,12 @@ type config struct {
 	// tokenSuffix follows the random part of every token: ":" and the
 	// leader's value for a campaign (see election.go), "" otherwise.
 	tokenSuffix string
+	// extendWithCtx ends auto-extension with the context of the call that
+	// took the lock, as Do wants; otherwise it outlives that context.
+	extendWithCtx bool
+	// loggerSet is set by WithLogger, even with nil: without it, warnings
+	// about the configuration go to slog.Default.
+	loggerSet bool
 }
 
 func defaultConfig() config {
@@ -114,13 +120,15 @@ func WithKeyPrefix(prefix string) Option {
 // structured records of the events a [Hook] sees: node failures, losses and
 // failed extensions at Warn, locks not obtained at Info, attempts, grants,
 // extensions and releases at Debug. Tokens and passwords are never logged. A
-// nil logger, the default, discards everything.
+// nil logger, the default, discards everything, except that without
+// WithLogger [New] and [Open] warn about an even number of nodes on
+// [slog.Default]; WithLogger(nil) silences that too.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) {
 		if l == nil {
 			l = slog.New(discardHandler{})
 		}
-		c.logger = l
+		c.logger, c.loggerSet = l, true
 	})
 }
 

@@ -103,17 +103,36 @@ type reply struct {
 // poll sends req to every node at once, all under one deadline, the node
 // timeout from now, and counts the answers. When it stops early, the
 // replies still due arrive on the returned pending, which is nil otherwise.
+//
+// ctx bounds the wait: while poll waits, its end cancels the requests. The
+// requests still due once poll has returned early run on to their deadline
+// (the node timeout, or ctx's deadline if earlier) whatever else becomes of
+// ctx, so that a caller who cancels its context right after a grant does
+// not cut the grant short on the slower nodes.
 func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	n := len(m.nodes)
 	var v vote
 	if req.fenced {
 		v.fences = make([]int64, n)
 	}
-	ctx, cancel := context.WithTimeout(ctx, req.timeout)
 	if n == 1 {
+		ctx, cancel := context.WithTimeout(ctx, req.timeout)
 		v.count(m.ask(ctx, 0, req), n)
 		cancel()
 		return v, nil
+	}
+	// The requests keep the caller's deadline, which adapters may set on
+	// their sockets, but not its cancellation, which reaches them only
+	// while poll waits.
+	caller := ctx
+	deadline := time.Now().Add(req.timeout)
+	if d, ok := caller.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(caller), deadline)
+	detach := context.AfterFunc(caller, cancel)
+	if caller.Err() != nil {
+		cancel() // at once, not from AfterFunc's goroutine
 	}
 	replies := make(chan reply, n) // buffered: late senders never block
 	asked := 0
@@ -143,9 +162,11 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 		if left > 0 && (v.yes >= q || (v.yes+left < q && (v.failed > n-q || v.failed+left <= n-q))) {
 			// The requests still due keep the deadline; it ends with
 			// the last of them, or by itself.
+			detach()
 			return v, &pending{replies: replies, left: left, answered: answered, cancel: cancel}
 		}
 	}
+	detach()
 	cancel()
 	return v, nil
 }

@@ -52,6 +52,9 @@ func Drivers() []string {
 // several are registered. See [driver.ParseURL] for the URL parts every
 // driver understands. Errors never contain the password.
 func OpenNode(url string) (driver.Node, error) {
+	if err := checkNotBareAddr(url); err != nil {
+		return nil, err
+	}
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
 		return nil, err

@@ -122,7 +122,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	} else {
 		handles = append(handles, w.h)
 	}
-	failed("second Unlock(k)", l.Unlock(ctx), dlm.ErrLockLost)
+	failed("second Unlock(k)", l.Unlock(ctx), dlm.ErrNotHeld)
 
 	// Auto-extension, then the key vanishes under it: the next extension
 	// finds it gone and the lock is lost.

@@ -264,6 +264,19 @@ func TestLostLock(t *testing.T) {
 	var token string
 	err := r.m.Do(ctx, "nightly", func(ctx context.Context) error {
 		token = dlm.LockFromContext(ctx).Handle().Token
+		// The grant's request to the slowest node may still be under way:
+		// let it land first, or it would set the key again after the flush.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+			held := 0
+			for _, s := range r.servers {
+				if v, err := s.Do("EXISTS", "redlock:{nightly}"); err == nil && v == int64(1) {
+					held++
+				}
+			}
+			if held == len(r.servers) || time.Now().After(deadline) {
+				break
+			}
+		}
 		for _, s := range r.servers {
 			if _, err := s.Do("FLUSHALL"); err != nil {
 				return err
