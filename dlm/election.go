@@ -148,8 +148,8 @@ func (ld *Leadership) Lost() <-chan struct{} { return ld.l.Lost() }
 // Resign gives the leadership up: it stops the extension and releases the
 // election on every node, which observers hear at once. It runs even if
 // ctx is already done, each node bounded by the node timeout. It returns an
-// error wrapping [ErrLockLost] when the leadership had been lost before, and
-// on a second call.
+// error wrapping [ErrLockLost] when the leadership had been lost before,
+// and one wrapping [ErrNotHeld] on a second call.
 func (ld *Leadership) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)

@@ -68,11 +68,11 @@ func testUnlockTwice(t *testing.T, lk dlm.Locker, key string) {
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock = %v", err)
 	}
-	if err := l.Unlock(context.Background()); !errors.Is(err, dlm.ErrLockLost) {
-		t.Errorf("second Unlock = %v; want ErrLockLost", err)
+	if err := l.Unlock(context.Background()); !errors.Is(err, dlm.ErrNotHeld) || errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("second Unlock = %v; want ErrNotHeld, not ErrLockLost", err)
 	}
-	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, dlm.ErrLockLost) {
-		t.Errorf("Extend after Unlock = %v; want ErrLockLost", err)
+	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, dlm.ErrNotHeld) {
+		t.Errorf("Extend after Unlock = %v; want ErrNotHeld", err)
 	}
 }
 

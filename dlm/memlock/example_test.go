@@ -37,7 +37,7 @@ func ExampleNew() {
 	_, err = m.TryLock(ctx, "invoice:42")
 	fmt.Println("held elsewhere:", errors.Is(err, dlm.ErrNotObtained))
 	l.Unlock(ctx)
-	fmt.Println("second unlock:", errors.Is(l.Unlock(ctx), dlm.ErrLockLost))
+	fmt.Println("second unlock:", errors.Is(l.Unlock(ctx), dlm.ErrNotHeld))
 	// Output:
 	// free: <nil>
 	// held elsewhere: true

@@ -3,8 +3,8 @@
 // runs dlm's own scripts in Go. Since the manager is dlm's, with the same
 // algorithm over a node that answers as Redis would, code under test sees
 // the same semantics and the same errors as in production: [dlm.ErrNotObtained]
-// when another holder has a lock, [dlm.ErrLockLost] after expiry or a second
-// Unlock, [dlm.ErrInvalid] for bad input; TTLs, [dlm.Lock.Until],
+// when another holder has a lock, [dlm.ErrLockLost] after expiry,
+// [dlm.ErrNotHeld] on a second Unlock, [dlm.ErrInvalid] for bad input; TTLs, [dlm.Lock.Until],
 // [dlm.Lock.Lost], auto-extension, fencing, Do, Campaign and Observe all
 // behave as they do on Redis.
 //
