@@ -241,9 +241,10 @@ func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, 
 }
 
 // stopTimer stops t and drains a tick it already sent, so that t.Reset
-// starts a full wait. (A module whose go.mod says go 1.22 or older gets the
-// timers of that release, whose Stop leaves a tick that fired in the
-// channel: the next wait would end at once, an attempt without a delay.)
+// starts a full wait. (With the timers of Go 1.22, which this module's
+// go.mod admits and GODEBUG asynctimerchan=1 selects, Stop leaves a tick
+// that fired in the channel: the next wait would end at once, an attempt
+// without a delay.)
 func stopTimer(t *time.Timer) {
 	if !t.Stop() {
 		select {
