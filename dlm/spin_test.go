@@ -151,3 +151,71 @@ func TestWaiterNotSpunBySubscriptionChurn(t *testing.T) {
 		})
 	}
 }
+
+// TestWaiterNotWokenByOtherKeys checks that releases announced for other
+// keys, many and heard by the same subscriptions (the waiter's manager
+// waits for those keys too), do not wake a waiter: it keeps to its retry
+// pace.
+func TestWaiterNotWokenByOtherKeys(t *testing.T) {
+	const (
+		backoff = 100 * time.Millisecond // FixedBackoff: waits of 50 to 100ms
+		window  = 2 * time.Second
+	)
+	_, nodes := startNodes(t, 3)
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(backoff)))
+	other := rwManager(t, nodes)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held, err := m.TryLock(ctx, "spin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(context.Background())
+
+	var c attemptCounter
+	waited := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(ctx, "spin", dlm.WithHook(&c))
+		waited <- err
+	}()
+	// Releases of "busy", announced to m's waiter for it: other takes and
+	// releases it in turn with that waiter.
+	var wg sync.WaitGroup
+	var releases atomic.Int64
+	for _, mm := range []*dlm.Manager{m, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				l, err := mm.Lock(ctx, "busy")
+				if err != nil {
+					continue
+				}
+				if l.Unlock(context.Background()) == nil {
+					releases.Add(1)
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.n.Load() < 2; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiter made %d attempts in 10s; want 2", c.n.Load())
+		}
+	}
+	before, r0 := c.n.Load(), releases.Load()
+	time.Sleep(window)
+	made, released := c.n.Load()-before, releases.Load()-r0
+	cancel()
+	wg.Wait()
+	if err := <-waited; err == nil {
+		t.Fatal("the waiter obtained a lock still held")
+	}
+	paced := int(window/(backoff/2)) + 1
+	t.Logf("%d attempts in %v while %q was released %d times; bound %d", made, window, "busy", released, paced)
+	if released < 20 {
+		t.Fatalf("%q released only %d times in %v; the test did not announce many releases", "busy", released, window)
+	}
+	if made > int64(paced) {
+		t.Errorf("the waiter made %d attempts in %v while another key was released %d times; want at most %d, the retry pace", made, window, released, paced)
+	}
+}
