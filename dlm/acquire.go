@@ -211,9 +211,7 @@ func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, 
 		}
 		d := w.spread(attempt)
 		if d == 0 {
-			// Without draining: before Go 1.23 timer semantics a stale
-			// tick costs one early attempt, and with them there is none.
-			timer.Stop()
+			stopTimer(timer)
 			return nil
 		}
 		select {
@@ -231,13 +229,27 @@ func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, 
 		case <-m.done:
 			return ErrClosed
 		case <-spread.C:
-			timer.Stop()
+			stopTimer(timer)
 			return nil
 		case <-timer.C:
 			return nil
 		case <-w.taken:
 			// Another client obtained the lock: wait for its release.
-			spread.Stop()
+			stopTimer(spread)
+		}
+	}
+}
+
+// stopTimer stops t and drains a tick it already sent, so that t.Reset
+// starts a full wait. (With the timers of Go 1.22, which this module's
+// go.mod admits and GODEBUG asynctimerchan=1 selects, Stop leaves a tick
+// that fired in the channel: the next wait would end at once, an attempt
+// without a delay.)
+func stopTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
 		}
 	}
 }

@@ -13,3 +13,9 @@ func UncheckedSemaphore(m *Manager, name string, limit, q int) *Semaphore {
 	s.kind = &k
 	return s
 }
+
+// Pauses of a node's subscription opened again after a failure (see pump).
+const (
+	MinReopen = minReopen
+	MaxReopen = maxReopen
+)

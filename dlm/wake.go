@@ -22,9 +22,16 @@ const (
 	// for every waiter.
 	wakeLinger = 10 * time.Second
 	// minReopen and maxReopen bound the pause before a node's failed
-	// subscription is opened again; it doubles after each failure.
+	// subscription is opened again; it doubles after each failure, and
+	// starts again from minReopen after a subscription that lasted
+	// healthySub.
 	minReopen = 100 * time.Millisecond
 	maxReopen = 5 * time.Second
+	// healthySub is how long a subscription must have lasted for its
+	// failure to be followed by another at once; one that failed sooner is
+	// opened again only after the pause, which doubles up to maxReopen while
+	// subscriptions keep failing young.
+	healthySub = maxReopen
 	// openTimeout bounds the opening of a subscription connection.
 	openTimeout = 5 * time.Second
 )
@@ -362,6 +369,26 @@ func (p *pump) run() {
 	sweep := time.NewTicker(wakeLinger / 2)
 	defer sweep.Stop()
 	reopen := minReopen
+	var opened time.Time // when sub was opened
+	// lost ends sub, which failed, and waits before the next is opened:
+	// not at all after a subscription that lasted (one cut costs no
+	// announcement), reopen after one that failed soon after it was opened.
+	// Each subscription made again wakes the waiters of its channels (see
+	// [waker.answer]), so a node that keeps dropping them must not set the
+	// pace of its waiters' attempts. It returns false when the manager
+	// closes meanwhile.
+	lost := func() bool {
+		sub.Close()
+		sub = nil
+		p.w.failed(p.i)
+		if time.Since(opened) >= healthySub {
+			reopen = minReopen
+			return true
+		}
+		ok := p.pause(reopen)
+		reopen = min(2*reopen, maxReopen)
+		return ok
+	}
 	for {
 		want, ok := p.w.wanted(p)
 		if !ok {
@@ -377,23 +404,23 @@ func (p *pump) run() {
 				reopen = min(2*reopen, maxReopen)
 				continue
 			}
-			reopen = minReopen
+			opened = time.Now()
 			clear(have)
 			p.w.setDown(p.i, false)
 		}
 		if err := p.update(sub, want, have); err != nil {
-			sub.Close()
-			sub = nil
-			p.w.failed(p.i)
+			if !lost() {
+				return
+			}
 			continue
 		}
 		select {
 		case <-p.kick:
 		case <-sweep.C:
 		case <-sub.Done():
-			sub.Close()
-			sub = nil
-			p.w.failed(p.i)
+			if !lost() {
+				return
+			}
 		case <-p.w.ctx.Done():
 			return
 		}

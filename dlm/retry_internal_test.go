@@ -1,0 +1,49 @@
+package dlm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// TestRetryWaitAfterWakeIsFull checks that a waiter woken while its retry
+// timer had fired too waits the full retry delay before its next attempt:
+// the tick left in the timer must not end the next wait at once. It runs
+// with the current timers and, in a child process, with those of Go 1.22
+// (GODEBUG asynctimerchan=1, what a program whose go.mod says go 1.22 gets
+// from Go 1.23 on), whose Stop leaves a tick that fired in the channel.
+// select picks the wake-up or the tick at random, so the case is tried
+// several times.
+func TestRetryWaitAfterWakeIsFull(t *testing.T) {
+	if os.Getenv("DLM_TEST_OLD_TIMERS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRetryWaitAfterWakeIsFull$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GODEBUG=asynctimerchan=1", "DLM_TEST_OLD_TIMERS=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("with the timers of Go 1.22 (asynctimerchan=1): %v\n%s", err, out)
+		}
+	}
+	m := &Manager{done: make(chan struct{})}
+	w := &watcher{c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+	ctx := context.Background()
+	const delay = 200 * time.Millisecond
+	for i := 0; i < 16; i++ {
+		timer := time.NewTimer(time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // fired: a tick waits in timer.C
+		signal(w.c)                      // and a release was announced
+		if err := m.awaitTurn(ctx, timer, w, w.c, 0); err != nil {
+			t.Fatal(err)
+		}
+		w.drain()
+		timer.Reset(delay) // as lockLoop does after the next attempt
+		start := time.Now()
+		if err := m.awaitTurn(ctx, timer, w, w.c, 0); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < delay {
+			t.Fatalf("round %d: the wait after a wake-up ended after %v; want the full retry delay of %v", i, d, delay)
+		}
+		timer.Stop()
+	}
+}
