@@ -43,6 +43,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{})}
+	m.work.init()
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {

@@ -153,7 +153,7 @@ func writeMachine(b *strings.Builder, r *Results) {
 
 func writeTargets(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## Targets\n\n")
-	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one where the target says so. Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
+	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one, or the one named, where the target says so. The client CPU rows report, without a target, the CPU time the client process used per cycle, and in brackets its ratio to redsync's (lower is better). Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
 	header := []string{"target", "judged on", "redsync"}
 	for _, lib := range r.backends() {
 		header = append(header, lib.Name)
@@ -171,8 +171,13 @@ func writeTargets(b *strings.Builder, r *Results) {
 			cells = append(cells, cell)
 		}
 		overall := "**" + row.Overall.String() + "**"
-		if row.Rule == ruleBest && row.Overall != NotMeasured {
+		switch {
+		case row.Rule == ruleReported:
+			overall = missing
+		case row.Rule == ruleBest && row.Overall != NotMeasured:
 			overall += " (best backend)"
+		case strings.HasPrefix(row.Rule, ruleOnly) && row.Overall != NotMeasured:
+			overall += " (" + strings.TrimPrefix(row.Rule, ruleOnly) + ")"
 		}
 		t.row(append(cells, overall)...)
 		if row.Note != "" {
@@ -196,16 +201,20 @@ func orMissing(s string) string {
 
 func writeUncontended(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 1. Uncontended lock+unlock\n\n")
-	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes.\n\n", r.Config.Duration, r.Nodes)
+	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes. **Client CPU** is the CPU time, user and system, the client process used per cycle over the case (getrusage; the servers are other processes): unlike cycles/s it hardly depends on how much of the machine other work takes.\n\n", r.Config.Duration, r.Nodes)
 	base := r.baseline()
-	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "of the physical limit", "errors")
+	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "client CPU/cycle", "of the physical limit", "errors")
 	for _, g := range r.Config.Goroutines {
 		bu := r.uncontendedOf(base, g)
 		for _, lib := range r.Libraries {
 			u := r.uncontendedOf(lib.ID, g)
 			if u == nil {
-				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing)
+				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing)
 				continue
+			}
+			cpu := missing
+			if c := u.CPUPerCycle(); c > 0 {
+				cpu = fmtDur(c)
 			}
 			vs := missing
 			if bu != nil {
@@ -215,7 +224,7 @@ func writeUncontended(b *strings.Builder, r *Results) {
 			if r.Physical != nil {
 				limit = fmtPercent(Ratio(u.PerSec(), r.Physical.CyclesPerSec()))
 			}
-			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, limit, errorsCell(u.Errors, u.FirstError))
+			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, cpu, limit, errorsCell(u.Errors, u.FirstError))
 		}
 	}
 	b.WriteString("\n")

@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 		for _, lib := range ran {
 			r := acc[lib.ID]
 			res.Uncontended = append(res.Uncontended, *r)
-			s.logf("uncontended/g%d/%s: %.0f cycles/s, errors %d %s", g, lib.ID, r.PerSec(), r.Errors, r.FirstError)
+			s.logf("uncontended/g%d/%s: %.0f cycles/s, %v client CPU per cycle, errors %d %s", g, lib.ID, r.PerSec(), r.CPUPerCycle(), r.Errors, r.FirstError)
 		}
 	}
 	for _, mode := range ClientModes {

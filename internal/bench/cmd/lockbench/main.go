@@ -46,6 +46,11 @@ func run() int {
 	flag.DurationVar(&cfg.HotWarmup, "hot-warmup", cfg.HotWarmup, "untimed turns on another key before each round of a hot-key case")
 	flag.DurationVar(&cfg.FairDuration, "fair-duration", cfg.FairDuration, "length of the fairness case, run in one piece (0: skip it)")
 	flag.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "TTL of every lock, for every library")
+	flag.Func("goroutines", fmt.Sprintf("goroutines of the uncontended cases, comma-separated (default %s)", joinInts(cfg.Goroutines)), func(v string) error {
+		n, err := parseInts(v)
+		cfg.Goroutines = n
+		return err
+	})
 	flag.Func("contenders", fmt.Sprintf("contenders of the hot-key cases, comma-separated (default %s)", joinInts(cfg.Contenders)), func(v string) error {
 		n, err := parseInts(v)
 		cfg.Contenders = n
