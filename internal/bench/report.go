@@ -201,20 +201,23 @@ func orMissing(s string) string {
 
 func writeUncontended(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 1. Uncontended lock+unlock\n\n")
-	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes. **Client CPU** is the CPU time, user and system, the client process used per cycle over the case (getrusage; the servers are other processes): unlike cycles/s it hardly depends on how much of the machine other work takes.\n\n", r.Config.Duration, r.Nodes)
+	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes. **Client CPU** is the CPU time, user and system, the client process used per cycle over the case (getrusage; the servers are other processes), **server CPU** the CPU time the %d servers used per cycle (their INFO cpu): both hardly depend on how much of the machine other work takes, unlike cycles/s, and on %d CPUs shared by the client and the servers their sum bounds the rate.\n\n", r.Config.Duration, r.Nodes, r.Nodes, r.Machine.Cores)
 	base := r.baseline()
-	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "client CPU/cycle", "of the physical limit", "errors")
+	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "client CPU/cycle", "server CPU/cycle", "of the physical limit", "errors")
 	for _, g := range r.Config.Goroutines {
 		bu := r.uncontendedOf(base, g)
 		for _, lib := range r.Libraries {
 			u := r.uncontendedOf(lib.ID, g)
 			if u == nil {
-				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing)
+				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing, missing)
 				continue
 			}
-			cpu := missing
+			cpu, scpu := missing, missing
 			if c := u.CPUPerCycle(); c > 0 {
 				cpu = fmtDur(c)
+			}
+			if c := u.ServerCPUPerCycle(); c > 0 {
+				scpu = fmtDur(c)
 			}
 			vs := missing
 			if bu != nil {
@@ -224,7 +227,7 @@ func writeUncontended(b *strings.Builder, r *Results) {
 			if r.Physical != nil {
 				limit = fmtPercent(Ratio(u.PerSec(), r.Physical.CyclesPerSec()))
 			}
-			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, cpu, limit, errorsCell(u.Errors, u.FirstError))
+			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, cpu, scpu, limit, errorsCell(u.Errors, u.FirstError))
 		}
 	}
 	b.WriteString("\n")

@@ -17,7 +17,10 @@ type UncontendedResult struct {
 	Elapsed    time.Duration // from the start until the last goroutine stopped
 	// CPU is the CPU time, user and system, the whole client process used
 	// meanwhile (getrusage); 0 where it cannot be read.
-	CPU        time.Duration
+	CPU time.Duration
+	// ServerCPU is the CPU time all the servers used meanwhile (INFO cpu);
+	// 0 where they do not tell.
+	ServerCPU  time.Duration
 	Errors     int
 	FirstError string
 }
@@ -33,11 +36,20 @@ func (r *UncontendedResult) CPUPerCycle() time.Duration {
 	return r.CPU / time.Duration(r.Cycles)
 }
 
+// ServerCPUPerCycle is the servers' CPU time per cycle, 0 when unknown.
+func (r *UncontendedResult) ServerCPUPerCycle() time.Duration {
+	if r.Cycles == 0 || r.ServerCPU <= 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Cycles)
+}
+
 // add adds the cycles, time and errors of another round to r.
 func (r *UncontendedResult) add(o UncontendedResult) {
 	r.Cycles += o.Cycles
 	r.Elapsed += o.Elapsed
 	r.CPU += o.CPU
+	r.ServerCPU += o.ServerCPU
 	if r.Errors += o.Errors; r.FirstError == "" {
 		r.FirstError = o.FirstError
 	}
