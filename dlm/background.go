@@ -48,6 +48,36 @@ func (m *Manager) spawn(f func()) {
 	}()
 }
 
+// spawnFanOut runs f on a new goroutine, or on this one once the Manager
+// is closed, as spawn does, and gives f a way to start goroutines of its
+// own that Close's wait cannot miss either: new ones, even while the
+// Manager closes, when f's goroutine is counted (the count cannot be zero
+// then), and f's own goroutine otherwise.
+func (m *Manager) spawnFanOut(f func(spawn func(func()))) {
+	m.work.mu.RLock()
+	if m.work.stopped {
+		m.work.mu.RUnlock()
+		f(func(g func()) { g() })
+		return
+	}
+	m.work.wg.Add(1)
+	m.work.mu.RUnlock()
+	go func() {
+		defer m.work.wg.Done()
+		f(m.spawnCounted)
+	}()
+}
+
+// spawnCounted runs f on a new goroutine counted in the work group; only a
+// goroutine that is counted itself may call it.
+func (m *Manager) spawnCounted(f func()) {
+	m.work.wg.Add(1)
+	go func() {
+		defer m.work.wg.Done()
+		f()
+	}()
+}
+
 // stopWork makes later spawns run inline, ends the idle workers and waits
 // for the goroutines already started.
 func (m *Manager) stopWork() {

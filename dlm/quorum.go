@@ -228,10 +228,12 @@ func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []strin
 		}
 	}
 	if p != nil {
-		m.spawn(func() {
+		m.spawnFanOut(func(spawn func(func())) {
 			for p.left > 0 {
 				if r := p.next(); r.err != nil || r.yes {
-					m.spawn(func() { m.askAlone(ctx, r.node, req) }) // at once, not after the previous one
+					// At once, not after the previous one, even
+					// while the Manager closes.
+					spawn(func() { m.askAlone(ctx, r.node, req) })
 				}
 			}
 		})
