@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,10 +24,40 @@ func WriteReport(dir string, r *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, MarkdownFile), []byte(Markdown(r))); err != nil {
+	path := filepath.Join(dir, MarkdownFile)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := writeFileAtomic(path, []byte(keepProfiles(Markdown(r), string(old)))); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, ChartFile), []byte(Chart(r)))
+}
+
+// The profiles section of benchmarks.md lies between these markers. It is
+// written by hand from lockbench's -cpuprofile and -memprofile, and a new
+// report keeps it as it was.
+const (
+	profilesBegin = "<!-- profiles: written by hand from lockbench -cpuprofile and -memprofile; make bench keeps this section -->"
+	profilesEnd   = "<!-- /profiles -->"
+)
+
+// keepProfiles returns report with the profiles section of old, the report
+// it replaces, before its "How to rerun" section; report as it is when old
+// has none.
+func keepProfiles(report, old string) string {
+	i := strings.Index(old, profilesBegin)
+	j := strings.Index(old, profilesEnd)
+	if i < 0 || j < i {
+		return report
+	}
+	section := old[i : j+len(profilesEnd)]
+	k := strings.Index(report, "## How to rerun")
+	if k < 0 {
+		return report + "\n" + section + "\n"
+	}
+	return report[:k] + section + "\n\n" + report[k:]
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames
@@ -397,7 +429,7 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\nGOWORK=off go run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID

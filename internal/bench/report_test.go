@@ -351,3 +351,34 @@ func TestWriteReport(t *testing.T) {
 		t.Errorf("%d files in the report directory, want 2 (no temporary files left)", len(entries))
 	}
 }
+
+func TestWriteReportKeepsProfiles(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, MarkdownFile)
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(first), profilesBegin) {
+		t.Fatal("a first report has a profiles section; want none")
+	}
+	section := profilesBegin + "\n## 7. Profiles\n\nframes by hand\n" + profilesEnd
+	edited := strings.Replace(string(first), "## How to rerun", section+"\n\n## How to rerun", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != edited {
+		t.Errorf("rewritten report:\n%s\nwant the profiles section kept before How to rerun:\n%s", again, edited)
+	}
+}
