@@ -31,6 +31,9 @@ type node struct {
 	// deadlines says that the client bounds each request by its context's
 	// deadline (ContextTimeoutEnabled).
 	deadlines bool
+	// batch sends package dlm's requests that come at the same time in one
+	// pipeline.
+	batch batcher
 
 	// mu guards closed and the Add of calls: Close waits for the calls'
 	// goroutines, which must not start after it has.
@@ -52,7 +55,7 @@ func NewNode(c redis.UniversalClient) driver.Node {
 }
 
 func newNode(c redis.UniversalClient, addr string, owned bool) *node {
-	return &node{client: c, addr: addr, owned: owned, deadlines: contextTimeouts(c)}
+	return &node{client: c, addr: addr, owned: owned, deadlines: contextTimeouts(c), batch: batcher{client: c}}
 }
 
 // contextTimeouts reports whether c takes its requests' socket deadlines
@@ -89,13 +92,15 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 		if err != nil {
 			return nil, err
 		}
-		v, err := n.eval(ctx, s, keys, args)
+		v, err := n.eval(ctx, s, keys, args, true)
 		return v, n.fail(ctx, err)
 	}
-	return n.wait(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args) })
+	return n.wait(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, false) })
 }
 
-func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
+// eval runs the script; batched sends EVALSHA in a batch with the other
+// requests under way (see batcher), for a request that direct allows.
+func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
 	// One slice for both commands: EVALSHA sha|script numkeys keys... args...
 	cmd := make([]any, 0, 3+len(keys)+len(args))
 	cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
@@ -105,7 +110,15 @@ func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args [
 	for _, a := range args {
 		cmd = append(cmd, arg(a))
 	}
-	v, err := n.client.Do(ctx, cmd...).Result()
+	var v any
+	var err error
+	if batched {
+		c := redis.NewCmd(ctx, cmd...)
+		n.batch.do(ctx, c)
+		v, err = c.Result()
+	} else {
+		v, err = n.client.Do(ctx, cmd...).Result()
+	}
 	if driver.IsNoScript(err) {
 		cmd[0], cmd[1] = "eval", s.Source
 		v, err = n.client.Do(ctx, cmd...).Result()

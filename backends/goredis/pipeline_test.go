@@ -1,0 +1,86 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// TestBatchedRequests sends many requests at once, as package dlm does, and
+// checks that each gets its own reply: the batches keep them apart.
+func TestBatchedRequests(t *testing.T) {
+	s := dlmtest.StartServer(t)
+	n := openNode(t, "redis+goredis://"+s.Addr())
+	incr := driver.NewScript(`return redis.call('INCR', KEYS[1])`)
+	const goroutines, calls = 48, 40
+	prefix := fmt.Sprintf("batched-%d:", time.Now().UnixNano())
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("%s%d", prefix, g)
+			for i := range calls {
+				ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(10*time.Second))
+				got, err := n.Eval(ctx, incr, []string{key}, nil)
+				cancel()
+				if want := int64(i + 1); err != nil || got != want {
+					t.Errorf("INCR %s call %d = %v, %v; want %d, nil", key, i+1, got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v, err := eval(n, `return redis.call('INCR', KEYS[1])`, []string{prefix + "0"}, nil); err != nil || v != int64(calls+1) {
+		t.Errorf("INCR after the batches = %v, %v; want %d, nil", v, err, calls+1)
+	}
+}
+
+// TestBatchedRequestLeavesQueue checks that a request waiting behind a
+// batch under way returns at its own deadline, not the batch's, and that the
+// batch and later requests still get their replies.
+func TestBatchedRequestLeavesQueue(t *testing.T) {
+	s := dlmtest.StartServer(t)
+	n := openNode(t, "redis+goredis://"+s.Addr()+"?read_timeout=10s&write_timeout=10s")
+	echoScript := driver.NewScript(echo)
+	if v, err := eval(n, echo, nil, []string{"warm"}); v != "warm" || err != nil {
+		t.Fatalf("Eval = %v, %v; want warm, nil", v, err)
+	}
+	s.Pause()
+	long, cancelLong := driver.WithNodeDeadline(context.Background(), time.Now().Add(5*time.Second))
+	defer cancelLong()
+	first := make(chan any, 1)
+	go func() {
+		v, err := n.Eval(long, echoScript, nil, []string{"first"})
+		if err != nil {
+			first <- err
+			return
+		}
+		first <- v
+	}()
+	time.Sleep(100 * time.Millisecond) // the first request is under way
+	const short = 200 * time.Millisecond
+	ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(short))
+	defer cancel()
+	start := time.Now()
+	_, err := n.Eval(ctx, echoScript, nil, []string{"second"})
+	if el := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || el > short+slack {
+		t.Errorf("Eval behind a batch under way, %v deadline = %v after %v; want context.DeadlineExceeded by %v", short, err, el, short+slack)
+	}
+	s.Resume()
+	if got := <-first; got != "first" {
+		t.Errorf("the batch under way = %v; want first", got)
+	}
+	third, cancelThird := driver.WithNodeDeadline(context.Background(), time.Now().Add(5*time.Second))
+	defer cancelThird()
+	if v, err := n.Eval(third, echoScript, nil, []string{"third"}); v != "third" || err != nil {
+		t.Errorf("Eval after = %v, %v; want third, nil", v, err)
+	}
+}
