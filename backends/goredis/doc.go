@@ -45,4 +45,10 @@
 // opened from a URL, and for a client of the user's with
 // ContextTimeoutEnabled — the call runs on the caller's goroutine, bounded
 // by the socket deadline.
+//
+// Such requests that come while another is under way are sent together, in
+// one pipeline on one connection, once it returns: one write and one read
+// for many requests, on the client and on the server, where each would
+// take its own. A request alone is sent at once; nothing waits for a batch
+// to fill. A batch is sent under the earliest deadline of its requests.
 package goredis
