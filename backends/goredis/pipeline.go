@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ type batcher struct {
 	spare   []*call   // a batch's slice, reused
 	calls   sync.Pool // of *call
 }
+
+// errBatchPanic is the error of the requests of a batch whose sending
+// panicked.
+var errBatchPanic = errors.New("goredis: the client panicked sending a batch of requests")
 
 // call is one request in a batcher.
 type call struct {
@@ -104,8 +109,13 @@ func (b *batcher) await(c *call) (lead bool) {
 // A request whose context has ended is not sent.
 func (b *batcher) send(batch []*call, self *call) {
 	defer func() {
-		// Also after a panic of the client: no request waits forever.
+		// Also after a panic of the client: no request waits forever, and
+		// none is left without a reply or an error.
+		p := recover()
 		for _, c := range batch {
+			if p != nil && c.cmd.Err() == nil {
+				c.cmd.SetErr(errBatchPanic)
+			}
 			if c != self {
 				c.wake <- struct{}{}
 			}
@@ -121,6 +131,9 @@ func (b *batcher) send(batch []*call, self *call) {
 			b.leading = false
 		}
 		b.mu.Unlock()
+		if p != nil {
+			panic(p)
+		}
 	}()
 	var (
 		ctx   context.Context

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -82,5 +85,81 @@ func TestBatchedRequestLeavesQueue(t *testing.T) {
 	defer cancelThird()
 	if v, err := n.Eval(third, echoScript, nil, []string{"third"}); v != "third" || err != nil {
 		t.Errorf("Eval after = %v, %v; want third, nil", v, err)
+	}
+}
+
+// panicky makes a client's pipelines and single commands panic once armed.
+type panicky struct{ armed *atomic.Bool }
+
+func (h panicky) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h panicky) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.armed.Load() {
+			time.Sleep(20 * time.Millisecond) // let other requests line up behind
+			panic("hook panics")
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h panicky) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.armed.Load() {
+			panic("hook panics")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestBatchPanicReleasesWaiters checks that when the client panics sending
+// a batch, the requests waiting on it return with an error rather than wait
+// forever; the panic itself goes to the request that sent the batch.
+func TestBatchPanicReleasesWaiters(t *testing.T) {
+	s := dlmtest.StartServer(t)
+	var armed atomic.Bool
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	c.AddHook(panicky{&armed})
+	t.Cleanup(func() { c.Close() })
+	n := NewNode(c)
+	armed.Store(true)
+	const calls = 8
+	results := make(chan string, calls)
+	for range calls {
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					results <- "panic"
+				}
+			}()
+			ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(5*time.Second))
+			defer cancel()
+			_, err := n.Eval(ctx, driver.NewScript(echo), nil, []string{"x"})
+			if errors.Is(err, errBatchPanic) {
+				results <- "error"
+				return
+			}
+			results <- fmt.Sprintf("unexpected: %v", err)
+		}()
+	}
+	timeout := time.After(10 * time.Second)
+	var panics, errs int
+	for range calls {
+		select {
+		case r := <-results:
+			switch r {
+			case "panic":
+				panics++
+			case "error":
+				errs++
+			default:
+				t.Errorf("Eval through a panicking client = %s; want a panic or %v", r, errBatchPanic)
+			}
+		case <-timeout:
+			t.Fatalf("after 10s, %d panics and %d errors of %d calls; the others still wait", panics, errs, calls)
+		}
+	}
+	if panics == 0 {
+		t.Error("no call panicked; want the panic to reach the request that sent the batch")
 	}
 }
