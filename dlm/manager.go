@@ -50,6 +50,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now}
+	m.work.init()
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {

@@ -104,11 +104,13 @@ type reply struct {
 // timeout from now, and counts the answers. When it stops early, the
 // replies still due arrive on the returned pending, which is nil otherwise.
 //
-// ctx bounds the wait: while poll waits, its end cancels the requests. The
-// requests still due once poll has returned early run on to their deadline
-// (the node timeout, or ctx's deadline if earlier) whatever else becomes of
-// ctx, so that a caller who cancels its context right after a grant does
-// not cut the grant short on the slower nodes.
+// The requests run under a context of [driver.WithNodeDeadline], which only
+// their deadline ends while they run: poll itself stops waiting when ctx
+// ends, counting the nodes that have not answered as failed with ctx's
+// error, and their requests end by their deadline. So an adapter need not
+// watch each request for a cancellation (see [driver.DeadlineOnly]). When
+// req stops early, the replies still due after ctx ended are handed back as
+// a pending, so that a grant that comes late is released.
 func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	n := len(m.nodes)
 	var v vote
@@ -116,44 +118,37 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 		v.fences = make([]int64, n)
 	}
 	if n == 1 {
+		// On this goroutine, under a context that ends with ctx: the
+		// adapter returns when ctx ends.
 		ctx, cancel := context.WithTimeout(ctx, req.timeout)
 		v.count(m.ask(ctx, 0, req), n)
 		cancel()
 		return v, nil
 	}
-	// The requests keep the caller's deadline, which adapters may set on
-	// their sockets, but not its cancellation, which reaches them only
-	// while poll waits.
-	caller := ctx
-	deadline := time.Now().Add(req.timeout)
-	if d, ok := caller.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(caller), deadline)
-	detach := context.AfterFunc(caller, cancel)
-	if caller.Err() != nil {
-		cancel() // at once, not from AfterFunc's goroutine
-	}
+	nctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.timeout))
 	replies := make(chan reply, n) // buffered: late senders never block
 	asked := 0
 	for i := range m.nodes {
 		if req.only == nil || req.only[i] {
 			asked++
-			m.spawnAsk(ctx, i, req, replies)
+			m.spawnAsk(nctx, i, req, replies)
 		}
 	}
-	var answered []bool
-	if req.early {
-		answered = make([]bool, n)
-	}
+	answered := make([]bool, n)
 	q := req.quorum(n)
+	done := ctx.Done()
 	for got := 1; got <= asked; got++ {
-		r := <-replies
+		var r reply
+		select {
+		case r = <-replies:
+		case <-done:
+			return v, m.abandon(&v, ctx.Err(), req, answered, &pending{replies: replies, left: asked - got + 1, answered: answered, cancel: cancel})
+		}
 		v.count(r, n)
+		answered[r.node] = true
 		if !req.early {
 			continue
 		}
-		answered[r.node] = true
 		// Stop at a quorum of yes, or once none is possible and the
 		// replies still due cannot change whether failures alone
 		// prevented it (QuorumError.Is), so the error does not depend
@@ -162,13 +157,27 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 		if left > 0 && (v.yes >= q || (v.yes+left < q && (v.failed > n-q || v.failed+left <= n-q))) {
 			// The requests still due keep the deadline; it ends with
 			// the last of them, or by itself.
-			detach()
 			return v, &pending{replies: replies, left: left, answered: answered, cancel: cancel}
 		}
 	}
-	detach()
 	cancel()
 	return v, nil
+}
+
+// abandon counts in v the nodes asked by req that have not answered as
+// failed with err, the error of the context the caller gave up on, and returns p,
+// the replies still due, if req stops early (its caller releases what they
+// grant) and nil otherwise. The requests still due end by their deadline.
+func (m *Manager) abandon(v *vote, err error, req *request, answered []bool, p *pending) *pending {
+	for i, a := range answered {
+		if !a && (req.only == nil || req.only[i]) {
+			v.count(reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}, len(answered))
+		}
+	}
+	if req.early {
+		return p
+	}
+	return nil
 }
 
 // pending holds the replies a poll stopped waiting for.
@@ -234,10 +243,12 @@ func (m *Manager) releaseAttemptWith(ctx context.Context, req *request, v *vote,
 		}
 	}
 	if p != nil {
-		m.spawn(func() {
+		m.spawnFanOut(func(spawn func(func())) {
 			for p.left > 0 {
 				if r := p.next(); r.err != nil || r.yes {
-					m.spawn(func() { m.askAlone(ctx, r.node, req) }) // at once, not after the previous one
+					// At once, not after the previous one, even
+					// while the Manager closes.
+					spawn(func() { m.askAlone(ctx, r.node, req) })
 				}
 			}
 		})
@@ -265,9 +276,10 @@ func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint
 	return req
 }
 
-// askAlone runs req on node i under a node timeout of its own.
+// askAlone runs req on node i under a node timeout of its own, which alone
+// ends it: ctx's cancellation does not.
 func (m *Manager) askAlone(ctx context.Context, i int, req *request) reply {
-	ctx, cancel := context.WithTimeout(ctx, req.timeout)
+	ctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.timeout))
 	defer cancel()
 	return m.ask(ctx, i, req)
 }

@@ -37,4 +37,18 @@
 // return as soon as the context is done, and the abandoned request ends at
 // its socket deadline or when an owned client is closed. Close waits for
 // those goroutines when the node owns the client.
+//
+// The requests package dlm sends need none: their context, of
+// [driver.WithNodeDeadline], ends only at its deadline while they run (the
+// manager stops waiting by itself when its caller's context ends), so when
+// the client takes its socket deadlines from contexts — always for a node
+// opened from a URL, and for a client of the user's with
+// ContextTimeoutEnabled — the call runs on the caller's goroutine, bounded
+// by the socket deadline.
+//
+// Such requests that come while another is under way are sent together, in
+// one pipeline on one connection, once it returns: one write and one read
+// for many requests, on the client and on the server, where each would
+// take its own. A request alone is sent at once; nothing waits for a batch
+// to fill. A batch is sent under the earliest deadline of its requests.
 package goredis

@@ -28,6 +28,12 @@ type node struct {
 	owned bool
 	// password is redacted from errors; set for clients made from a URL.
 	password string
+	// deadlines says that the client bounds each request by its context's
+	// deadline (ContextTimeoutEnabled).
+	deadlines bool
+	// batch sends package dlm's requests that come at the same time in one
+	// pipeline.
+	batch batcher
 
 	// mu guards closed and the Add of calls: Close waits for the calls'
 	// goroutines, which must not start after it has.
@@ -49,7 +55,19 @@ func NewNode(c redis.UniversalClient) driver.Node {
 }
 
 func newNode(c redis.UniversalClient, addr string, owned bool) *node {
-	return &node{client: c, addr: addr, owned: owned}
+	return &node{client: c, addr: addr, owned: owned, deadlines: contextTimeouts(c), batch: batcher{client: c}}
+}
+
+// contextTimeouts reports whether c takes its requests' socket deadlines
+// from their contexts.
+func contextTimeouts(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 func clientAddr(c redis.UniversalClient) string {
@@ -70,31 +88,77 @@ func (n *node) Addr() string { return n.addr }
 // Eval runs s by EVALSHA and, when the server does not have it cached, by
 // EVAL, and normalizes the reply as package driver documents.
 func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
-	return n.wait(ctx, func(ctx context.Context) (any, error) {
-		// One slice for both commands: EVALSHA sha|script numkeys keys... args...
-		cmd := make([]any, 0, 3+len(keys)+len(args))
-		cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
-		for _, k := range keys {
-			cmd = append(cmd, k)
+	if direct, err := n.direct(ctx); direct || err != nil {
+		if err != nil {
+			return nil, err
 		}
-		for _, a := range args {
-			cmd = append(cmd, a)
-		}
-		v, err := n.client.Do(ctx, cmd...).Result()
-		if driver.IsNoScript(err) {
-			cmd[0], cmd[1] = "eval", s.Source
-			v, err = n.client.Do(ctx, cmd...).Result()
-		}
-		return normalize(v, err)
-	})
+		v, err := n.eval(ctx, s, keys, args, true)
+		return v, n.fail(ctx, err)
+	}
+	return n.wait(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, false) })
+}
+
+// eval runs the script; batched sends EVALSHA in a batch with the other
+// requests under way (see batcher), for a request that direct allows.
+func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
+	// One slice for both commands: EVALSHA sha|script numkeys keys... args...
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	for _, a := range args {
+		cmd = append(cmd, arg(a))
+	}
+	var v any
+	var err error
+	if batched {
+		c := redis.NewCmd(ctx, cmd...)
+		n.batch.do(ctx, c)
+		v, err = c.Result()
+	} else {
+		v, err = n.client.Do(ctx, cmd...).Result()
+	}
+	if driver.IsNoScript(err) {
+		cmd[0], cmd[1] = "eval", s.Source
+		v, err = n.client.Do(ctx, cmd...).Result()
+	}
+	return normalize(v, err)
 }
 
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) error {
+	if direct, err := n.direct(ctx); direct || err != nil {
+		if err != nil {
+			return err
+		}
+		return n.fail(ctx, n.client.Ping(ctx).Err())
+	}
 	_, err := n.wait(ctx, func(ctx context.Context) (any, error) {
 		return nil, n.client.Ping(ctx).Err()
 	})
 	return err
+}
+
+// direct reports whether a request within ctx may run on the caller's
+// goroutine, without wait: ctx is one of [driver.WithNodeDeadline], the
+// kind package dlm sends, which ends only at its deadline while the request
+// runs, and the client takes its socket deadlines from the context. It
+// returns the error of a done ctx or a closed node.
+func (n *node) direct(ctx context.Context) (bool, error) {
+	if !n.deadlines || !driver.DeadlineOnly(ctx) {
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	n.mu.RLock()
+	closed := n.closed
+	n.mu.RUnlock()
+	if closed {
+		return false, errClosed
+	}
+	return true, nil
 }
 
 // Close closes the client if the node made it, and then waits for the

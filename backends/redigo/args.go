@@ -19,6 +19,20 @@ var (
 	hashArgs sync.Map // *driver.Script -> any(its Hash)
 )
 
+// flagArgs are the one-character arguments the scripts take as flags.
+var flagArgs = [2]any{"0", "1"}
+
+// arg returns a as an argument, without allocating for a flag.
+func arg(a string) any {
+	switch a {
+	case "0":
+		return flagArgs[0]
+	case "1":
+		return flagArgs[1]
+	}
+	return a
+}
+
 // numKeysArg returns EVALSHA's numkeys argument for n keys.
 func numKeysArg(n int) any {
 	if n < len(numKeysArgs) {

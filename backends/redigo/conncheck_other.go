@@ -4,6 +4,10 @@ package redigo
 
 import "net"
 
-// connCheck cannot peek at a socket here: a connection the server closed
+// checker cannot peek at a socket here: a connection the server closed
 // fails its next request instead.
-func connCheck(net.Conn) error { return nil }
+type checker struct{}
+
+func newChecker(net.Conn) *checker { return nil }
+
+func (*checker) check() error { return nil }

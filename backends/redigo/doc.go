@@ -35,6 +35,16 @@
 // handshake, AUTH and SELECT are bounded by the context and the dial
 // timeout, and checks an idle connection with a non-blocking read before
 // reusing it, so that the connections pooled before a server restart do not
-// each fail a call after it. redigo's DoContext runs every request on a
-// goroutine of its own, which ends as soon as the connection is closed.
+// each fail a call after it (the check reads the socket once and allocates
+// nothing).
+//
+// Such a connection also runs each request on the caller's goroutine, where
+// redigo's DoContext would start one per request. The read deadline, the
+// context's if it comes first, bounds the request. That is all a request of
+// package dlm needs, whose context, of [driver.WithNodeDeadline], ends only
+// at its deadline while the request runs; for any other context that can
+// end, a [context.AfterFunc] closes the connection under the request should
+// the context end first, so that the call returns at once and the late
+// reply is never read. With a pool of the user's, redigo's DoContext serves
+// every request as before.
 package redigo

@@ -139,7 +139,7 @@ func (o connOptions) dial(ctx context.Context) (redis.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{Conn: redis.NewConn(nc, o.readTimeout, o.writeTimeout), nc: nc}
+	c := &conn{Conn: redis.NewConn(nc, o.readTimeout, o.writeTimeout), nc: nc, readTimeout: o.readTimeout, check: newChecker(socketOf(nc))}
 	if o.auth != nil {
 		if _, err := redis.DoContext(c, ctx, "AUTH", o.auth...); err != nil {
 			c.Close()

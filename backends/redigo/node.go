@@ -68,7 +68,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 		cmd = append(cmd, k)
 	}
 	for _, a := range args {
-		cmd = append(cmd, a)
+		cmd = append(cmd, arg(a))
 	}
 	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
 	if driver.IsNoScript(err) {

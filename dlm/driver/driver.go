@@ -21,7 +21,10 @@ type Node interface {
 	// describes.
 	//
 	// Eval must return when ctx is done, with an error that wraps ctx.Err(),
-	// even if the node does not answer.
+	// even if the node does not answer. For a context of [WithNodeDeadline],
+	// which can end only at its deadline while Eval runs, a socket deadline
+	// taken from the context meets this without watching for a
+	// cancellation (see [DeadlineOnly]).
 	Eval(ctx context.Context, s *Script, keys []string, args []string) (any, error)
 
 	// Addr names the node in errors and logs: host and port, never a

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,10 +24,40 @@ func WriteReport(dir string, r *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, MarkdownFile), []byte(Markdown(r))); err != nil {
+	path := filepath.Join(dir, MarkdownFile)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := writeFileAtomic(path, []byte(keepProfiles(Markdown(r), string(old)))); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, ChartFile), []byte(Chart(r)))
+}
+
+// The profiles section of benchmarks.md lies between these markers. It is
+// written by hand from lockbench's -cpuprofile and -memprofile, and a new
+// report keeps it as it was.
+const (
+	profilesBegin = "<!-- profiles: written by hand from lockbench -cpuprofile and -memprofile; make bench keeps this section -->"
+	profilesEnd   = "<!-- /profiles -->"
+)
+
+// keepProfiles returns report with the profiles section of old, the report
+// it replaces, before its "How to rerun" section; report as it is when old
+// has none.
+func keepProfiles(report, old string) string {
+	i := strings.Index(old, profilesBegin)
+	j := strings.Index(old, profilesEnd)
+	if i < 0 || j < i {
+		return report
+	}
+	section := old[i : j+len(profilesEnd)]
+	k := strings.Index(report, "## How to rerun")
+	if k < 0 {
+		return report + "\n" + section + "\n"
+	}
+	return report[:k] + section + "\n\n" + report[k:]
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames
@@ -153,7 +185,7 @@ func writeMachine(b *strings.Builder, r *Results) {
 
 func writeTargets(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## Targets\n\n")
-	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one where the target says so. Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
+	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one, or the one named, where the target says so. The client CPU rows report, without a target, the CPU time the client process used per cycle, and in brackets its ratio to redsync's (lower is better). Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
 	header := []string{"target", "judged on", "redsync"}
 	for _, lib := range r.backends() {
 		header = append(header, lib.Name)
@@ -171,8 +203,13 @@ func writeTargets(b *strings.Builder, r *Results) {
 			cells = append(cells, cell)
 		}
 		overall := "**" + row.Overall.String() + "**"
-		if row.Rule == ruleBest && row.Overall != NotMeasured {
+		switch {
+		case row.Rule == ruleReported:
+			overall = missing
+		case row.Rule == ruleBest && row.Overall != NotMeasured:
 			overall += " (best backend)"
+		case strings.HasPrefix(row.Rule, ruleOnly) && row.Overall != NotMeasured:
+			overall += " (" + strings.TrimPrefix(row.Rule, ruleOnly) + ")"
 		}
 		t.row(append(cells, overall)...)
 		if row.Note != "" {
@@ -196,16 +233,23 @@ func orMissing(s string) string {
 
 func writeUncontended(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 1. Uncontended lock+unlock\n\n")
-	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes.\n\n", r.Config.Duration, r.Nodes)
+	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes. **Client CPU** is the CPU time, user and system, the client process used per cycle over the case (getrusage; the servers are other processes), **server CPU** the CPU time the %d servers used per cycle (their INFO cpu): both hardly depend on how much of the machine other work takes, unlike cycles/s, and on %d CPUs shared by the client and the servers their sum bounds the rate.\n\n", r.Config.Duration, r.Nodes, r.Nodes, r.Machine.Cores)
 	base := r.baseline()
-	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "of the physical limit", "errors")
+	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "client CPU/cycle", "server CPU/cycle", "of the physical limit", "errors")
 	for _, g := range r.Config.Goroutines {
 		bu := r.uncontendedOf(base, g)
 		for _, lib := range r.Libraries {
 			u := r.uncontendedOf(lib.ID, g)
 			if u == nil {
-				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing)
+				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing, missing)
 				continue
+			}
+			cpu, scpu := missing, missing
+			if c := u.CPUPerCycle(); c > 0 {
+				cpu = fmtDur(c)
+			}
+			if c := u.ServerCPUPerCycle(); c > 0 {
+				scpu = fmtDur(c)
 			}
 			vs := missing
 			if bu != nil {
@@ -215,7 +259,7 @@ func writeUncontended(b *strings.Builder, r *Results) {
 			if r.Physical != nil {
 				limit = fmtPercent(Ratio(u.PerSec(), r.Physical.CyclesPerSec()))
 			}
-			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, limit, errorsCell(u.Errors, u.FirstError))
+			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, cpu, scpu, limit, errorsCell(u.Errors, u.FirstError))
 		}
 	}
 	b.WriteString("\n")
@@ -385,7 +429,7 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\nGOWORK=off go run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID

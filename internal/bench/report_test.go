@@ -42,10 +42,11 @@ func sampleResults() *Results {
 		Elapsed:  90 * time.Second,
 	}
 	perSecOf := map[string]float64{"goredis": 3000, "redigo": 2000, "rueidis": 6000, "redsync": 2000}
+	cpuOf := map[string]time.Duration{"goredis": 150 * time.Microsecond, "redigo": 200 * time.Microsecond, "rueidis": 100 * time.Microsecond, "redsync": 200 * time.Microsecond}
 	for _, lib := range r.Libraries {
 		rate := perSecOf[lib.ID]
 		r.Uncontended = append(r.Uncontended,
-			UncontendedResult{Lib: lib.ID, Goroutines: 1, Cycles: int(rate * 3), Elapsed: 3 * time.Second},
+			UncontendedResult{Lib: lib.ID, Goroutines: 1, Cycles: int(rate * 3), Elapsed: 3 * time.Second, CPU: time.Duration(rate*3) * cpuOf[lib.ID]},
 			UncontendedResult{Lib: lib.ID, Goroutines: 64, Cycles: int(rate * 3 * 4), Elapsed: 3 * time.Second})
 		h0 := HotResult{Lib: lib.ID, Contenders: 8, Window: 6 * time.Second, Grants: 12000, Handoffs: 6000,
 			Handoff: Dist{N: 6000, P50: 300 * time.Microsecond, P99: 2 * time.Millisecond},
@@ -107,7 +108,12 @@ func TestTargets(t *testing.T) {
 		{"fair mode: max/min grants per client ≤ 1.5 over a 10s run", "default mode for reference", []string{"1.60", "1.60", "1.60"}, NotMeasured},
 		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS"}, Miss},
 		{"uncontended, 32–64 goroutines: ≥ 4× redsync's cycles/s on the best backend", "64 goroutines", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS"}, Miss},
+		{"uncontended, 1 goroutine: ≥ 1× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS"}, Pass},
+		{"uncontended, 32–64 goroutines: ≥ 1× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS"}, Pass},
+		{"uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00×", "3.00×"}, Pass},
 		{"allocations per uncontended lock+unlock", "one goroutine", []string{"100 PASS", "100 PASS", "100 PASS"}, Pass},
+		{"client CPU per uncontended lock+unlock (reported)", "1 goroutine", []string{"150 µs (0.75×)", "200 µs (1.00×)", "100 µs (0.50×)"}, NotMeasured},
+		{"client CPU per uncontended lock+unlock (reported)", "64 goroutines", []string{"—", "—", "—"}, NotMeasured},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d target rows, want %d", len(rows), len(want))
@@ -259,8 +265,12 @@ func TestMarkdown(t *testing.T) {
 		"github.com/go-redsync/redsync/v4 v4.18.1",
 		"| target | judged on | redsync | redlock+goredis | redlock+redigo | redlock+rueidis | overall |",
 		"| allocations per uncontended lock+unlock: fewer than redsync's | one goroutine, lock+unlock back to back | 142 allocs | 100 PASS | 100 PASS | 100 PASS | **PASS** |",
-		"| redlock+goredis | 1 | 3,000 | 1.50× | 5.0 % | 0 |",
-		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | 13.3 % | 0 |",
+		"| redlock+goredis | 1 | 3,000 | 1.50× | 150 µs | — | 5.0 % | 0 |",
+		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | — | — | 13.3 % | 0 |",
+		"| uncontended, 1 goroutine: ≥ 1× redsync's cycles/s | uncontended, 1 goroutine on keys of their own | 2,000 cycles/s | 1.50× PASS | 1.00× PASS | 3.00× PASS | **PASS** |",
+		"| uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s | uncontended, 64 goroutines on keys of their own | 8,000 cycles/s | 1.50× PASS | 1.00× | 3.00× | **PASS** (goredis) |",
+		"| client CPU per uncontended lock+unlock (reported) | uncontended, 1 goroutine on keys of their own; getrusage of the client process over the case | 200 µs | 150 µs (0.75×) | 200 µs (1.00×) | 100 µs (0.50×) | — |",
+		"| client CPU per uncontended lock+unlock (reported) | uncontended, 64 goroutines on keys of their own; getrusage of the client process over the case | — | — | — | — | — |",
 		"### 8 contenders sharing one client, 0 ms of work inside",
 		"### 8 contenders with a client each, 1 ms of work inside",
 		"| redsync v4 (go-redis v9) | 2,000 | 1.00× | 10 | 1.00× | 120 µs / 2.00 ms | — | 1.00 ms / 5.00 ms | 20.0 ms | ∞ (2 starved) | 0 |",
@@ -339,5 +349,36 @@ func TestWriteReport(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 2 {
 		t.Errorf("%d files in the report directory, want 2 (no temporary files left)", len(entries))
+	}
+}
+
+func TestWriteReportKeepsProfiles(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, MarkdownFile)
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(first), profilesBegin) {
+		t.Fatal("a first report has a profiles section; want none")
+	}
+	section := profilesBegin + "\n## 7. Profiles\n\nframes by hand\n" + profilesEnd
+	edited := strings.Replace(string(first), "## How to rerun", section+"\n\n## How to rerun", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != edited {
+		t.Errorf("rewritten report:\n%s\nwant the profiles section kept before How to rerun:\n%s", again, edited)
 	}
 }

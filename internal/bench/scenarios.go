@@ -15,6 +15,12 @@ type UncontendedResult struct {
 	Goroutines int
 	Cycles     int           // completed lock+unlock cycles
 	Elapsed    time.Duration // from the start until the last goroutine stopped
+	// CPU is the CPU time, user and system, the whole client process used
+	// meanwhile (getrusage); 0 where it cannot be read.
+	CPU time.Duration
+	// ServerCPU is the CPU time all the servers used meanwhile (INFO cpu);
+	// 0 where they do not tell.
+	ServerCPU  time.Duration
 	Errors     int
 	FirstError string
 }
@@ -22,10 +28,28 @@ type UncontendedResult struct {
 // PerSec is the rate of cycles.
 func (r *UncontendedResult) PerSec() float64 { return perSec(r.Cycles, r.Elapsed) }
 
+// CPUPerCycle is the client's CPU time per cycle, 0 when unknown.
+func (r *UncontendedResult) CPUPerCycle() time.Duration {
+	if r.Cycles == 0 || r.CPU <= 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Cycles)
+}
+
+// ServerCPUPerCycle is the servers' CPU time per cycle, 0 when unknown.
+func (r *UncontendedResult) ServerCPUPerCycle() time.Duration {
+	if r.Cycles == 0 || r.ServerCPU <= 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Cycles)
+}
+
 // add adds the cycles, time and errors of another round to r.
 func (r *UncontendedResult) add(o UncontendedResult) {
 	r.Cycles += o.Cycles
 	r.Elapsed += o.Elapsed
+	r.CPU += o.CPU
+	r.ServerCPU += o.ServerCPU
 	if r.Errors += o.Errors; r.FirstError == "" {
 		r.FirstError = o.FirstError
 	}
@@ -71,11 +95,15 @@ func runUncontended(ctx context.Context, lk Locker, keyPrefix string, goroutines
 			mu.Unlock()
 		}()
 	}
+	cpu := processCPU()
 	start := time.Now()
 	deadline = start.Add(d)
 	close(ready)
 	wg.Wait()
 	r.Elapsed = time.Since(start)
+	if cpu > 0 {
+		r.CPU = processCPU() - cpu
+	}
 	return r, ctx.Err()
 }
 

@@ -115,7 +115,11 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 	for _, g := range cfg.Goroutines {
 		acc := map[string]*UncontendedResult{}
 		ran, err := s.rounds(ctx, res.Libraries, fmt.Sprintf("uncontended/g%d", g), cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
+			scpu := serversCPU(ctx, addrs)
 			r, err := runUncontended(ctx, lk, fmt.Sprintf("%s/r%d", name, round), g, share(cfg.Duration))
+			if after := serversCPU(ctx, addrs); scpu > 0 && after > scpu {
+				r.ServerCPU = after - scpu
+			}
 			if acc[lib.ID] == nil {
 				acc[lib.ID] = &UncontendedResult{Lib: lib.ID, Goroutines: g}
 			}
@@ -128,7 +132,7 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 		for _, lib := range ran {
 			r := acc[lib.ID]
 			res.Uncontended = append(res.Uncontended, *r)
-			s.logf("uncontended/g%d/%s: %.0f cycles/s, errors %d %s", g, lib.ID, r.PerSec(), r.Errors, r.FirstError)
+			s.logf("uncontended/g%d/%s: %.0f cycles/s, CPU per cycle %v client, %v servers, errors %d %s", g, lib.ID, r.PerSec(), r.CPUPerCycle(), r.ServerCPUPerCycle(), r.Errors, r.FirstError)
 		}
 	}
 	for _, mode := range ClientModes {

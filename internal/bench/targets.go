@@ -48,10 +48,13 @@ type TargetCell struct {
 	Verdict Verdict
 }
 
-// Rules combining the backends' verdicts.
+// Rules combining the backends' verdicts: every backend must pass, the
+// best one, or the one named after ruleOnly; a reported row has none.
 const (
-	ruleEvery = "every backend"
-	ruleBest  = "best backend"
+	ruleEvery    = "every backend"
+	ruleBest     = "best backend"
+	ruleOnly     = "only "
+	ruleReported = "reported"
 )
 
 // The hot-key and uncontended cases the targets are judged on.
@@ -113,8 +116,45 @@ func Targets(r *Results) []TargetRow {
 		r.fairTarget(),
 		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),
 		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 4, ruleBest),
+		r.uncontendedTarget("1 goroutine", 1, 1, ruleEvery),
+		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 1, ruleEvery),
+		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 1.3, ruleOnly+targetDefaultBackend),
 		r.allocTarget(),
+		r.cpuRow(1),
+		r.cpuRow(targetGoroutines),
 	)
+}
+
+// targetDefaultBackend is the backend a target names on its own: the one
+// most Go users would pick first.
+const targetDefaultBackend = "goredis"
+
+// cpuRow reports the client's CPU time per uncontended cycle with g
+// goroutines, against redsync's; no target judges it.
+func (r *Results) cpuRow(g int) TargetRow {
+	row := TargetRow{
+		Target:   "client CPU per uncontended lock+unlock (reported)",
+		Scenario: fmt.Sprintf("uncontended, %s on keys of their own; getrusage of the client process over the case", goroutines(g)),
+		Rule:     ruleReported,
+	}
+	cpu := func(u *UncontendedResult) string {
+		if u == nil || u.CPUPerCycle() <= 0 {
+			return missing
+		}
+		return fmtDur(u.CPUPerCycle())
+	}
+	b := r.uncontendedOf(r.baseline(), g)
+	if b != nil {
+		row.Baseline = cpu(b)
+	}
+	for _, lib := range r.backends() {
+		cell := TargetCell{Lib: lib.ID, Value: cpu(r.uncontendedOf(lib.ID, g))}
+		if u := r.uncontendedOf(lib.ID, g); u != nil && b != nil && u.CPUPerCycle() > 0 && b.CPUPerCycle() > 0 {
+			cell.Value += fmt.Sprintf(" (%s)", fmtRatio(Ratio(float64(u.CPUPerCycle()), float64(b.CPUPerCycle()))))
+		}
+		row.Cells = append(row.Cells, cell)
+	}
+	return row
 }
 
 // hotMeasure returns a hot-key result's number for a target, and its text,
@@ -219,8 +259,12 @@ func (r *Results) uncontendedTarget(load string, g int, factor float64, rule str
 		Scenario: fmt.Sprintf("uncontended, %s on keys of their own", goroutines(g)),
 		Rule:     rule,
 	}
-	if rule == ruleBest {
+	only, isOnly := strings.CutPrefix(rule, ruleOnly)
+	switch {
+	case rule == ruleBest:
 		row.Target += " on the best backend"
+	case isOnly:
+		row.Target = fmt.Sprintf("uncontended, %s: redlock+%s ≥ %s× redsync's cycles/s", load, only, trimFloat(factor))
 	}
 	b := r.uncontendedOf(r.baseline(), g)
 	if b != nil {
@@ -231,6 +275,9 @@ func (r *Results) uncontendedTarget(load string, g int, factor float64, rule str
 		if u := r.uncontendedOf(lib.ID, g); u != nil && b != nil {
 			x := Ratio(u.PerSec(), b.PerSec())
 			cell.Value, cell.Verdict = fmtRatio(x), atLeast(factor)(x)
+			if isOnly && lib.Backend != only {
+				cell.Verdict = NotMeasured // shown, not judged
+			}
 		}
 		row.Cells = append(row.Cells, cell)
 	}
@@ -275,6 +322,8 @@ func combine(rule string, cells []TargetCell) Verdict {
 	switch {
 	case pass+miss == 0:
 		return NotMeasured
+	case strings.HasPrefix(rule, ruleOnly):
+		return verdict(miss == 0)
 	case rule == ruleBest:
 		return verdict(pass > 0)
 	}

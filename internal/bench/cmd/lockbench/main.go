@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -37,12 +38,19 @@ func run() int {
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
 		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
+		memProfile  = flag.String("memprofile", "", "write an allocation profile of the measured cases to this file")
+		memRate     = flag.Int("memprofilerate", 0, "with -memprofile, sample one allocation per this many bytes (1: every allocation; 0: Go's default)")
 	)
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each uncontended, latency and physical-limit case")
 	flag.DurationVar(&cfg.HotDuration, "hot-duration", cfg.HotDuration, "length of each hot-key case")
 	flag.DurationVar(&cfg.HotWarmup, "hot-warmup", cfg.HotWarmup, "untimed turns on another key before each round of a hot-key case")
 	flag.DurationVar(&cfg.FairDuration, "fair-duration", cfg.FairDuration, "length of the fairness case, run in one piece (0: skip it)")
 	flag.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "TTL of every lock, for every library")
+	flag.Func("goroutines", fmt.Sprintf("goroutines of the uncontended cases, comma-separated (default %s)", joinInts(cfg.Goroutines)), func(v string) error {
+		n, err := parseInts(v)
+		cfg.Goroutines = n
+		return err
+	})
 	flag.Func("contenders", fmt.Sprintf("contenders of the hot-key cases, comma-separated (default %s)", joinInts(cfg.Contenders)), func(v string) error {
 		n, err := parseInts(v)
 		cfg.Contenders = n
@@ -62,6 +70,9 @@ func run() int {
 		cfg.Run = re
 	}
 	cfg.Log = os.Stderr
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 
 	// The first Ctrl-C or SIGTERM stops the run and the servers cleanly;
 	// a second one, after stop, ends the process at once (the kernel then
@@ -73,7 +84,7 @@ func run() int {
 		stop()
 	}()
 
-	res, err := measure(ctx, cfg, *nodes, *redisServer, *cpuProfile)
+	res, err := measure(ctx, cfg, *nodes, *redisServer, *cpuProfile, *memProfile)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockbench: %v\n", err)
 		if errors.Is(err, context.Canceled) {
@@ -115,8 +126,9 @@ func joinInts(ns []int) string {
 }
 
 // measure starts the servers, runs the benchmark and stops the servers,
-// whatever happens.
-func measure(ctx context.Context, cfg bench.Config, nodes int, redisServer, cpuProfile string) (*bench.Results, error) {
+// whatever happens. With memProfile set, it writes the allocations of the
+// whole run, which the measured cases dominate.
+func measure(ctx context.Context, cfg bench.Config, nodes int, redisServer, cpuProfile, memProfile string) (*bench.Results, error) {
 	bin, err := bench.RedisServerPath(redisServer)
 	if err != nil {
 		return nil, err
@@ -138,5 +150,21 @@ func measure(ctx context.Context, cfg bench.Config, nodes int, redisServer, cpuP
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return bench.Run(ctx, cfg, cluster.Addrs(), cluster.Servers[0].Version)
+	if memProfile == "" {
+		return bench.Run(ctx, cfg, cluster.Addrs(), cluster.Servers[0].Version)
+	}
+	f, err := os.Create(memProfile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := bench.Run(ctx, cfg, cluster.Addrs(), cluster.Servers[0].Version)
+	if err != nil {
+		return nil, err
+	}
+	runtime.GC() // the profile is that of the last completed cycle
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

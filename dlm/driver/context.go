@@ -1,0 +1,37 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// WithNodeDeadline returns a context that carries parent's values but not
+// its cancellation, and that ends at d, or when cancel is called. Package
+// dlm passes one to every request it sends to several nodes at once: it
+// stops waiting for the requests by itself when its caller's context ends,
+// and it calls cancel only after the requests made with the context have
+// returned, so that while one of them runs the context can end only at its
+// deadline. [DeadlineOnly] reports such a context.
+//
+// The caller must keep that promise: cancel only once the calls made with
+// the context have returned.
+func WithNodeDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), d)
+	return deadlineOnly{ctx}, cancel
+}
+
+// deadlineOnly marks a context of WithNodeDeadline.
+type deadlineOnly struct{ context.Context }
+
+// DeadlineOnly reports whether ctx was made by [WithNodeDeadline]: a
+// context that, while a call made with it runs, ends only at its deadline.
+//
+// An adapter whose client bounds each request by the context's deadline —
+// a socket deadline taken from it — meets [Node.Eval]'s contract for such a
+// context without watching it for a cancellation: it needs no goroutine or
+// callback per request to return early. For any other context that can end
+// it must still return as soon as the context is done.
+func DeadlineOnly(ctx context.Context) bool {
+	_, ok := ctx.(deadlineOnly)
+	return ok
+}
