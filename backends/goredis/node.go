@@ -70,7 +70,7 @@ func (n *node) Addr() string { return n.addr }
 // Eval runs s by EVALSHA and, when the server does not have it cached, by
 // EVAL, and normalizes the reply as package driver documents.
 func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
-	return n.wait(ctx, func(ctx context.Context) (any, error) {
+	return n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
 		// One slice for both commands: EVALSHA sha|script numkeys keys... args...
 		cmd := make([]any, 0, 3+len(keys)+len(args))
 		cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
@@ -86,14 +86,14 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 			v, err = n.client.Do(ctx, cmd...).Result()
 		}
 		return normalize(v, err)
-	})
+	}))
 }
 
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) error {
-	_, err := n.wait(ctx, func(ctx context.Context) (any, error) {
+	_, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
 		return nil, n.client.Ping(ctx).Err()
-	})
+	}))
 	return err
 }
 

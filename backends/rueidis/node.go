@@ -115,7 +115,8 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	return n.guarded(ctx, func() (any, error) { return n.eval(ctx, c, s, keys, args) })
 }
 
-func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string) (any, error) {
+func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string) (_ any, err error) {
+	defer n.recoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {
@@ -154,7 +155,8 @@ func (n *node) Ping(ctx context.Context) error {
 	return err
 }
 
-func (n *node) ping(ctx context.Context, c rueidisclient.Client) (any, error) {
+func (n *node) ping(ctx context.Context, c rueidisclient.Client) (_ any, err error) {
+	defer n.recoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {

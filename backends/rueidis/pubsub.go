@@ -13,7 +13,8 @@ var _ driver.Subscriber = (*node)(nil)
 // Subscribe takes a dedicated connection from the client (rueidis'
 // Dedicate) and sets pub/sub hooks on it. The subscription ends when that
 // connection fails: package dlm opens another.
-func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
+	defer n.recoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -35,7 +36,7 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Su
 			}
 		},
 	})
-	s := &subscription{dc: dc, done: make(chan struct{})}
+	s := &subscription{n: n, dc: dc, done: make(chan struct{})}
 	go func() {
 		for range ended { // at most one error, then closed
 		}
@@ -45,15 +46,18 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Su
 }
 
 type subscription struct {
+	n    *node
 	dc   rueidisclient.DedicatedClient
 	done chan struct{}
 }
 
-func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
+func (s *subscription) Subscribe(ctx context.Context, channels ...string) (err error) {
+	defer s.n.recoverTo(&err)
 	return s.dc.Do(ctx, s.dc.B().Subscribe().Channel(channels...).Build()).Error()
 }
 
-func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
+func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) (err error) {
+	defer s.n.recoverTo(&err)
 	return s.dc.Do(ctx, s.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
 }
 
