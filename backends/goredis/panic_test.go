@@ -56,7 +56,9 @@ func TestClientPanic(t *testing.T) {
 		ctx  func() (context.Context, context.CancelFunc)
 	}{
 		{"Background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
-		{"Timeout", func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 5*time.Second) }},
+		{"Timeout", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		}},
 	} {
 		ctx, cancel := tc.ctx()
 		_, err := n.Eval(ctx, driver.NewScript("return 1"), nil, nil)
