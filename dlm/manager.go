@@ -26,6 +26,9 @@ type Manager struct {
 	work   work
 	local  localQueues
 	waker  *waker // nil when no node implements driver.Subscriber
+	// sharded is the address of a node that is a Redis Cluster, or "" when
+	// none is (slot.go).
+	sharded string
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -54,6 +57,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		}
 		seen[m.addrs[i]] = i
 	}
+	m.sharded = anySharded(nodes)
 	m.waker = newWaker(m)
 	if len(nodes)%2 == 0 {
 		cfg.logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
@@ -152,6 +156,9 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 			return cfg, nil, err
 		}
 		rkeys[i] = cfg.redisKey(k)
+	}
+	if err := m.checkSlots(keys, rkeys); err != nil {
+		return cfg, nil, err
 	}
 	return cfg, rkeys, nil
 }

@@ -29,6 +29,8 @@ type node struct {
 	addr string
 	// owned says that the node made the client and Close closes it.
 	owned bool
+	// sharded is set for a client in cluster mode (cluster.go).
+	sharded bool
 	// hideDeadline is set for clients the user built, which may not
 	// pipeline always: see [noDeadline].
 	hideDeadline bool
@@ -78,7 +80,7 @@ type clientRef struct{ rueidisclient.Client }
 // mode does not see a context cancelled before its deadline; the node hides
 // the deadline from c so that every call waits on the context.
 func NewNode(c rueidisclient.Client) driver.Node {
-	n := &node{addr: clientAddr(c), hideDeadline: true, born: time.Now(), healthyWindow: defaultHealthyWindow}
+	n := &node{addr: clientAddr(c), sharded: isCluster(c), hideDeadline: true, born: time.Now(), healthyWindow: defaultHealthyWindow}
 	n.ref.Store(&clientRef{c})
 	return n
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +92,9 @@ func (s *Server) args() []string {
 	}
 	if s.certs != nil {
 		args = append(args, s.certs.serverArgs(s.port)...)
+	}
+	if s.cfg.cluster {
+		args = append(args, clusterArgs(filepath.Dir(s.logPath))...)
 	}
 	return append(args, s.cfg.args...)
 }
