@@ -29,6 +29,9 @@ type Manager struct {
 	// sharded is the address of a node that is a Redis Cluster, or "" when
 	// none is (slot.go).
 	sharded string
+	// clusterNodes marks the nodes that are Redis Clusters; nil when none
+	// is.
+	clusterNodes []bool
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -58,6 +61,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		seen[m.addrs[i]] = i
 	}
 	m.sharded = anySharded(nodes)
+	m.clusterNodes = clusterMask(nodes)
 	m.waker = newWaker(m)
 	if len(nodes)%2 == 0 {
 		cfg.logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",

@@ -73,15 +73,25 @@ return n
 // channel: payload, or when it is nil "r" and the channel's number of
 // subscribers, which waiters use to spread their attempts (and then only
 // when anyone listens). It publishes only when the script's last argument is
-// "1": the caller asks two nodes at most to announce, since every waiter
-// listens on every node. An ACL without PUBSUB or PUBLISH only silences it.
+// "1" or "2": the caller asks two nodes at most to announce, since every
+// waiter listens on every node. "2" is for a node that is a Redis Cluster
+// (see slot.go), whose masters forward a PUBLISH to one another: a
+// subscriber may be connected to any of them, so the local count of
+// subscribers means nothing there, and a release is published as "r0"
+// (count unknown) whether or not anyone listens. An ACL without PUBSUB or
+// PUBLISH only silences it.
 const announce = `
-local loud = ARGV[#ARGV] == '1'
+local mode = ARGV[#ARGV]
+local loud = mode == '1' or mode == '2'
 local function announce(k, payload)
   if not loud then return end
   local ch = k .. '` + wakeSuffix + `'
   if payload then
     redis.pcall('PUBLISH', ch, payload)
+    return
+  end
+  if mode == '2' then
+    redis.pcall('PUBLISH', ch, 'r0')
     return
   end
   local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)

@@ -18,6 +18,30 @@ import (
 // and fencing counters to reconcile across slots, for a use that a common
 // hash tag serves as well.
 
+// nodeArgs returns req's arguments for node i: for a node that is a Redis
+// Cluster, announce's flag "1" becomes "2" (see announce).
+func (m *Manager) nodeArgs(i int, req *request) []string {
+	args := req.argsFor(i)
+	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || args[len(args)-1] != "1" {
+		return args
+	}
+	return append(args[:len(args)-1:len(args)-1], "2")
+}
+
+// clusterMask returns which nodes are Redis Clusters, or nil when none is.
+func clusterMask(nodes []driver.Node) []bool {
+	var mask []bool
+	for i, n := range nodes {
+		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
+			if mask == nil {
+				mask = make([]bool, len(nodes))
+			}
+			mask[i] = true
+		}
+	}
+	return mask
+}
+
 // anySharded returns the address of the first node that says it is a Redis
 // Cluster, or "".
 func anySharded(nodes []driver.Node) string {

@@ -1,6 +1,7 @@
 package goredis
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -40,5 +41,16 @@ func TestManager(t *testing.T) {
 			t.Fatalf("OpenNode: %v", err)
 		}
 		return n
+	})
+}
+
+// TestManagerOnClusters runs the suite on nodes that each wrap a
+// ClusterClient over a local three-master Redis Cluster.
+func TestManagerOnClusters(t *testing.T) {
+	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
+		c := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: strings.Split(addr, ","), MaxRetries: -1, ContextTimeoutEnabled: true,
+		})
+		return newNode(c, clientAddr(c), true) // the suite closes the node, which closes c
 	})
 }

@@ -1,6 +1,7 @@
 package rueidis_test
 
 import (
+	"strings"
 	"testing"
 
 	rueidisclient "github.com/redis/rueidis"
@@ -53,5 +54,20 @@ func TestConformance(t *testing.T) {
 func TestManager(t *testing.T) {
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		return openURL(t, "redis+rueidis://"+addr)
+	})
+}
+
+// TestManagerOnClusters runs the suite on nodes that each wrap a client in
+// cluster mode over a local three-master Redis Cluster.
+func TestManagerOnClusters(t *testing.T) {
+	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
+		n, err := rueidis.NewClusterNode(strings.Split(addr, ","))
+		if err != nil {
+			t.Fatalf("cluster node %s: %v", addr, err)
+		}
+		if n.Addr() != addr {
+			t.Errorf("node Addr = %q; want %q", n.Addr(), addr)
+		}
+		return n
 	})
 }

@@ -3,6 +3,7 @@ package rueidis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,44 @@ func TestClientPanic(t *testing.T) {
 	}
 	if err := sub.Unsubscribe(ctx, "ch"); !errors.As(err, &perr) {
 		t.Errorf("Subscription.Unsubscribe = %v; want a *driver.PanicError", err)
+	}
+}
+
+// TestClusterMultiSlot checks the case that used to take the program down:
+// on a client in cluster mode, rueidis' command builder panics on a script
+// whose keys hash to different slots. The node reports it as a
+// driver.PanicError; it says it is a cluster, so that a manager refuses
+// such a lock up front with ErrInvalid instead of sending it.
+func TestClusterMultiSlot(t *testing.T) {
+	rc := dlmtest.StartRedisCluster(t)
+	c := newClient(t, rueidisclient.ClientOption{InitAddress: rc.Addrs(), DisableCache: true})
+	n := rueidis.NewNode(c)
+	if s, ok := n.(driver.Sharded); !ok || !s.Sharded() {
+		t.Errorf("NewNode(cluster client) does not report Sharded")
+	}
+	if plain := rueidis.NewNode(newClient(t, rueidisclient.ClientOption{InitAddress: rc.Addrs()[:1], DisableCache: true, ForceSingleClient: true})); plain.(driver.Sharded).Sharded() {
+		t.Errorf("NewNode(single client) reports Sharded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := n.Eval(ctx, driver.NewScript("return 1"), []string{"a", "b"}, nil)
+	var perr *driver.PanicError
+	if !errors.As(err, &perr) || !strings.Contains(perr.Value, "slot") {
+		t.Errorf("Eval over keys of two slots = %v; want a *driver.PanicError about slots", err)
+	}
+	m, err := dlm.New([]driver.Node{n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.TryLockAll(ctx, []string{"a", "b"}); !errors.Is(err, dlm.ErrInvalid) {
+		t.Errorf("TryLockAll over keys of two slots = %v; want ErrInvalid", err)
+	}
+	l, err := m.TryLockAll(ctx, []string{"{o}:a", "{o}:b"})
+	if err != nil {
+		t.Fatalf("TryLockAll over keys sharing a tag: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
 	}
 }

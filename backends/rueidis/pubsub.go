@@ -2,6 +2,8 @@ package rueidis
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	rueidisclient "github.com/redis/rueidis"
 
@@ -49,15 +51,35 @@ type subscription struct {
 	n    *node
 	dc   rueidisclient.DedicatedClient
 	done chan struct{}
+	// mu makes a request and Close exclusive, and closed refuses requests
+	// after Close: a dedicated client of a cluster connects at its first
+	// request, even after its Close, and that connection would be left
+	// open.
+	mu     sync.Mutex
+	closed bool
 }
+
+// errSubscriptionClosed is returned by a subscription's requests after its
+// Close.
+var errSubscriptionClosed = errors.New("rueidis: subscription closed")
 
 func (s *subscription) Subscribe(ctx context.Context, channels ...string) (err error) {
 	defer s.n.recoverTo(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSubscriptionClosed
+	}
 	return s.dc.Do(ctx, s.dc.B().Subscribe().Channel(channels...).Build()).Error()
 }
 
 func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) (err error) {
 	defer s.n.recoverTo(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSubscriptionClosed
+	}
 	return s.dc.Do(ctx, s.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
 }
 
@@ -66,7 +88,10 @@ func (s *subscription) Done() <-chan struct{} { return s.done }
 // Close closes the dedicated connection and waits until the hooks are no
 // longer called.
 func (s *subscription) Close() error {
+	s.mu.Lock()
+	s.closed = true
 	s.dc.Close()
+	s.mu.Unlock()
 	<-s.done
 	return nil
 }

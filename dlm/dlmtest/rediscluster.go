@@ -3,6 +3,7 @@ package dlmtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,13 +48,32 @@ type RedisCluster struct {
 // failed after they resume.
 func StartRedisCluster(t testing.TB, opts ...ServerOption) *RedisCluster {
 	t.Helper()
+	return StartRedisClusters(t, 1, opts...)[0]
+}
+
+// StartRedisClusters starts n clusters as [StartRedisCluster] does, at once.
+func StartRedisClusters(t testing.TB, n int, opts ...ServerOption) []*RedisCluster {
+	t.Helper()
 	opts = append([]ServerOption{func(c *serverConfig) { c.cluster = true }}, opts...)
-	c := &RedisCluster{t: t, Masters: StartServers(t, ClusterMasters, opts...)}
-	sort.Slice(c.Masters, func(i, j int) bool { return c.Masters[i].Addr() < c.Masters[j].Addr() })
-	if err := c.create(); err != nil {
+	servers := StartServers(t, n*ClusterMasters, opts...)
+	clusters := make([]*RedisCluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		c := &RedisCluster{t: t, Masters: servers[i*ClusterMasters : (i+1)*ClusterMasters]}
+		sort.Slice(c.Masters, func(i, j int) bool { return c.Masters[i].Addr() < c.Masters[j].Addr() })
+		clusters[i] = c
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.create()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("dlmtest: %v", err)
 	}
-	return c
+	return clusters
 }
 
 // clusterArgs are the redis-server arguments of a cluster master whose
@@ -222,4 +243,3 @@ func (c *RedisCluster) Resume() {
 		s.Resume()
 	}
 }
-
