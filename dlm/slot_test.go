@@ -22,7 +22,7 @@ func TestKeySlot(t *testing.T) {
 		{"123456789", 12739},
 		{"{user1000}.following", 3443},
 		{"{user1000}.followers", 3443},
-		{"foo{}{bar}", 8363},   // empty tag: the whole key
+		{"foo{}{bar}", 8363},    // empty tag: the whole key
 		{"foo{{bar}}zap", 4015}, // tag "{bar"
 		{"foo{bar}{zap}", 5061}, // tag "bar"
 	} {
