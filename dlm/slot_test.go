@@ -81,3 +81,57 @@ func TestMultiKeyAcrossSlotsOnCluster(t *testing.T) {
 	}
 	l.Unlock(ctx)
 }
+
+// flagNode records the last argument (announce's flag) of the scripts it
+// runs.
+type flagNode struct {
+	*fakeNode
+	sharded bool
+	flags   chan string
+}
+
+func (f flagNode) Sharded() bool { return f.sharded }
+
+func (f flagNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	if s == releaseScript {
+		f.flags <- args[len(args)-1]
+	}
+	return f.fakeNode.Eval(ctx, s, keys, args)
+}
+
+// TestAnnounceFlagOnCluster checks that a release asks a node that is a
+// Redis Cluster to announce with flag "2" (publish without counting local
+// subscribers) and a plain node with "1".
+func TestAnnounceFlagOnCluster(t *testing.T) {
+	fs := newFakes(3)
+	nodes := []flagNode{{fs[0], true, make(chan string, 1)}, {fs[1], false, make(chan string, 1)}, {fs[2], false, make(chan string, 1)}}
+	m, err := New([]driver.Node{nodes[0], nodes[1], nodes[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.TryLock(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	loud := 0
+	for i, n := range nodes {
+		got := <-n.flags
+		want := "1"
+		if n.sharded {
+			want = "2"
+		}
+		if got != "0" {
+			loud++
+			if got != want {
+				t.Errorf("node %d (sharded %v) released with announce flag %q; want %q or \"0\"", i, n.sharded, got, want)
+			}
+		}
+	}
+	if loud != 2 {
+		t.Errorf("%d nodes announced the release; want 2", loud)
+	}
+}
