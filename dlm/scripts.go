@@ -40,17 +40,26 @@ const plainKeys = announce + `local nk = #KEYS
 // WithRestartGuard). The last key is the guard key, which holds the time (ms,
 // by the node's clock) from which the node may count toward a quorum: its
 // start time plus ARGV[3] ms, computed from its uptime when the key is
-// missing — the first time, or after the node lost its data. Until then
-// the script returns -1 and changes nothing.
+// missing — the first time, after the node lost its data, or after the key
+// expired. Until then the script returns -1 and changes nothing else.
+//
+// Every run sets the guard key's TTL to the time left until that moment
+// plus the window: a key locked within the last window keeps its guard key,
+// so a node restarted with its data is counted at once, and a key left
+// unused for a window leaves nothing behind. A guard key that expired is
+// computed again from the uptime, which gives the same moment while the
+// node has not restarted (passed, so the node counts) and a later one after
+// a restart: the guard never counts a node sooner than without the TTL.
 const guardPrelude = announce + `local nk = #KEYS - 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[3])
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
 if safe < 0 then
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-  safe = now - up * 1000 + tonumber(ARGV[3])
-  redis.call('SET', KEYS[#KEYS], safe)
+  safe = now - up * 1000 + window
 end
+redis.call('SET', KEYS[#KEYS], safe, 'PX', math.max(safe - now, 0) + window)
 if now < safe then return -1 end
 `
 
