@@ -50,6 +50,7 @@ type config struct {
 	logger       *slog.Logger
 	autoExtend   *AutoExtend // nil: off
 	fencing      bool
+	fenceExpiry  time.Duration // 0: counters never expire
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
@@ -152,6 +153,9 @@ func (c *config) validate() error {
 		if err := c.fair.validate(c.timeout()); err != nil {
 			return err
 		}
+	}
+	if err := c.validateFenceExpiry(); err != nil {
+		return err
 	}
 	return c.validateGuard()
 }

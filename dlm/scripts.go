@@ -1,6 +1,10 @@
 package dlm
 
-import "github.com/dlmgo/redlock/dlm/driver"
+import (
+	"strconv"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
 
 // Operation names, as they appear in errors and logs.
 const (
@@ -50,10 +54,18 @@ const plainKeys = announce + `local nk = #KEYS
 // computed again from the uptime, which gives the same moment while the
 // node has not restarted (passed, so the node counts) and a later one after
 // a restart: the guard never counts a node sooner than without the TTL.
-const guardPrelude = announce + `local nk = #KEYS - 1
+var guardPrelude = guardPreludeWith(3)
+
+// fencedGuardPrelude is guardPrelude for the fenced scripts, whose ARGV[3]
+// is the counters' expiry: the window is ARGV[4].
+var fencedGuardPrelude = guardPreludeWith(4)
+
+// guardPreludeWith returns guardPrelude with the window in ARGV[i].
+func guardPreludeWith(i int) string {
+	return announce + `local nk = #KEYS - 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[3])
+local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
 if safe < 0 then
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
@@ -62,6 +74,7 @@ end
 redis.call('SET', KEYS[#KEYS], safe, 'PX', math.max(safe - now, 0) + window)
 if now < safe then return -1 end
 `
+}
 
 // releaseScript deletes the keys that still hold the token and returns how
 // many it deleted. It never touches another holder's key. For each key it
@@ -124,7 +137,11 @@ return 1
 `)
 
 // The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
-// counters as KEYS[n+1..2n] (see docs/fencing.md). Counters never expire.
+// counters as KEYS[n+1..2n] (see docs/fencing.md). The fenced acquire
+// scripts take the counters' expiry in ms as ARGV[3] (see
+// WithFenceExpiry): "0", counters never expire; otherwise a grant sets each
+// counter's TTL to it, and a missing counter starts from the node's clock
+// in microseconds instead of 0.
 
 // fencedAcquireScript is acquireScript that also, when it takes the keys,
 // sets every counter to one more than the largest of them and returns that
@@ -137,15 +154,28 @@ for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v and v ~= ARGV[1] then return 0 end
 end
+local fx = tonumber(ARGV[3])
 local f = 0
 for i = n + 1, 2 * n do
-  local c = tonumber(redis.call('GET', KEYS[i]) or '0')
+  local c = redis.call('GET', KEYS[i])
+  if c then
+    c = tonumber(c)
+  elseif fx > 0 then
+    local t = redis.call('TIME')
+    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    c = 0
+  end
   if c > f then f = c end
 end
 f = f + 1
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  redis.call('SET', KEYS[n + i], f)
+  if fx > 0 then
+    redis.call('SET', KEYS[n + i], f, 'PX', fx)
+  else
+    redis.call('SET', KEYS[n + i], f)
+  end
   announce(KEYS[i], 't')
 end
 return f
@@ -154,7 +184,7 @@ return f
 // The acquire scripts under the restart guard.
 var (
 	guardedAcquireScript       = driver.NewScript(guardPrelude + acquireBody)
-	guardedFencedAcquireScript = driver.NewScript(guardPrelude + fencedAcquireBody)
+	guardedFencedAcquireScript = driver.NewScript(fencedGuardPrelude + fencedAcquireBody)
 )
 
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
@@ -168,7 +198,12 @@ end
 local f = tonumber(ARGV[2])
 for i = n + 1, 2 * n do
   if tonumber(redis.call('GET', KEYS[i]) or '0') < f then
-    redis.call('SET', KEYS[i], ARGV[2])
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl > 0 then
+      redis.call('SET', KEYS[i], ARGV[2], 'PX', ttl)
+    else
+      redis.call('SET', KEYS[i], ARGV[2])
+    end
   end
 end
 return 1
