@@ -84,10 +84,10 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
 		}
-		if j, dup := seen[cfg.Addr]; dup {
-			return nil, fmt.Errorf("%w: node URLs %d and %d both name %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, cfg.Addr)
+		if j, dup := seen[cfg.Name()]; dup {
+			return nil, fmt.Errorf("%w: node URLs %d and %d both name %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, cfg.Name())
 		}
-		seen[cfg.Addr] = i
+		seen[cfg.Name()] = i
 	}
 	nodes := make([]driver.Node, 0, len(urls))
 	for i, u := range urls {
