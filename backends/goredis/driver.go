@@ -28,8 +28,12 @@ type Driver struct{}
 
 var _ driver.Driver = Driver{}
 
-// Open parses url with [driver.ParseURL] and returns a node with a
-// [redis.Client] of its own, which the node's Close closes.
+// Open parses url with [driver.ParseURL] and returns a node with a client of
+// its own, which the node's Close closes: a [redis.Client], or for a URL
+// with cluster=true a [redis.ClusterClient] over the seed addresses, or for
+// a URL with sentinel_master=NAME a failover client that finds the master
+// through the Sentinels (the node is then that one master, whichever
+// server it is at the moment).
 //
 // Open connects at once and sends PING, within the URL's dial timeout. A
 // server that answers with an error (a wrong password, a user without the
@@ -44,13 +48,13 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := newNode(redis.NewClient(clientOptions(cfg)), cfg.Addr, true)
+	n := newNode(newClient(cfg), cfg.Name(), true)
 	n.password = cfg.Password
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
 	if err := n.Ping(ctx); err != nil && refused(err) {
 		n.Close()
-		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Name(), err)
 	}
 	return n, nil
 }

@@ -57,14 +57,12 @@ func TestManager(t *testing.T) {
 	})
 }
 
-// TestManagerOnClusters runs the suite on nodes that each wrap a client in
-// cluster mode over a local three-master Redis Cluster.
+// TestManagerOnClusters runs the suite on nodes opened from cluster URLs,
+// each a client in cluster mode over a local three-master Redis Cluster.
 func TestManagerOnClusters(t *testing.T) {
 	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
-		n, err := rueidis.NewClusterNode(strings.Split(addr, ","))
-		if err != nil {
-			t.Fatalf("cluster node %s: %v", addr, err)
-		}
+		addrs := strings.Split(addr, ",")
+		n := openURL(t, "redis+rueidis://"+addrs[0]+"?cluster=true&addr="+strings.Join(addrs[1:], "&addr="))
 		if n.Addr() != addr {
 			t.Errorf("node Addr = %q; want %q", n.Addr(), addr)
 		}

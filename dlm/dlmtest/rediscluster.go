@@ -243,3 +243,15 @@ func (c *RedisCluster) Resume() {
 		s.Resume()
 	}
 }
+
+// URL returns a node URL for the whole cluster through the driver named
+// drv: "redis+DRV://FIRST?cluster=true&addr=SECOND&addr=THIRD" (see
+// [driver.ParseURL]).
+func (c *RedisCluster) URL(drv string) string {
+	addrs := c.Addrs()
+	u := "redis+" + drv + "://" + addrs[0] + "?cluster=true"
+	for _, a := range addrs[1:] {
+		u += "&addr=" + a
+	}
+	return u
+}
