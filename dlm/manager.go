@@ -60,6 +60,9 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		}
 		seen[m.addrs[i]] = i
 	}
+	if err := m.checkAck(); err != nil {
+		return nil, err
+	}
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
 	m.waker = newWaker(m)
@@ -162,6 +165,9 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 		rkeys[i] = cfg.redisKey(k)
 	}
 	if err := m.checkSlots(keys, rkeys); err != nil {
+		return cfg, nil, err
+	}
+	if err := m.checkCallAck(&cfg); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, rkeys, nil

@@ -51,6 +51,7 @@ type config struct {
 	autoExtend   *AutoExtend // nil: off
 	fencing      bool
 	fenceExpiry  time.Duration // 0: counters never expire
+	replicaAck   *replicaAck   // nil: no WAIT
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
@@ -155,6 +156,9 @@ func (c *config) validate() error {
 		}
 	}
 	if err := c.validateFenceExpiry(); err != nil {
+		return err
+	}
+	if err := c.validateReplicaAck(); err != nil {
 		return err
 	}
 	return c.validateGuard()

@@ -93,3 +93,14 @@ func TestNewNodeCluster(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
+func TestReplicaAck(t *testing.T) {
+	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+goredis://" + addr)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
+	})
+}

@@ -69,3 +69,14 @@ func TestManagerOnClusters(t *testing.T) {
 		return n
 	})
 }
+
+// TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
+func TestReplicaAck(t *testing.T) {
+	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+rueidis://" + addr)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
+	})
+}
