@@ -104,3 +104,15 @@ func TestReplicaAck(t *testing.T) {
 		return n
 	})
 }
+
+// TestSentinelFailover runs Do across a Sentinel failover on a node opened
+// from a Sentinel URL.
+func TestSentinelFailover(t *testing.T) {
+	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+goredis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
+	})
+}

@@ -19,6 +19,9 @@ type serverConfig struct {
 	tls  bool
 	// cluster enables cluster mode (StartRedisCluster).
 	cluster bool
+	// sentinelConf runs a Sentinel with this configuration file
+	// (StartSentinel).
+	sentinelConf string
 	// aclPassword is the default user's password in the ACL file of
 	// WithACLFile, or "" without one.
 	aclPassword string

@@ -96,6 +96,10 @@ func (s *Server) args() []string {
 	if s.cfg.cluster {
 		args = append(args, clusterArgs(filepath.Dir(s.logPath))...)
 	}
+	if s.cfg.sentinelConf != "" {
+		// The configuration file comes first; Sentinel rewrites it.
+		args = append([]string{s.cfg.sentinelConf, "--sentinel"}, args...)
+	}
 	return append(args, s.cfg.args...)
 }
 
