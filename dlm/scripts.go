@@ -97,29 +97,27 @@ return n
 // when anyone listens). It publishes only when the script's last argument is
 // "1" or "2": the caller asks two nodes at most to announce, since every
 // waiter listens on every node. "2" is for a node that is a Redis Cluster
-// (see slot.go), whose masters forward a PUBLISH to one another: a
-// subscriber may be connected to any of them, so the local count of
-// subscribers means nothing there, and a release is published as "r0"
-// (count unknown) whether or not anyone listens. An ACL without PUBSUB or
-// PUBLISH only silences it.
+// (see slot.go): there the channel is a shard channel (SPUBLISH, PUBSUB
+// SHARDNUMSUB), which lives on the master of the key's slot, like the key,
+// so a release reaches that master's subscribers only instead of every
+// master of the cluster. An ACL without PUBSUB or PUBLISH (SPUBLISH) only
+// silences it.
 const announce = `
 local mode = ARGV[#ARGV]
 local loud = mode == '1' or mode == '2'
+local pub, numsub = 'PUBLISH', 'NUMSUB'
+if mode == '2' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function announce(k, payload)
   if not loud then return end
   local ch = k .. '` + wakeSuffix + `'
   if payload then
-    redis.pcall('PUBLISH', ch, payload)
+    redis.pcall(pub, ch, payload)
     return
   end
-  if mode == '2' then
-    redis.pcall('PUBLISH', ch, 'r0')
-    return
-  end
-  local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  local subs = redis.pcall('PUBSUB', numsub, ch)
   local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
   if listening == 0 then return end
-  redis.pcall('PUBLISH', ch, 'r' .. (listening or 0))
+  redis.pcall(pub, ch, 'r' .. (listening or 0))
 end
 `
 

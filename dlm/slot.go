@@ -19,7 +19,7 @@ import (
 // hash tag serves as well.
 
 // nodeArgs returns req's arguments for node i: for a node that is a Redis
-// Cluster, announce's flag "1" becomes "2" (see announce).
+// Cluster, announce's flag "1" becomes "2", sharded pub/sub (see announce).
 func (m *Manager) nodeArgs(i int, req *request) []string {
 	args := req.argsFor(i)
 	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || args[len(args)-1] != "1" {

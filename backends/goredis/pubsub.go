@@ -12,9 +12,13 @@ import (
 var _ driver.Subscriber = (*node)(nil)
 
 // Subscribe opens a go-redis PubSub, which dials a connection of its own
-// outside the client's pool, and starts reading it. The subscription ends at
+// outside the client's pool, and starts reading it; on a ClusterClient, a
+// sharded subscription (pubsub_sharded.go). The subscription ends at
 // the first failure of that connection: package dlm opens another.
 func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	if cc, ok := n.client.(*redis.ClusterClient); ok {
+		return n.subscribeSharded(ctx, cc, h)
+	}
 	v, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.client.Subscribe(ctx), nil }))
 	if err != nil {
 		return nil, err

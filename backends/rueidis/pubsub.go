@@ -13,7 +13,8 @@ import (
 var _ driver.Subscriber = (*node)(nil)
 
 // Subscribe takes a dedicated connection from the client (rueidis'
-// Dedicate) and sets pub/sub hooks on it. The subscription ends when that
+// Dedicate) and sets pub/sub hooks on it; on a cluster, a sharded
+// subscription (pubsub_sharded.go). The subscription ends when that
 // connection fails: package dlm opens another.
 func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
 	defer n.recoverTo(&err)
@@ -23,6 +24,9 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.
 	c, err := n.client(ctx)
 	if err != nil {
 		return nil, ctxError(ctx, err)
+	}
+	if n.sharded {
+		return n.subscribeSharded(ctx, c, h)
 	}
 	n.calls.RLock()
 	defer n.calls.RUnlock()

@@ -73,7 +73,7 @@ func testWakeOnRelease(t *testing.T, c *cluster) {
 }
 
 // awaitSubscribers waits until every node has a subscriber to key's wake
-// channel (on one of its processes, for a Redis Cluster).
+// channel (a shard channel on one of its masters, for a Redis Cluster).
 func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 	t.Helper()
 	channel := suitePrefix + "{" + key + "}:wake"
@@ -82,9 +82,14 @@ func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 		for _, node := range c.servers {
 			subs := int64(0)
 			for _, s := range node.processes() {
-				v, err := s.Do("PUBSUB", "NUMSUB", channel)
+				// A Redis Cluster node's waiters listen on shard channels.
+				sub := "NUMSUB"
+				if s.cfg.cluster {
+					sub = "SHARDNUMSUB"
+				}
+				v, err := s.Do("PUBSUB", sub, channel)
 				if err != nil {
-					t.Fatalf("PUBSUB NUMSUB on %s: %v", s.Addr(), err)
+					t.Fatalf("PUBSUB %s on %s: %v", sub, s.Addr(), err)
 				}
 				if reply, _ := v.([]any); len(reply) == 2 {
 					n, _ := reply[1].(int64)
