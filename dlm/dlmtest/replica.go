@@ -20,7 +20,9 @@ const replicaSyncTimeout = 20 * time.Second
 func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
 	t.Helper()
 	host, port, _ := strings.Cut(master.Addr(), ":")
-	r := StartServer(t, append(opts, WithArgs("--replicaof", host, port))...)
+	// A replica saves the master's data it receives as dump.rdb in its
+	// working directory: keep it out of the package's.
+	r := StartServer(t, append(opts, WithArgs("--replicaof", host, port, "--dir", t.TempDir()))...)
 	want := "port=" + strconv.Itoa(r.Port()) + ",state=online"
 	for deadline := time.Now().Add(replicaSyncTimeout); ; time.Sleep(20 * time.Millisecond) {
 		v, err := master.Do("INFO", "replication")

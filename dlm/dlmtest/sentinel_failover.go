@@ -25,7 +25,9 @@ const failoverTTL = 12 * time.Second
 // the master named [SentinelMaster] through it, such as a URL with
 // sentinel_master.
 func TestSentinelFailover(t *testing.T, dial Dial) {
-	master := StartServer(t)
+	// The old master becomes a replica, which saves what it receives
+	// (dump.rdb) in its working directory: keep it out of the package's.
+	master := StartServer(t, WithArgs("--dir", t.TempDir()))
 	// Two replicas: the failover promotes one and points the other at it
 	// at once, so the new master has a replica to acknowledge extensions
 	// while the old master waits to be converted (Sentinel finds it in its
