@@ -39,10 +39,10 @@ var _ driver.Driver = Driver{}
 // server that answers with an error (a wrong password, a user without the
 // rights to connect, a database that does not exist) fails Open. A server
 // that cannot be reached, or answers that it is not ready (LOADING, BUSY,
-// MASTERDOWN, TRYAGAIN), does not: go-redis connects on use, so a manager can
-// be opened while a minority of its nodes is down, and until the server is
-// back Eval and Ping return the connection error. Errors never contain the
-// password.
+// MASTERDOWN, TRYAGAIN, CLUSTERDOWN), does not: go-redis connects on use,
+// so a manager can be opened while a minority of its nodes is down, and
+// until the server is back Eval and Ping return the connection error.
+// Errors never contain the password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
@@ -70,7 +70,7 @@ func refused(err error) bool {
 	}
 	code, _, _ := strings.Cut(reply.Error(), " ")
 	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN":
+	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
 		return false
 	}
 	return true
