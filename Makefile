@@ -1,4 +1,4 @@
-# make test: everything CI runs. It installs redis-server when missing (as
+# make test: everything CI runs. It installs redis-server and redis-sentinel when missing (as
 # root, through apt-get), then runs go vet, staticcheck and the race-enabled
 # tests in every module of the repository.
 
@@ -17,14 +17,15 @@ export GOWORK = off
 test: deps vet staticcheck unit
 
 deps: $(BIN)/staticcheck
-	@command -v redis-server >/dev/null 2>&1 || { \
+	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing redis-server with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	    echo "installing redis-server and redis-sentinel with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null; \
 	  else \
-	    echo "redis-server is missing: install it (Debian: sudo apt-get install redis-server) and run make test again" >&2; exit 1; \
+	    echo "redis-server or redis-sentinel is missing: install them (Debian: sudo apt-get install redis-server redis-sentinel) and run make test again" >&2; exit 1; \
 	  fi; }
 	@redis-server --version
+	@redis-sentinel --version
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) GOFLAGS= $(GO) install $(STATICCHECK)

@@ -311,8 +311,8 @@ var acquireScripts = [8]*driver.Script{
 // acquireRequest builds an attempt's request: the acquire script, keys and
 // arguments that fencing, the restart guard and fairness (fw not nil) call
 // for. KEYS are the lock keys, their fencing counters, the line's keys and
-// the guard key, in this order; ARGV the token, the TTL, the guard window
-// and the waiter's four arguments.
+// the guard key, in this order; ARGV the token, the TTL, the counters'
+// expiry, the guard window and the waiter's four arguments.
 func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *request {
 	req := &request{
 		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), token, ttlMillis(cfg.ttl)),
@@ -321,6 +321,7 @@ func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *
 	mix := 0
 	if cfg.fencing {
 		req.keys, req.fenced = fencedKeys(rkeys), true
+		req.args = append(req.args, fenceExpiryArg(cfg))
 		mix |= 1
 	}
 	if fw != nil {

@@ -199,7 +199,7 @@ var (
 	fairAcquireScript              = fairScript(plainKeys, acquireBody)
 	fairFencedAcquireScript        = fairScript(plainKeys, fencedAcquireBody)
 	fairGuardedAcquireScript       = fairScript(guardPrelude, acquireBody)
-	fairGuardedFencedAcquireScript = fairScript(guardPrelude, fencedAcquireBody)
+	fairGuardedFencedAcquireScript = fairScript(fencedGuardPrelude, fencedAcquireBody)
 )
 
 // fairReleaseScript is releaseScript for a lock with a line: KEYS ends with

@@ -21,10 +21,12 @@ var ErrNodeRestarted = errors.New("dlm: node restarted empty within the restart 
 // any client uses for these keys. A node that restarts with its data intact
 // (AOF) is counted at once, since it forgot nothing.
 //
-// Each node keeps, per lock key, a key that never expires and holds the
-// moment, by the node's own clock, from which it may be counted; when that
-// key is missing, the acquire script computes the moment from the node's
-// uptime (INFO server). The guarded scripts therefore also need the INFO
+// Each node keeps, per lock key, a key that holds the moment, by the node's
+// own clock, from which it may be counted; when that key is missing, the
+// acquire script computes the moment from the node's uptime (INFO server).
+// The key expires a window after the lock key's last acquire (after that
+// moment), so keys no longer used leave nothing behind; a node restarted
+// with its data then waits out the window for them, as an empty one does. The guarded scripts therefore also need the INFO
 // and TIME commands under ACLs. A node refused this way fails the attempt
 // with [ErrNodeRestarted]. Nodes that are new when the guard is first used
 // wait out the window too.

@@ -32,6 +32,12 @@ type Manager struct {
 	waker  *waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
 	wallNow func() time.Time
+	// sharded is the address of a node that is a Redis Cluster, or "" when
+	// none is (slot.go).
+	sharded string
+	// clusterNodes marks the nodes that are Redis Clusters; nil when none
+	// is.
+	clusterNodes []bool
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -62,6 +68,11 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		}
 		seen[m.addrs[i]] = i
 	}
+	if err := m.checkAck(); err != nil {
+		return nil, err
+	}
+	m.sharded = anySharded(nodes)
+	m.clusterNodes = clusterMask(nodes)
 	m.waker = newWaker(m)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
@@ -91,10 +102,10 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dlm: node %d: %w", i, err)
 		}
-		if j, dup := seen[cfg.Addr]; dup {
-			return nil, fmt.Errorf("%w: node URLs %d and %d both name %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, cfg.Addr)
+		if j, dup := seen[cfg.Name()]; dup {
+			return nil, fmt.Errorf("%w: node URLs %d and %d both name %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, cfg.Name())
 		}
-		seen[cfg.Addr] = i
+		seen[cfg.Name()] = i
 	}
 	nodes := make([]driver.Node, 0, len(urls))
 	for i, u := range urls {
@@ -185,6 +196,12 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 			return cfg, nil, err
 		}
 		rkeys[i] = cfg.redisKey(k)
+	}
+	if err := m.checkSlots(keys, rkeys); err != nil {
+		return cfg, nil, err
+	}
+	if err := m.checkCallAck(&cfg); err != nil {
+		return cfg, nil, err
 	}
 	return cfg, rkeys, nil
 }

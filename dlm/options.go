@@ -50,6 +50,8 @@ type config struct {
 	logger       *slog.Logger
 	autoExtend   *AutoExtend // nil: off
 	fencing      bool
+	fenceExpiry  time.Duration // 0: counters never expire
+	replicaAck   *replicaAck   // nil: no WAIT
 	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
@@ -164,6 +166,12 @@ func (c *config) validate() error {
 		if err := c.fair.validate(c.timeout()); err != nil {
 			return err
 		}
+	}
+	if err := c.validateFenceExpiry(); err != nil {
+		return err
+	}
+	if err := c.validateReplicaAck(); err != nil {
+		return err
 	}
 	return c.validateGuard()
 }

@@ -286,7 +286,7 @@ func (m *Manager) askAlone(ctx context.Context, i int, req *request) reply {
 
 // ask runs req on node i within ctx, which bounds it.
 func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
-	res, err := m.nodes[i].Eval(ctx, req.script, req.keys, req.argsFor(i))
+	res, err := m.eval(ctx, i, req)
 	if err != nil {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
 	}

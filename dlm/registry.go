@@ -66,7 +66,7 @@ func OpenNode(url string) (driver.Node, error) {
 	n, err := d.Open(url)
 	if err != nil {
 		// As a NodeError, a refused login matches ErrPermission.
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), &NodeError{Node: cfg.Addr, Err: driver.RedactError(err, cfg.Password)})
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
 	}
 	return n, nil
 }

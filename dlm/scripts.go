@@ -1,6 +1,10 @@
 package dlm
 
-import "github.com/dlmgo/redlock/dlm/driver"
+import (
+	"strconv"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
 
 // Operation names, as they appear in errors and logs.
 const (
@@ -44,19 +48,37 @@ const plainKeys = announce + `local nk = #KEYS
 // WithRestartGuard). The last key is the guard key, which holds the time (ms,
 // by the node's clock) from which the node may count toward a quorum: its
 // start time plus ARGV[3] ms, computed from its uptime when the key is
-// missing — the first time, or after the node lost its data. Until then
-// the script returns -1 and changes nothing.
-const guardPrelude = announce + `local nk = #KEYS - 1
+// missing — the first time, after the node lost its data, or after the key
+// expired. Until then the script returns -1 and changes nothing else.
+//
+// Every run sets the guard key's TTL to the time left until that moment
+// plus the window: a key locked within the last window keeps its guard key,
+// so a node restarted with its data is counted at once, and a key left
+// unused for a window leaves nothing behind. A guard key that expired is
+// computed again from the uptime, which gives the same moment while the
+// node has not restarted (passed, so the node counts) and a later one after
+// a restart: the guard never counts a node sooner than without the TTL.
+var guardPrelude = guardPreludeWith(3)
+
+// fencedGuardPrelude is guardPrelude for the fenced scripts, whose ARGV[3]
+// is the counters' expiry: the window is ARGV[4].
+var fencedGuardPrelude = guardPreludeWith(4)
+
+// guardPreludeWith returns guardPrelude with the window in ARGV[i].
+func guardPreludeWith(i int) string {
+	return announce + `local nk = #KEYS - 1
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
 if safe < 0 then
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-  safe = now - up * 1000 + tonumber(ARGV[3])
-  redis.call('SET', KEYS[#KEYS], safe)
+  safe = now - up * 1000 + window
 end
+redis.call('SET', KEYS[#KEYS], safe, 'PX', math.max(safe - now, 0) + window)
 if now < safe then return -1 end
 `
+}
 
 // releaseScript deletes the keys that still hold the token and returns how
 // many it deleted. It never touches another holder's key. For each key it
@@ -77,9 +99,13 @@ return n
 // channel: payload, or when it is nil "r" and the channel's number of
 // subscribers, which waiters use to spread their attempts (and then only
 // when anyone listens). It publishes only when the script's last argument
-// starts with "1": the caller asks two nodes at most to announce, since every
-// waiter listens on every node. An ACL without PUBSUB or PUBLISH only
-// silences it.
+// starts with "1" or "2": the caller asks two nodes at most to announce,
+// since every waiter listens on every node. "2" is for a node that is a
+// Redis Cluster (see slot.go): there the channel is a shard channel
+// (SPUBLISH, PUBSUB SHARDNUMSUB), which lives on the master of the key's
+// slot, like the key, so a release reaches that master's subscribers only
+// instead of every master of the cluster. An ACL without PUBSUB or PUBLISH
+// (SPUBLISH) only silences it.
 //
 // It also defines readersHold(key, value), which an acquire refused by
 // value calls: when value is the read lock's marker (readers hold the key)
@@ -90,7 +116,10 @@ return n
 // first, so that a mutex without read locks needs no DEL to be granted).
 const announce = `
 local flag = ARGV[#ARGV]
-local loud = string.sub(flag, 1, 1) == '1'
+local mode = string.sub(flag, 1, 1)
+local loud = mode == '1' or mode == '2'
+local pub, numsub = 'PUBLISH', 'NUMSUB'
+if mode == '2' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function readersHold(k, v)
   if v == '` + readersMark + `' and string.sub(flag, 2, 2) == 'w' then
     redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
@@ -105,13 +134,13 @@ local function announce(k, payload)
   if not loud then return end
   local ch = k .. '` + wakeSuffix + `'
   if payload then
-    redis.pcall('PUBLISH', ch, payload)
+    redis.pcall(pub, ch, payload)
     return
   end
-  local subs = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  local subs = redis.pcall('PUBSUB', numsub, ch)
   local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
   if listening == 0 then return end
-  redis.pcall('PUBLISH', ch, 'r' .. (listening or 0))
+  redis.pcall(pub, ch, 'r' .. (listening or 0))
 end
 `
 
@@ -129,7 +158,11 @@ return 1
 `)
 
 // The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
-// counters as KEYS[n+1..2n] (see docs/fencing.md). Counters never expire.
+// counters as KEYS[n+1..2n] (see docs/fencing.md). The fenced acquire
+// scripts take the counters' expiry in ms as ARGV[3] (see
+// WithFenceExpiry): "0", counters never expire; otherwise a grant sets each
+// counter's TTL to it, and a missing counter starts from the node's clock
+// in microseconds instead of 0.
 
 // fencedAcquireScript is acquireScript that also, when it takes the keys,
 // sets every counter to one more than the largest of them and returns that
@@ -145,15 +178,28 @@ for i = 1, n do
     return 0
   end
 end
+local fx = tonumber(ARGV[3])
 local f = 0
 for i = n + 1, 2 * n do
-  local c = tonumber(redis.call('GET', KEYS[i]) or '0')
+  local c = redis.call('GET', KEYS[i])
+  if c then
+    c = tonumber(c)
+  elseif fx > 0 then
+    local t = redis.call('TIME')
+    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    c = 0
+  end
   if c > f then f = c end
 end
 f = f + 1
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  redis.call('SET', KEYS[n + i], f)
+  if fx > 0 then
+    redis.call('SET', KEYS[n + i], f, 'PX', fx)
+  else
+    redis.call('SET', KEYS[n + i], f)
+  end
   clearIntent(KEYS[i])
   announce(KEYS[i], 't')
 end
@@ -163,7 +209,7 @@ return f
 // The acquire scripts under the restart guard.
 var (
 	guardedAcquireScript       = driver.NewScript(guardPrelude + acquireBody)
-	guardedFencedAcquireScript = driver.NewScript(guardPrelude + fencedAcquireBody)
+	guardedFencedAcquireScript = driver.NewScript(fencedGuardPrelude + fencedAcquireBody)
 )
 
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
@@ -177,7 +223,12 @@ end
 local f = tonumber(ARGV[2])
 for i = n + 1, 2 * n do
   if tonumber(redis.call('GET', KEYS[i]) or '0') < f then
-    redis.call('SET', KEYS[i], ARGV[2])
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl > 0 then
+      redis.call('SET', KEYS[i], ARGV[2], 'PX', ttl)
+    else
+      redis.call('SET', KEYS[i], ARGV[2])
+    end
   end
 end
 return 1

@@ -13,6 +13,11 @@
 //		"redis+goredis://:secret@10.0.0.3:6379/0?dial_timeout=100ms",
 //	})
 //
+// A URL with cluster=true (and more seed addresses in addr parameters) opens
+// a [redis.ClusterClient], making the node a whole Redis Cluster; one with
+// sentinel_master=NAME opens a failover client through the Sentinels at its
+// addresses (docs/operations.md says what each topology is safe for).
+//
 // A client the program already has is wrapped with [NewNode], which does not
 // take ownership of it:
 //

@@ -28,29 +28,33 @@ type Driver struct{}
 
 var _ driver.Driver = Driver{}
 
-// Open parses url with [driver.ParseURL] and returns a node with a
-// [redis.Client] of its own, which the node's Close closes.
+// Open parses url with [driver.ParseURL] and returns a node with a client of
+// its own, which the node's Close closes: a [redis.Client], or for a URL
+// with cluster=true a [redis.ClusterClient] over the seed addresses, or for
+// a URL with sentinel_master=NAME a failover client that finds the master
+// through the Sentinels (the node is then that one master, whichever
+// server it is at the moment).
 //
 // Open connects at once and sends PING, within the URL's dial timeout. A
 // server that answers with an error (a wrong password, a user without the
 // rights to connect, a database that does not exist) fails Open. A server
 // that cannot be reached, or answers that it is not ready (LOADING, BUSY,
-// MASTERDOWN, TRYAGAIN), does not: go-redis connects on use, so a manager can
-// be opened while a minority of its nodes is down, and until the server is
-// back Eval and Ping return the connection error. Errors never contain the
-// password.
+// MASTERDOWN, TRYAGAIN, CLUSTERDOWN), does not: go-redis connects on use,
+// so a manager can be opened while a minority of its nodes is down, and
+// until the server is back Eval and Ping return the connection error.
+// Errors never contain the password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	n := newNode(redis.NewClient(clientOptions(cfg)), cfg.Addr, true)
+	n := newNode(newClient(cfg), cfg.Name(), true)
 	n.password = cfg.Password
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
 	if err := n.Ping(ctx); err != nil && refused(err) {
 		n.Close()
-		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Name(), err)
 	}
 	return n, nil
 }
@@ -66,7 +70,7 @@ func refused(err error) bool {
 	}
 	code, _, _ := strings.Cut(reply.Error(), " ")
 	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN":
+	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
 		return false
 	}
 	return true

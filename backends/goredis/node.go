@@ -92,24 +92,16 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 		if err != nil {
 			return nil, err
 		}
-		v, err := n.eval(ctx, s, keys, args, true)
+		v, err := n.safe(func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, true) })(ctx)
 		return v, n.fail(ctx, err)
 	}
-	return n.wait(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, false) })
+	return n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, false) }))
 }
 
 // eval runs the script; batched sends EVALSHA in a batch with the other
 // requests under way (see batcher), for a request that direct allows.
 func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
-	// One slice for both commands: EVALSHA sha|script numkeys keys... args...
-	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	for _, a := range args {
-		cmd = append(cmd, arg(a))
-	}
+	cmd := evalCmd(s, keys, args)
 	var v any
 	var err error
 	if batched {
@@ -126,17 +118,32 @@ func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args [
 	return normalize(v, err)
 }
 
+// evalCmd builds EVALSHA sha numkeys keys... args...; the caller turns it
+// into EVAL by replacing its first two elements, so one slice serves both.
+func evalCmd(s *driver.Script, keys, args []string) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	for _, a := range args {
+		cmd = append(cmd, arg(a))
+	}
+	return cmd
+}
+
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) error {
 	if direct, err := n.direct(ctx); direct || err != nil {
 		if err != nil {
 			return err
 		}
-		return n.fail(ctx, n.client.Ping(ctx).Err())
+		_, err := n.safe(func(ctx context.Context) (any, error) { return nil, n.client.Ping(ctx).Err() })(ctx)
+		return n.fail(ctx, err)
 	}
-	_, err := n.wait(ctx, func(ctx context.Context) (any, error) {
+	_, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
 		return nil, n.client.Ping(ctx).Err()
-	})
+	}))
 	return err
 }
 

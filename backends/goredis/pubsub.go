@@ -12,13 +12,21 @@ import (
 var _ driver.Subscriber = (*node)(nil)
 
 // Subscribe opens a go-redis PubSub, which dials a connection of its own
-// outside the client's pool, and starts reading it. The subscription ends at
+// outside the client's pool, and starts reading it; on a ClusterClient, a
+// sharded subscription (pubsub_sharded.go). The subscription ends at
 // the first failure of that connection: package dlm opens another.
 func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
-	ps := n.client.Subscribe(ctx)
+	if cc, ok := n.client.(*redis.ClusterClient); ok {
+		return n.subscribeSharded(ctx, cc, h)
+	}
+	v, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.client.Subscribe(ctx), nil }))
+	if err != nil {
+		return nil, err
+	}
+	ps := v.(*redis.PubSub)
 	// PING makes go-redis connect now, so that a node that is down says so
 	// here; the PONG comes back through Receive.
-	if _, err := n.wait(ctx, func(ctx context.Context) (any, error) { return nil, ps.Ping(ctx) }); err != nil {
+	if _, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return nil, ps.Ping(ctx) })); err != nil {
 		ps.Close()
 		return nil, err
 	}
@@ -34,9 +42,12 @@ type subscription struct {
 	done chan struct{}
 }
 
+// read reports what the connection receives until it fails. A panic in
+// go-redis ends the subscription as a failure would.
 func (s *subscription) read() {
 	defer close(s.done)
 	defer s.ps.Close()
+	defer func() { _ = recover() }()
 	for {
 		v, err := s.ps.Receive(context.Background())
 		if err != nil {
@@ -54,12 +65,12 @@ func (s *subscription) read() {
 }
 
 func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
-	_, err := s.n.wait(ctx, func(ctx context.Context) (any, error) { return nil, s.ps.Subscribe(ctx, channels...) })
+	_, err := s.n.wait(ctx, s.n.safe(func(ctx context.Context) (any, error) { return nil, s.ps.Subscribe(ctx, channels...) }))
 	return err
 }
 
 func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
-	_, err := s.n.wait(ctx, func(ctx context.Context) (any, error) { return nil, s.ps.Unsubscribe(ctx, channels...) })
+	_, err := s.n.wait(ctx, s.n.safe(func(ctx context.Context) (any, error) { return nil, s.ps.Unsubscribe(ctx, channels...) }))
 	return err
 }
 

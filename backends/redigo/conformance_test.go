@@ -46,3 +46,14 @@ func TestManager(t *testing.T) {
 		return n
 	})
 }
+
+// TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
+func TestReplicaAck(t *testing.T) {
+	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+redigo://" + addr)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
+	})
+}

@@ -1,6 +1,11 @@
 // Package redigo makes a [github.com/gomodule/redigo/redis] connection pool
 // serve as a node of a [github.com/dlmgo/redlock/dlm.Manager].
 //
+// A redigo node is one server address: a master of its own, or an endpoint
+// that follows failovers. redigo has no Redis Cluster or Sentinel client, so
+// [Driver.Open] refuses URLs with cluster= or sentinel_master= with
+// [ErrUnsupported]; open those nodes with the goredis or rueidis backend.
+//
 // A blank import registers the driver under [Name], for "redis+redigo://"
 // and "rediss+redigo://" URLs, and for plain "redis://" URLs when it is the
 // only driver linked in:

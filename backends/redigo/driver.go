@@ -44,6 +44,9 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := supported(cfg); err != nil {
+		return nil, err
+	}
 	n := newNode(newConnOptions(cfg).pool(), cfg.Addr, true)
 	n.password = cfg.Password
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)

@@ -55,7 +55,8 @@ func (n *node) Addr() string { return n.addr }
 // Eval runs s by EVALSHA and, when the server does not have it cached, by
 // EVAL, on one connection, and normalizes the reply as package driver
 // documents.
-func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
+func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (_ any, err error) {
+	defer n.recoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -82,7 +83,8 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 }
 
 // Ping sends PING.
-func (n *node) Ping(ctx context.Context) error {
+func (n *node) Ping(ctx context.Context) (err error) {
+	defer n.recoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return err

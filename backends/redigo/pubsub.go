@@ -17,17 +17,15 @@ var _ driver.Subscriber = (*node)(nil)
 // (a pooled connection would go back to the pool on Close, still in pub/sub
 // mode) and starts reading it. The subscription ends at the first failure of
 // that connection: package dlm opens another.
-func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
+	defer n.recoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if n.closed.Load() {
 		return nil, errClosed
 	}
-	var (
-		c   redis.Conn
-		err error
-	)
+	var c redis.Conn
 	switch {
 	case n.pool.DialContext != nil:
 		c, err = n.pool.DialContext(ctx)
@@ -52,9 +50,12 @@ type subscription struct {
 	done chan struct{}
 }
 
+// read reports what the connection receives until it fails. A panic in
+// redigo or the connection ends the subscription as a failure would.
 func (s *subscription) read() {
 	defer close(s.done)
 	defer s.psc.Conn.Close()
+	defer func() { _ = recover() }()
 	for {
 		// No read deadline: messages come whenever they come.
 		switch m := s.psc.ReceiveWithTimeout(0).(type) {
@@ -80,7 +81,8 @@ func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) erro
 
 // send writes cmd. redigo bounds the write by the connection's write
 // timeout; a write that fails closes the connection, which ends the reader.
-func (s *subscription) send(ctx context.Context, cmd string, channels []string) error {
+func (s *subscription) send(ctx context.Context, cmd string, channels []string) (err error) {
+	defer s.n.recoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -90,7 +92,7 @@ func (s *subscription) send(ctx context.Context, cmd string, channels []string) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.psc.Conn.Send(cmd, args...)
+	err = s.psc.Conn.Send(cmd, args...)
 	if err == nil {
 		err = s.psc.Conn.Flush()
 	}

@@ -1,6 +1,7 @@
 package rueidis_test
 
 import (
+	"strings"
 	"testing"
 
 	rueidisclient "github.com/redis/rueidis"
@@ -53,5 +54,41 @@ func TestConformance(t *testing.T) {
 func TestManager(t *testing.T) {
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		return openURL(t, "redis+rueidis://"+addr)
+	})
+}
+
+// TestManagerOnClusters runs the suite on nodes opened from cluster URLs,
+// each a client in cluster mode over a local three-master Redis Cluster.
+func TestManagerOnClusters(t *testing.T) {
+	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
+		addrs := strings.Split(addr, ",")
+		n := openURL(t, "redis+rueidis://"+addrs[0]+"?cluster=true&addr="+strings.Join(addrs[1:], "&addr="))
+		if n.Addr() != addr {
+			t.Errorf("node Addr = %q; want %q", n.Addr(), addr)
+		}
+		return n
+	})
+}
+
+// TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
+func TestReplicaAck(t *testing.T) {
+	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+rueidis://" + addr)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
+	})
+}
+
+// TestSentinelFailover runs Do across a Sentinel failover on a node opened
+// from a Sentinel URL.
+func TestSentinelFailover(t *testing.T) {
+	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
+		n, err := dlm.OpenNode("redis+rueidis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
+		if err != nil {
+			t.Fatalf("OpenNode: %v", err)
+		}
+		return n
 	})
 }

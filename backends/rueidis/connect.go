@@ -60,7 +60,7 @@ func (n *node) attempt() (*attempt, error) {
 // dial makes attempt a. A client made after Close is closed at once.
 func (n *node) dial(a *attempt) {
 	defer n.wg.Done()
-	c, err := rueidisclient.NewClient(n.opt)
+	c, err := n.newClient()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded): // rueidis' own handshake timeout
 		err = fmt.Errorf("rueidis: connect %s: no answer within the dial timeout (%v)", n.addr, n.opt.Dialer.Timeout)

@@ -90,4 +90,9 @@ func (n *node) closeClient(c rueidisclient.Client) {
 		n.conns.closeAll()
 		<-done
 	}
+	// A cluster client's Close closes its connections on goroutines of
+	// their own and returns at once, and a connection rueidis is making as
+	// it closes may be left open, with a goroutine pinging it: close what
+	// is still open.
+	n.conns.closeAll()
 }

@@ -19,13 +19,17 @@
 //	node := redlockrueidis.NewNode(c)
 //	m, err := dlm.New([]driver.Node{node, ...})
 //
+// A client in cluster mode makes the node a whole Redis Cluster: locks over
+// several keys must then name keys of one hash slot (docs/operations.md).
+//
 // The package names itself rueidis like the client library, so code that uses
 // both imports one of them under another name.
 //
 // # Clients from URLs
 //
-// [Driver.Open] makes one client per node: a single-node client (never a
-// cluster client, even if the server is a cluster member) with client-side
+// [Driver.Open] makes one client per node: a single-node client (a cluster
+// client only for a URL with cluster=true, whose addr parameters add seed
+// addresses; a Sentinel client for sentinel_master=NAME) with client-side
 // caching off and every call pipelined. Calls share the client; rueidis
 // batches concurrent calls onto a few connections, and the node never holds a
 // connection for itself. Open connects at once; a server that cannot be

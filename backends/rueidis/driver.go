@@ -26,7 +26,10 @@ type Driver struct{}
 var _ driver.Driver = Driver{}
 
 // Open parses url with [driver.ParseURL] and returns a node with a client of
-// its own, which the node's Close closes.
+// its own, which the node's Close closes: a client of one server, or for a
+// URL with cluster=true a client in cluster mode over the seed addresses,
+// or for a URL with sentinel_master=NAME a client that finds the master
+// through the Sentinels.
 //
 // Open connects at once, bounded by the URL's dial timeout (twice over: once
 // to dial, once for the handshake). A server that turns the settings down
@@ -41,15 +44,25 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Cluster {
+		opt := clientOption(cfg)
+		opt.InitAddress = cfg.Addrs
+		return newClusterNode(opt, cfg.WriteTimeout)
+	}
 	n := &node{
-		addr: cfg.Addr, owned: true, opt: clientOption(cfg), conns: &conns{}, closeGrace: cfg.WriteTimeout,
+		addr: cfg.Name(), owned: true, opt: clientOption(cfg), conns: &conns{}, closeGrace: cfg.WriteTimeout,
 		born: time.Now(), healthyWindow: healthyWindow(cfg),
+	}
+	if cfg.SentinelMaster != "" {
+		// The Sentinels are reached without a password (driver.Config).
+		n.opt.InitAddress = cfg.Addrs
+		n.opt.Sentinel = rueidisclient.SentinelOption{MasterSet: cfg.SentinelMaster, TLSConfig: cfg.TLS, Dialer: n.opt.Dialer}
 	}
 	n.opt.DialFn = n.conns.dial
 	c, err := rueidisclient.NewClient(n.opt)
 	if err != nil {
 		if refused(err) {
-			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", cfg.Addr, err), cfg.Password)
+			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), cfg.Password)
 		}
 		// Unreachable for now: connect on first use.
 		return n, nil

@@ -29,6 +29,8 @@ type node struct {
 	addr string
 	// owned says that the node made the client and Close closes it.
 	owned bool
+	// sharded is set for a client in cluster mode (cluster.go).
+	sharded bool
 	// hideDeadline is set for clients the user built, which may not
 	// pipeline always: see [noDeadline].
 	hideDeadline bool
@@ -78,7 +80,7 @@ type clientRef struct{ rueidisclient.Client }
 // mode does not see a context cancelled before its deadline; the node hides
 // the deadline from c so that every call waits on the context.
 func NewNode(c rueidisclient.Client) driver.Node {
-	n := &node{addr: clientAddr(c), hideDeadline: true, born: time.Now(), healthyWindow: defaultHealthyWindow}
+	n := &node{addr: clientAddr(c), sharded: isCluster(c), hideDeadline: true, born: time.Now(), healthyWindow: defaultHealthyWindow}
 	n.ref.Store(&clientRef{c})
 	return n
 }
@@ -115,7 +117,8 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	return n.guarded(ctx, func() (any, error) { return n.eval(ctx, c, s, keys, args) })
 }
 
-func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string) (any, error) {
+func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string) (_ any, err error) {
+	defer n.recoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {
@@ -154,7 +157,8 @@ func (n *node) Ping(ctx context.Context) error {
 	return err
 }
 
-func (n *node) ping(ctx context.Context, c rueidisclient.Client) (any, error) {
+func (n *node) ping(ctx context.Context, c rueidisclient.Client) (_ any, err error) {
+	defer n.recoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {

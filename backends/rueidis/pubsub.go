@@ -2,6 +2,8 @@ package rueidis
 
 import (
 	"context"
+	"errors"
+	"sync"
 
 	rueidisclient "github.com/redis/rueidis"
 
@@ -11,15 +13,20 @@ import (
 var _ driver.Subscriber = (*node)(nil)
 
 // Subscribe takes a dedicated connection from the client (rueidis'
-// Dedicate) and sets pub/sub hooks on it. The subscription ends when that
+// Dedicate) and sets pub/sub hooks on it; on a cluster, a sharded
+// subscription (pubsub_sharded.go). The subscription ends when that
 // connection fails: package dlm opens another.
-func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
+	defer n.recoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c, err := n.client(ctx)
 	if err != nil {
 		return nil, ctxError(ctx, err)
+	}
+	if n.sharded {
+		return n.subscribeSharded(ctx, c, h)
 	}
 	n.calls.RLock()
 	defer n.calls.RUnlock()
@@ -35,7 +42,7 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Su
 			}
 		},
 	})
-	s := &subscription{dc: dc, done: make(chan struct{})}
+	s := &subscription{n: n, dc: dc, done: make(chan struct{})}
 	go func() {
 		for range ended { // at most one error, then closed
 		}
@@ -45,15 +52,38 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Su
 }
 
 type subscription struct {
+	n    *node
 	dc   rueidisclient.DedicatedClient
 	done chan struct{}
+	// mu makes a request and Close exclusive, and closed refuses requests
+	// after Close: a dedicated client of a cluster connects at its first
+	// request, even after its Close, and that connection would be left
+	// open.
+	mu     sync.Mutex
+	closed bool
 }
 
-func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
+// errSubscriptionClosed is returned by a subscription's requests after its
+// Close.
+var errSubscriptionClosed = errors.New("rueidis: subscription closed")
+
+func (s *subscription) Subscribe(ctx context.Context, channels ...string) (err error) {
+	defer s.n.recoverTo(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSubscriptionClosed
+	}
 	return s.dc.Do(ctx, s.dc.B().Subscribe().Channel(channels...).Build()).Error()
 }
 
-func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
+func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) (err error) {
+	defer s.n.recoverTo(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSubscriptionClosed
+	}
 	return s.dc.Do(ctx, s.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
 }
 
@@ -62,7 +92,10 @@ func (s *subscription) Done() <-chan struct{} { return s.done }
 // Close closes the dedicated connection and waits until the hooks are no
 // longer called.
 func (s *subscription) Close() error {
+	s.mu.Lock()
+	s.closed = true
 	s.dc.Close()
+	s.mu.Unlock()
 	<-s.done
 	return nil
 }

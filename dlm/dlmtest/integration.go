@@ -61,9 +61,25 @@ func TestManager(t *testing.T, dial Dial) {
 	}
 }
 
-// cluster is a manager over its own redis-server processes.
+// target is what one of the suite's nodes runs on: a [Server], or a
+// [RedisCluster] as a whole.
+type target interface {
+	Addr() string
+	Do(args ...string) (any, error)
+	Kill()
+	Pause()
+	Resume()
+	// processes are its redis-server processes.
+	processes() []*Server
+}
+
+func (s *Server) processes() []*Server       { return []*Server{s} }
+func (c *RedisCluster) processes() []*Server { return c.Masters }
+
+// cluster is a manager over its own redis-server processes: one per node,
+// or one Redis Cluster per node.
 type cluster struct {
-	servers []*Server
+	servers []target
 	nodes   []driver.Node
 	m       *dlm.Manager
 	snap    *leakcheck.Snapshot
@@ -75,7 +91,19 @@ type cluster struct {
 
 func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 	t.Helper()
-	c := &cluster{servers: StartServers(t, n), snap: leakcheck.Take(), dial: dial}
+	servers := StartServers(t, n)
+	targets := make([]target, n)
+	for i, s := range servers {
+		targets[i] = s
+	}
+	return startOn(t, targets, dial, opts...)
+}
+
+// startOn returns a manager over a node dialled for each target.
+func startOn(t *testing.T, targets []target, dial Dial, opts ...dlm.Option) *cluster {
+	t.Helper()
+	n := len(targets)
+	c := &cluster{servers: targets, snap: leakcheck.Take(), dial: dial}
 	for _, s := range c.servers {
 		c.nodes = append(c.nodes, dial(t, s.Addr()))
 	}

@@ -17,6 +17,11 @@ type ServerOption func(*serverConfig)
 type serverConfig struct {
 	args []string
 	tls  bool
+	// cluster enables cluster mode (StartRedisCluster).
+	cluster bool
+	// sentinelConf runs a Sentinel with this configuration file
+	// (StartSentinel).
+	sentinelConf string
 	// aclPassword is the default user's password in the ACL file of
 	// WithACLFile, or "" without one.
 	aclPassword string

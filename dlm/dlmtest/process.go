@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +92,13 @@ func (s *Server) args() []string {
 	}
 	if s.certs != nil {
 		args = append(args, s.certs.serverArgs(s.port)...)
+	}
+	if s.cfg.cluster {
+		args = append(args, clusterArgs(filepath.Dir(s.logPath))...)
+	}
+	if s.cfg.sentinelConf != "" {
+		// The configuration file comes first; Sentinel rewrites it.
+		args = append([]string{s.cfg.sentinelConf, "--sentinel"}, args...)
 	}
 	return append(args, s.cfg.args...)
 }

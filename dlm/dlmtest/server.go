@@ -50,10 +50,13 @@ func StartServers(t testing.TB, n int, opts ...ServerOption) []*Server {
 	if n < 1 {
 		t.Fatalf("dlmtest: StartServers(%d): want at least one server", n)
 	}
-	bin := RedisServerPath(t)
 	var cfg serverConfig
 	for _, o := range opts {
 		o(&cfg)
+	}
+	bin := RedisServerPath(t)
+	if cfg.sentinelConf != "" {
+		bin = sentinelPath(bin)
 	}
 	var cs *certs
 	if cfg.tls {

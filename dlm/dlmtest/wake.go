@@ -44,9 +44,11 @@ func testWakeOnRelease(t *testing.T, c *cluster) {
 		if subscribes {
 			c.awaitSubscribers(t, key)
 			if cut {
-				for _, s := range c.servers {
-					if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
-						t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v", s.Addr(), err)
+				for _, node := range c.servers {
+					for _, s := range node.processes() {
+						if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+							t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v", s.Addr(), err)
+						}
 					}
 				}
 				c.awaitSubscribers(t, key)
@@ -70,20 +72,31 @@ func testWakeOnRelease(t *testing.T, c *cluster) {
 	}
 }
 
-// awaitSubscribers waits until every server has a subscriber to key's wake
-// channel.
+// awaitSubscribers waits until every node has a subscriber to key's wake
+// channel (a shard channel on one of its masters, for a Redis Cluster).
 func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 	t.Helper()
 	channel := suitePrefix + "{" + key + "}:wake"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		all := true
-		for _, s := range c.servers {
-			v, err := s.Do("PUBSUB", "NUMSUB", channel)
-			if err != nil {
-				t.Fatalf("PUBSUB NUMSUB on %s: %v", s.Addr(), err)
+		for _, node := range c.servers {
+			subs := int64(0)
+			for _, s := range node.processes() {
+				// A Redis Cluster node's waiters listen on shard channels.
+				sub := "NUMSUB"
+				if s.cfg.cluster {
+					sub = "SHARDNUMSUB"
+				}
+				v, err := s.Do("PUBSUB", sub, channel)
+				if err != nil {
+					t.Fatalf("PUBSUB %s on %s: %v", sub, s.Addr(), err)
+				}
+				if reply, _ := v.([]any); len(reply) == 2 {
+					n, _ := reply[1].(int64)
+					subs += n
+				}
 			}
-			reply, _ := v.([]any)
-			if len(reply) != 2 || reply[1] == int64(0) {
+			if subs == 0 {
 				all = false
 			}
 		}

@@ -10,7 +10,14 @@
 //
 // Extra powers are optional interfaces, detected by package dlm with a type
 // assertion at the call site, each documenting what happens without it:
-// [Pinger], [Subscriber].
+// [Pinger], [Subscriber], [Sharded], [ReplicaAcker].
+//
+// # Panics
+//
+// A panic inside a client library must never escape an adapter: recover it
+// around every call into the client, on every goroutine the node starts,
+// and return [Recover]'s [*PanicError], which package dlm counts as the
+// node's failure.
 //
 // # Replies
 //
@@ -34,6 +41,7 @@
 // # URLs
 //
 // [Driver.Open] receives the whole node URL. [ParseURL] reads the parts every
-// driver supports — user, password, database, TLS and timeouts — so an adapter
-// turns a [Config] into its client's options and nothing more.
+// driver supports — user, password, database, TLS and timeouts, and whether
+// the node is a Redis Cluster or a master found through Sentinel — so an
+// adapter turns a [Config] into its client's options and nothing more.
 package driver

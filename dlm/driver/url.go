@@ -52,6 +52,16 @@ type Config struct {
 	// PoolSize is the connection pool size (pool_size; 0 means the client
 	// library's default).
 	PoolSize int
+
+	// Cluster is set by cluster=true: the node is a whole Redis Cluster,
+	// reached through the seed addresses Addrs (see [Config.Name]).
+	Cluster bool
+	// SentinelMaster is the sentinel_master parameter: the node is the
+	// master of this set, found through the Sentinels at Addrs.
+	SentinelMaster string
+	// Addrs are, for Cluster and SentinelMaster, the URL's host and its addr
+	// parameters, sorted; nil otherwise.
+	Addrs []string
 }
 
 // URL parameters [ParseURL] understands. Any other parameter is an error, so a
@@ -60,6 +70,7 @@ var knownParams = map[string]bool{
 	"db": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true,
 	"pool_size": true, "tls_ca_file": true, "tls_cert_file": true, "tls_key_file": true,
 	"tls_server_name": true, "tls_insecure_skip_verify": true,
+	"cluster": true, "addr": true, "sentinel_master": true,
 }
 
 // ParseURL reads a node URL of the form
@@ -69,8 +80,9 @@ var knownParams = map[string]bool{
 // "rediss" turns TLS on. Parameters: db, dial_timeout, read_timeout,
 // write_timeout (Go durations such as 50ms), pool_size, and for TLS
 // tls_ca_file, tls_cert_file, tls_key_file (PEM files), tls_server_name and
-// tls_insecure_skip_verify. Errors wrap [ErrBadURL] and never contain the
-// password.
+// tls_insecure_skip_verify; for a node that is a Redis Cluster or a master
+// found through Sentinel, cluster, sentinel_master and addr (see
+// [Config.Name]). Errors wrap [ErrBadURL] and never contain the password.
 func ParseURL(rawURL string) (*Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -178,7 +190,7 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 		if !knownParams[k] {
 			return fmt.Errorf("unknown parameter %q", k)
 		}
-		if len(q[k]) != 1 {
+		if len(q[k]) != 1 && k != "addr" {
 			return fmt.Errorf("parameter %q given %d times", k, len(q[k]))
 		}
 		if strings.HasPrefix(k, "tls_") && !useTLS {
@@ -207,6 +219,9 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 		if c.PoolSize, err = strconv.Atoi(v); err != nil || c.PoolSize < 1 {
 			return fmt.Errorf("pool_size %q: want a positive number", v)
 		}
+	}
+	if err := c.applyTopology(q); err != nil {
+		return err
 	}
 	if useTLS {
 		return c.buildTLS(q)

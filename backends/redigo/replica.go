@@ -1,0 +1,49 @@
+package redigo
+
+import (
+	"context"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+var _ driver.ReplicaAcker = (*node)(nil)
+
+// EvalAck runs s as Eval does and then WAIT replicas timeout on the same
+// connection, so that WAIT counts the replicas that have the script's
+// writes.
+func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (_ any, acked int64, err error) {
+	defer n.recoverTo(&err)
+	c, err := n.conn(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.Close()
+	cmd := make([]any, 0, 2+len(keys)+len(args))
+	cmd = append(cmd, hashArg(s), numKeysArg(len(keys)))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	for _, a := range args {
+		cmd = append(cmd, a)
+	}
+	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
+	if driver.IsNoScript(err) {
+		cmd[0] = s.Source
+		v, err = redis.DoContext(c, ctx, "EVAL", cmd...)
+	}
+	if err != nil {
+		return nil, 0, n.fail(ctx, err)
+	}
+	reply, err := value(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	w, err := redis.Int64(redis.DoContext(c, ctx, "WAIT", replicas, timeout.Milliseconds()))
+	if err != nil {
+		return nil, 0, n.fail(ctx, err)
+	}
+	return reply, w, nil
+}

@@ -1,0 +1,46 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// TestStatusClusterNode checks that status reports a node that is a whole
+// Redis Cluster, named by its seed addresses, next to a plain node: one
+// cluster opened through go-redis, one through rueidis, one plain server.
+func TestStatusClusterNode(t *testing.T) {
+	clusters := dlmtest.StartRedisClusters(t, 2)
+	plain := dlmtest.StartServer(t)
+	urls := []string{clusters[0].URL("goredis"), clusters[1].URL("rueidis"), "redis+goredis://" + plain.Addr()}
+	nodes := strings.Join(urls, ",")
+	m, err := dlm.Open(urls, dlm.WithKeyPrefix(dlm.DefaultKeyPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.TryLock(context.Background(), "clustered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+
+	code, rep := statusJSON(t, nodes, "clustered")
+	if code != 0 || !rep.Held || rep.HeldOn != 3 || len(rep.Nodes) != 3 {
+		t.Fatalf("status --json = %d, %+v; want 0 and held on all 3 nodes", code, rep)
+	}
+	for i, want := range []string{clusters[0].Addr(), clusters[1].Addr(), plain.Addr()} {
+		if n := rep.Nodes[i]; n.Node != want || !n.Held || n.TTLMillis <= 0 {
+			t.Errorf("node %d = %+v; want %s holding the key with a TTL", i, n, want)
+		}
+	}
+	code, stdout, _ := redlockRun(t, nil, "status", "--nodes", nodes, "clustered")
+	if code != 0 || !strings.Contains(stdout, clusters[0].Addr()) || !strings.Contains(stdout, clusters[1].Addr()) {
+		t.Errorf("status = %d,\n%s\nwant 0 and the clusters named by their addresses", code, stdout)
+	}
+}

@@ -1,0 +1,191 @@
+package dlmtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// TestManagerOnClusters runs the manager-level integration suite of
+// [TestManager] with three nodes that are each a whole Redis Cluster of
+// [ClusterMasters] masters ([StartRedisCluster]), and then what clusters
+// make different: locks over several keys (sharing a hash tag, or refused
+// up front with [dlm.ErrInvalid] when they do not), fencing tokens, fair
+// waiting and the restart guard, whose scripts use keys derived from the
+// lock key. dial gets the cluster's masters' addresses joined by commas
+// ([RedisCluster.Addr]) and must return a node for the whole cluster, such
+// as go-redis' ClusterClient; the node's Addr must be that same string.
+// Killing or pausing a node kills or pauses every master of its cluster.
+func TestManagerOnClusters(t *testing.T, dial Dial) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, *cluster)
+		opts []dlm.Option
+	}{
+		{"MutualExclusion", testMutualExclusion, nil},
+		{"ReleaseOnFailure", testReleaseOnFailure, nil},
+		{"SurvivesMinorityDown", testSurvivesMinorityDown, nil},
+		{"FailsCleanlyWithMajorityDown", testFailsWithMajorityDown, nil},
+		{"ExtendAfterExpiry", testExtendAfterExpiry, nil},
+		{"UnlockAfterExpiryKeepsNewHolder", testUnlockAfterExpiry, nil},
+		{"PausedMajorityCancelsDo", testPausedMajorityCancelsDo, nil},
+		{"DoOutlivesTTL", testDoOutlivesTTL, nil},
+		{"CallerCancelReleases", testCallerCancelReleases, nil},
+		{"WakeOnRelease", testWakeOnRelease, nil},
+		{"MultiKey", testClusterMultiKey, nil},
+		{"Fencing", testClusterFencing, []dlm.Option{dlm.WithFencing()}},
+		{"Fairness", testClusterFairness, []dlm.Option{dlm.WithFairness(dlm.Fairness{})}},
+		{"RestartGuard", testClusterGuard, []dlm.Option{dlm.WithRestartGuard(clusterGuardWindow)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clusters := StartRedisClusters(t, 3)
+			targets := make([]target, len(clusters))
+			for i, rc := range clusters {
+				targets[i] = rc
+			}
+			c := startOn(t, targets, dial, tc.opts...)
+			tc.fn(t, c)
+			c.close(t)
+		})
+	}
+}
+
+// testClusterMultiKey checks that a lock over keys sharing a hash tag is
+// taken on every cluster, conflicts with a lock of one of its keys, and is
+// released whole; and that keys of different slots are refused up front.
+func testClusterMultiKey(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	keys := []string{"{order42}:a", "{order42}:b", "{order42}:c"}
+	l, err := c.m.TryLockAll(ctx, keys)
+	if err != nil {
+		t.Fatalf("TryLockAll(%q): %v", keys, err)
+	}
+	other := c.client(t)
+	if _, err := other.TryLock(ctx, keys[1]); !errors.Is(err, dlm.ErrNotObtained) {
+		t.Errorf("TryLock(%q) under a TryLockAll holding it = %v; want ErrNotObtained", keys[1], err)
+	}
+	awaitEverywhere(t, c, keys, true)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	awaitEverywhere(t, c, keys, false)
+
+	_, err = c.m.TryLockAll(ctx, []string{"a", "b"})
+	if !errors.Is(err, dlm.ErrInvalid) || errors.Is(err, dlm.ErrUnavailable) {
+		t.Errorf("TryLockAll over keys of two slots = %v; want ErrInvalid, not ErrUnavailable", err)
+	}
+}
+
+// awaitEverywhere waits until every node holds each of keys (held) or none
+// (!held).
+func awaitEverywhere(t *testing.T, c *cluster, keys []string, held bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for i := range c.servers {
+		for _, k := range keys {
+			for (c.value(t, i, k) != nil) != held && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := c.value(t, i, k) != nil; got != held {
+				t.Errorf("node %d holds %q: %v; want %v", i, k, got, held)
+			}
+		}
+	}
+}
+
+// testClusterFencing checks that successive grants of a key, single and
+// multi-key, from two managers carry increasing fencing tokens.
+func testClusterFencing(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	ms := []*dlm.Manager{c.m, c.client(t)}
+	var last uint64
+	for i := range 6 {
+		var l *dlm.Lock
+		var err error
+		if i%2 == 0 {
+			l, err = ms[i%2].TryLock(ctx, "{fenced}")
+		} else {
+			l, err = ms[i%2].TryLockAll(ctx, []string{"{fenced}", "{fenced}:b"})
+		}
+		if err != nil {
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		if l.Token() <= last {
+			t.Errorf("grant %d has fencing token %d; want more than %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+}
+
+// testClusterFairness checks that two waiters from other managers obtain a
+// held lock in the order they asked for it.
+func testClusterFairness(t *testing.T, c *cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held, err := c.m.TryLock(ctx, "fair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, 2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		w := c.client(t)
+		go func() {
+			l, err := w.Lock(ctx, "fair")
+			if err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			time.Sleep(100 * time.Millisecond)
+			errs <- l.Unlock(ctx)
+		}()
+		// The first waiter's place is taken on every node before the
+		// second asks: a place is taken at its first attempt, well
+		// within a second here.
+		time.Sleep(time.Second)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	if first, second := <-order, <-order; first != 0 || second != 1 {
+		t.Errorf("waiters obtained the lock in the order %d, %d; want 0, 1 (the order they asked)", first, second)
+	}
+}
+
+// clusterGuardWindow is the restart guard window of testClusterGuard: the
+// suite's TTL.
+const clusterGuardWindow = 5 * time.Second
+
+// testClusterGuard checks the restart guard on clusters that were just
+// started: they are not counted until they have been up for the window,
+// then they are, and each keeps the guard key in the lock key's slot.
+func testClusterGuard(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	_, err := c.m.TryLock(ctx, "guarded")
+	if !errors.Is(err, dlm.ErrNodeRestarted) {
+		t.Fatalf("TryLock on clusters up for less than the guard window = %v; want ErrNodeRestarted", err)
+	}
+	time.Sleep(clusterGuardWindow + 500*time.Millisecond)
+	l, err := c.m.TryLock(ctx, "guarded")
+	if err != nil {
+		t.Fatalf("TryLock once the window passed: %v", err)
+	}
+	defer l.Unlock(ctx)
+	for i, s := range c.servers {
+		if v, err := s.Do("GET", suitePrefix+"{guarded}:guard"); err != nil || v == nil {
+			t.Errorf("node %d guard key = %v, %v; want the moment it may be counted from", i, v, err)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package dlmtest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// replicaSyncTimeout bounds the wait for a new replica's first sync.
+const replicaSyncTimeout = 20 * time.Second
+
+// StartReplica starts a redis-server that replicates master (--replicaof)
+// and returns once master reports it online. It is killed in t.Cleanup.
+func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
+	t.Helper()
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	// A replica saves the master's data it receives as dump.rdb in its
+	// working directory: keep it out of the package's.
+	r := StartServer(t, append(opts, WithArgs("--replicaof", host, port, "--dir", t.TempDir()))...)
+	want := "port=" + strconv.Itoa(r.Port()) + ",state=online"
+	for deadline := time.Now().Add(replicaSyncTimeout); ; time.Sleep(20 * time.Millisecond) {
+		v, err := master.Do("INFO", "replication")
+		info, _ := v.(string)
+		if err == nil && strings.Contains(info, want) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dlmtest: replica %s not online at %s after %v: %v %q", r.Addr(), master.Addr(), replicaSyncTimeout, err, info)
+		}
+	}
+}
+
+// TestReplicaAck checks [dlm.WithReplicaAck] through dial on a master with
+// one replica: grants and extensions count once the replica acknowledged
+// them, and the replica holds the key; with the replica paused, or asking
+// for two replicas, the node fails with [dlm.ErrReplicaAck] and the
+// attempt is released; given to one call, the option fails with
+// [dlm.ErrInvalid].
+func TestReplicaAck(t *testing.T, dial Dial) {
+	master := StartServer(t)
+	replica := StartReplica(t, master)
+	n := dial(t, master.Addr())
+	defer n.Close()
+	ctx := context.Background()
+	newManager := func(replicas int) *dlm.Manager {
+		t.Helper()
+		m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(10*time.Second),
+			dlm.WithNodeTimeout(3*time.Second), dlm.WithReplicaAck(replicas, time.Second), dlm.WithRetry(1, nil))
+		if err != nil {
+			t.Fatalf("dlm.New with WithReplicaAck: %v", err)
+		}
+		return m
+	}
+	m := newManager(1)
+	defer m.Close()
+	l, err := m.TryLock(ctx, "acked", dlm.WithFencing())
+	if err != nil {
+		t.Fatalf("TryLock with the replica up: %v", err)
+	}
+	if v, err := replica.Do("GET", suitePrefix+"{acked}"); err != nil || v == nil {
+		t.Errorf("replica holds %v, %v under the acknowledged key; want the token", v, err)
+	}
+	if err := l.Extend(ctx, 5*time.Second); err != nil {
+		t.Errorf("Extend with the replica up: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+	if _, err := m.TryLock(ctx, "acked", dlm.WithReplicaAck(1, time.Millisecond)); !errors.Is(err, dlm.ErrInvalid) {
+		t.Errorf("TryLock with WithReplicaAck of its own = %v; want ErrInvalid", err)
+	}
+
+	two := newManager(2)
+	defer two.Close()
+	if _, err := two.TryLock(ctx, "two"); !errors.Is(err, dlm.ErrReplicaAck) || !errors.Is(err, dlm.ErrUnavailable) {
+		t.Errorf("TryLock asking for 2 acks of 1 replica = %v; want ErrReplicaAck, unavailable", err)
+	}
+	// The failed attempt's release follows TryLock's return.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		v, err := master.Do("GET", suitePrefix+"{two}")
+		if err == nil && v == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("master holds %v, %v under the unacknowledged key; want it released", v, err)
+			break
+		}
+	}
+
+	replica.Pause()
+	_, err = m.TryLock(ctx, "paused")
+	replica.Resume()
+	if !errors.Is(err, dlm.ErrReplicaAck) {
+		t.Errorf("TryLock with the replica paused = %v; want ErrReplicaAck", err)
+	}
+}

@@ -1,0 +1,139 @@
+package dlmtest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// failoverTTL is the lock's TTL in TestSentinelFailover: long enough for
+// the clients to follow a failover (a second or two, more on a loaded
+// machine) before the lock would need an extension they cannot make.
+const failoverTTL = 12 * time.Second
+
+// TestSentinelFailover runs [dlm.Manager.Do] on one node that is a master
+// with two replicas under Sentinel ([StartSentinel]), and fails the master
+// over (SENTINEL FAILOVER) while fn runs: the lock, acknowledged by a
+// replica ([dlm.WithReplicaAck]), survives on the promoted replica, Do's
+// extensions follow the new master, fn runs to its end with its context
+// live, and a rival client polling the same node never obtains the lock
+// meanwhile. dial gets the Sentinel's address and must return a node for
+// the master named [SentinelMaster] through it, such as a URL with
+// sentinel_master.
+func TestSentinelFailover(t *testing.T, dial Dial) {
+	// The old master becomes a replica, which saves what it receives
+	// (dump.rdb) in its working directory: keep it out of the package's.
+	master := StartServer(t, WithArgs("--dir", t.TempDir()))
+	// Two replicas: the failover promotes one and points the other at it
+	// at once, so the new master has a replica to acknowledge extensions
+	// while the old master waits to be converted (Sentinel finds it in its
+	// next INFO, up to ten seconds later).
+	replica := StartReplica(t, master)
+	other := StartReplica(t, master)
+	sentinel := StartSentinel(t, master, 2)
+	n, rn := dial(t, sentinel.Addr()), dial(t, sentinel.Addr())
+	defer n.Close()
+	defer rn.Close()
+	opts := []dlm.Option{dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(failoverTTL), dlm.WithNodeTimeout(4 * time.Second)}
+	m, err := dlm.New([]driver.Node{n}, append(opts, dlm.WithReplicaAck(1, time.Second), dlm.WithHook(hookFunc(func(ctx context.Context, e *dlm.Event) {
+		if e.Err != nil {
+			t.Logf("event %v %v: %v", e.Kind, e.Op, e.Err)
+		}
+	})))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rival, err := dlm.New([]driver.Node{rn}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rival.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var rivalGrants atomic.Int32
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	inside := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-inside
+		for {
+			if l, err := rival.TryLock(ctx, "failover"); err == nil {
+				rivalGrants.Add(1)
+				l.Unlock(ctx)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	err = m.Do(ctx, "failover", func(ctx context.Context) error {
+		close(inside)
+		// A Sentinel that has only just met the replica answers
+		// NOGOODSLAVE until it has checked it: ask again.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, err := sentinel.Do("SENTINEL", "FAILOVER", SentinelMaster)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("SENTINEL FAILOVER: %v", err)
+				return nil
+			}
+		}
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			v, err := sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+			if addr, _ := v.([]any); err == nil && len(addr) == 2 && addr[0] == "127.0.0.1" &&
+				(addr[1] == portOf(replica) || addr[1] == portOf(other)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("Sentinel still names %v, %v as the master after 20s; want a replica", v, err)
+				return nil
+			}
+		}
+		// Work on for a TTL: an extension must reach the new master.
+		select {
+		case <-ctx.Done():
+			t.Errorf("fn's context ended after the failover: %v", context.Cause(ctx))
+		case <-time.After(failoverTTL + time.Second):
+		}
+		return nil
+	})
+	close(stop)
+	<-stopped
+	if err != nil {
+		t.Errorf("Do across a failover = %v; want nil", err)
+	}
+	if g := rivalGrants.Load(); g != 0 {
+		t.Errorf("the rival obtained the lock %d time(s) while Do held it across the failover", g)
+	}
+	if _, err := rival.TryLock(ctx, "failover"); err != nil {
+		t.Errorf("rival's TryLock after Do released the lock on the new master: %v", err)
+	}
+}
+
+func portOf(s *Server) string {
+	_, port, _ := cutLast(s.Addr(), ":")
+	return port
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	for i := len(s) - len(sep); i >= 0; i-- {
+		if s[i:i+len(sep)] == sep {
+			return s[:i], s[i+len(sep):], true
+		}
+	}
+	return s, "", false
+}
+
+type hookFunc func(context.Context, *dlm.Event)
+
+func (f hookFunc) Observe(ctx context.Context, e *dlm.Event) { f(ctx, e) }

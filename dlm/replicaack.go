@@ -1,0 +1,132 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// ErrReplicaAck is a node's failure under [WithReplicaAck] when its write
+// did not reach enough replicas in time: the node is not counted toward the
+// quorum, and the attempt is released there like any failed one. Find it
+// with errors.Is inside a [*NodeError].
+var ErrReplicaAck = errors.New("dlm: write not acknowledged by enough replicas in time")
+
+// replicaAck is what WithReplicaAck asks.
+type replicaAck struct {
+	replicas int
+	timeout  time.Duration
+}
+
+// WithReplicaAck makes a node count a grant, an extension or a raise of
+// fencing counters only once replicas of its replicas acknowledged the
+// write, within timeout: after the script, on the same connection, the node
+// sends WAIT replicas timeout. A node whose write is acknowledged by fewer
+// fails the request with [ErrReplicaAck]. Every node must implement
+// [driver.ReplicaAcker] (the three backends do), or the call fails with
+// [ErrInvalid]. timeout must be at least a millisecond and below the node
+// timeout, which bounds the whole request.
+//
+// What it guarantees: when a node counted, its write was in the memory of
+// that many replicas, so a failover of that node to one of them (Sentinel,
+// a managed service, Redis Cluster) keeps the lock key — the fault Redisson
+// deprecated its RedLock over. What it does not: WAIT is not consensus. A
+// failover may still promote a replica that had not acknowledged (one that
+// was lagging, or beyond the n that answered), writes are not made durable
+// on disk, the replicas may lose them in a restart of their own, and a
+// write that timed out may still reach them later. Nor does it slow a
+// release (a lost release only leaves a key to expire). Use it to narrow
+// the window of a failover losing a lock, not as a replacement for
+// independent masters; see docs/operations.md.
+//
+// It is an option of the Manager ([New], [Open]), for every call: given to
+// a single call it fails with ErrInvalid.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return optionFunc(func(c *config) { c.replicaAck = &replicaAck{replicas: replicas, timeout: timeout} })
+}
+
+func (c *config) validateReplicaAck() error {
+	a := c.replicaAck
+	switch {
+	case a == nil:
+		return nil
+	case a.replicas < 1:
+		return fmt.Errorf("%w: replica ack of %d replicas: want at least 1", ErrInvalid, a.replicas)
+	case a.timeout < time.Millisecond:
+		return fmt.Errorf("%w: replica ack timeout %v: want at least 1ms (WAIT 0 blocks for ever)", ErrInvalid, a.timeout)
+	case a.timeout >= c.timeout():
+		return fmt.Errorf("%w: replica ack timeout %v is not below the node timeout %v", ErrInvalid, a.timeout, c.timeout())
+	}
+	return nil
+}
+
+// checkAck returns ErrInvalid when the manager asks for replica acks and a
+// node cannot give them.
+func (m *Manager) checkAck() error {
+	if m.cfg.replicaAck == nil {
+		return nil
+	}
+	for i, n := range m.nodes {
+		if _, ok := n.(driver.ReplicaAcker); !ok {
+			return fmt.Errorf("%w: WithReplicaAck: node %s (%T) does not implement driver.ReplicaAcker", ErrInvalid, m.addrs[i], n)
+		}
+	}
+	return nil
+}
+
+// checkCallAck returns ErrInvalid when a call's options changed the
+// manager's replica acks.
+func (m *Manager) checkCallAck(cfg *config) error {
+	if cfg.replicaAck != m.cfg.replicaAck {
+		return fmt.Errorf("%w: WithReplicaAck is an option of the Manager (New, Open), not of one call", ErrInvalid)
+	}
+	return nil
+}
+
+// acked reports whether req writes what WithReplicaAck waits for: a grant,
+// an extension, or a raise of fencing counters.
+func acked(req *request) bool {
+	if req.script == extendScript || req.script == raiseFenceScript {
+		return true
+	}
+	for _, s := range acquireScripts {
+		if req.script == s {
+			return true
+		}
+	}
+	return false
+}
+
+// eval runs req on node i, with WAIT under WithReplicaAck; a write
+// acknowledged by too few replicas is the node's failure.
+func (m *Manager) eval(ctx context.Context, i int, req *request) (any, error) {
+	a := m.cfg.replicaAck
+	if a == nil || !acked(req) {
+		return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
+	}
+	ra, ok := m.nodes[i].(driver.ReplicaAcker)
+	if !ok { // checked by New
+		return nil, fmt.Errorf("node does not implement driver.ReplicaAcker")
+	}
+	v, n, err := ra.EvalAck(ctx, req.script, req.keys, m.nodeArgs(i, req), a.replicas, a.timeout)
+	if err != nil {
+		return nil, err
+	}
+	if n < int64(a.replicas) && granted(v) {
+		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrReplicaAck, n, a.replicas, a.timeout)
+	}
+	return v, nil
+}
+
+// granted reports whether a script's reply says it wrote: a positive number,
+// or a fair acquire's {positive, ticket}.
+func granted(v any) bool {
+	if pair, ok := v.([]any); ok && len(pair) == 2 {
+		v = pair[0]
+	}
+	n, ok := v.(int64)
+	return ok && n > 0
+}

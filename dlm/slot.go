@@ -1,0 +1,101 @@
+package dlm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// A node that is a whole Redis Cluster ([driver.Sharded]) runs each script
+// on the master owning its keys' hash slot, and refuses keys of several
+// slots. A lock over several keys whose Redis keys fall in different slots
+// is therefore refused up front on such a manager, with ErrInvalid naming
+// the cause, rather than sent and counted as node failures ("unavailable")
+// and retried in vain. Splitting the keys by slot and running the scripts
+// per slot was the other option; it would make a node's grant of a
+// multi-key lock several independent grants, with partial grants to release
+// and fencing counters to reconcile across slots, for a use that a common
+// hash tag serves as well.
+
+// nodeArgs returns req's arguments for node i: for a node that is a Redis
+// Cluster, announce's flag "1" becomes "2", sharded pub/sub (see announce);
+// a writer's "w" after it stays.
+func (m *Manager) nodeArgs(i int, req *request) []string {
+	args := req.argsFor(i)
+	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], "1") {
+		return args
+	}
+	return append(args[:len(args)-1:len(args)-1], "2"+args[len(args)-1][1:])
+}
+
+// clusterMask returns which nodes are Redis Clusters, or nil when none is.
+func clusterMask(nodes []driver.Node) []bool {
+	var mask []bool
+	for i, n := range nodes {
+		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
+			if mask == nil {
+				mask = make([]bool, len(nodes))
+			}
+			mask[i] = true
+		}
+	}
+	return mask
+}
+
+// anySharded returns the address of the first node that says it is a Redis
+// Cluster, or "".
+func anySharded(nodes []driver.Node) string {
+	for _, n := range nodes {
+		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
+			return n.Addr()
+		}
+	}
+	return ""
+}
+
+// checkSlots returns ErrInvalid when rkeys fall in more than one hash slot
+// and the manager has a node that is a Redis Cluster (m.sharded names it).
+func (m *Manager) checkSlots(keys, rkeys []string) error {
+	if m.sharded == "" || len(rkeys) < 2 {
+		return nil
+	}
+	first := keySlot(rkeys[0])
+	for i, k := range rkeys[1:] {
+		if s := keySlot(k); s != first {
+			return fmt.Errorf("%w: keys %q and %q fall in different hash slots (%d and %d) and node %s is a Redis Cluster, "+
+				"whose scripts cannot span slots: give the keys a common hash tag, as in \"{order42}:a\" and \"{order42}:b\"",
+				ErrInvalid, keys[0], keys[i+1], first, s, m.sharded)
+		}
+	}
+	return nil
+}
+
+// keySlot returns the Redis Cluster hash slot of key: CRC16 of the key, or
+// of the part between its first "{" and the first "}" after it when that
+// part is not empty, modulo 16384.
+func keySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return crc16(key) % 16384
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum
+// Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
