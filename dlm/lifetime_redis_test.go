@@ -66,6 +66,11 @@ func TestFailedExtendShortensValidityRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The grant's request to the slowest node may still be under way when
+	// TryLock returns; an extension that overtook it would find no key there.
+	for i, s := range srvs {
+		waitCond(t, "node "+strconv.Itoa(i)+" to run the grant", func() bool { return pttl(t, s, "k") > 0 })
+	}
 	// Load the extend script on every node, so that the frozen ones run the
 	// EVALSHA queued in their socket rather than answer NOSCRIPT to it.
 	if err := l.Extend(ctx, 40*time.Second); err != nil {
