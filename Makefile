@@ -47,6 +47,8 @@ staticcheck: $(BIN)/staticcheck
 unit:
 	@rm -f $(BIN)/chaos-figures.txt
 	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...); done
+	@echo "== test backends/goredis refusal with internal/bench's newer go-redis"
+	@cd internal/bench && $(GO) test -race -count=1 -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis
 	@if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
 
 # make fuzz: each fuzz target for FUZZTIME; make test already runs their
