@@ -46,7 +46,8 @@ staticcheck: $(BIN)/staticcheck
 # violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
 unit:
 	@rm -f $(BIN)/chaos-figures.txt
-	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...); done
+	@failed=; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...) || failed="$$failed $$m"; done; \
+	  if [ -n "$$failed" ]; then echo "== FAIL in:$$failed"; exit 1; fi
 	@echo "== test backends/goredis refusal with internal/bench's newer go-redis"
 	@cd internal/bench && $(GO) test -race -count=1 -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis
 	@if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
