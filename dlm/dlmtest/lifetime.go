@@ -16,10 +16,16 @@ import (
 // runs: extensions can no longer reach a quorum, so fn's context must be
 // cancelled before the lock's validity ends, and no one else may obtain the
 // lock while fn's context is live.
+//
+// The margins come from the TTL: the cancellation is due a loss guard (a
+// twentieth of the validity, at most the node timeout) before the validity
+// ends, and must get through the scheduler within it. The 50 ms guard of a
+// 1 s TTL was overrun by 96 ms under -race with a busy loop on every core
+// (make test-load); a 5 s TTL and a 250 ms node timeout give 247 ms.
 func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
-	const ttl = time.Second
+	const ttl = 5 * time.Second
 	ctx := context.Background()
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(100 * time.Millisecond)}
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 20)}
 	var (
 		until     time.Time
 		cancelled atomic.Int64 // UnixNano of the cancellation of fn's ctx
