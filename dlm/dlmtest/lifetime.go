@@ -21,18 +21,22 @@ import (
 // twentieth of the validity, at most the node timeout) before the validity
 // ends, and must get through the scheduler within it. The 50 ms guard of a
 // 1 s TTL was overrun by 96 ms under -race with a busy loop on every core
-// (make test-load); a 5 s TTL and a 250 ms node timeout give 247 ms.
+// (make test-load); a 5 s TTL and a 250 ms node timeout give 247 ms. The
+// moment of the cancellation is the EventLost that the manager sends as it
+// cancels fn's context, not a later goroutine's reading of the clock.
 func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	const ttl = 5 * time.Second
 	ctx := context.Background()
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 20)}
-	var (
-		until     time.Time
-		cancelled atomic.Int64 // UnixNano of the cancellation of fn's ctx
-	)
+	var cancelled atomic.Int64 // UnixNano of the loss, when fn's ctx is cancelled
+	lost := lostHook(func(e *dlm.Event) {
+		if e.Key == "paused" {
+			cancelled.CompareAndSwap(0, e.Start.UnixNano())
+		}
+	})
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 20), dlm.WithHook(lost)}
+	var until time.Time
 	start := time.Now()
 	err := c.m.Do(ctx, "paused", func(fctx context.Context) error {
-		context.AfterFunc(fctx, func() { cancelled.Store(time.Now().UnixNano()) })
 		for i := 0; i < c.quorum(); i++ {
 			c.servers[i].Pause()
 		}
@@ -54,6 +58,9 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	if !errors.Is(err, dlm.ErrLockLost) {
 		t.Fatalf("Do with a majority frozen = %v; want ErrLockLost", err)
 	}
+	if cancelled.Load() == 0 {
+		t.Fatal("Do's fn was cancelled with no EventLost")
+	}
 	// Compare wall clock readings: both sides come from this process.
 	at := time.Unix(0, cancelled.Load())
 	if !at.Before(until) {
@@ -71,6 +78,15 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// lostHook is a [dlm.Hook] that passes the EventLost events to f.
+type lostHook func(e *dlm.Event)
+
+func (h lostHook) Observe(_ context.Context, e *dlm.Event) {
+	if e.Kind == dlm.EventLost {
+		h(e)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +53,18 @@ func TestLossSignalLatency(t *testing.T) {
 		t.Cleanup(func() { n.Close() })
 		nodes = append(nodes, n)
 	}
-	m, err := dlm.New(nodes, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout), dlm.WithKeyPrefix("loss:"))
+	// The moment of each cancellation is the EventLost the manager sends
+	// as it cancels fn's context.
+	var lostMu sync.Mutex
+	lostAt := map[string]time.Time{}
+	hook := lossHook(func(e *dlm.Event) {
+		lostMu.Lock()
+		defer lostMu.Unlock()
+		if _, ok := lostAt[e.Key]; !ok {
+			lostAt[e.Key] = e.Start
+		}
+	})
+	m, err := dlm.New(nodes, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout), dlm.WithKeyPrefix("loss:"), dlm.WithHook(hook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +73,7 @@ func TestLossSignalLatency(t *testing.T) {
 	// run holds key under Do, calls inject to cause the loss, and returns
 	// when fn's context was cancelled and the lock's final validity end.
 	run := func(key string, inject, heal func()) (cancelled, until time.Time) {
-		var at atomic.Int64
 		err := m.Do(context.Background(), key, func(ctx context.Context) error {
-			context.AfterFunc(ctx, func() { at.Store(time.Now().UnixNano()) })
 			inject()
 			<-ctx.Done()
 			until = dlm.LockFromContext(ctx).Until().Round(0)
@@ -74,7 +83,13 @@ func TestLossSignalLatency(t *testing.T) {
 		if !errors.Is(err, dlm.ErrLockLost) {
 			t.Fatalf("Do(%q) = %v; want ErrLockLost", key, err)
 		}
-		return time.Unix(0, at.Load()), until
+		lostMu.Lock()
+		defer lostMu.Unlock()
+		at, ok := lostAt[key]
+		if !ok {
+			t.Fatalf("Do(%q): fn's context cancelled with no EventLost", key)
+		}
+		return at, until
 	}
 	majority := servers[:2]
 
@@ -114,6 +129,15 @@ func TestLossSignalLatency(t *testing.T) {
 		guard, pct(signal, 50), pct(signal, 99), pct(margin, 50), pct(margin, 1), trials)
 	t.Logf("keys deleted on a majority: cancellation %v/%v (p50/p99) after the deletion, over %d trials",
 		pct(deleted, 50), pct(deleted, 99), trials)
+}
+
+// lossHook is a [dlm.Hook] that passes the EventLost events to f.
+type lossHook func(e *dlm.Event)
+
+func (h lossHook) Observe(_ context.Context, e *dlm.Event) {
+	if e.Kind == dlm.EventLost {
+		h(e)
+	}
 }
 
 // pct returns the p-th percentile of ds (nearest rank).
