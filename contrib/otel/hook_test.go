@@ -264,6 +264,21 @@ func TestLostLock(t *testing.T) {
 	var token string
 	err := r.m.Do(ctx, "nightly", func(ctx context.Context) error {
 		token = dlm.LockFromContext(ctx).Handle().Token
+		// Do starts once a quorum granted the lock; the third node's
+		// request may land later (under load, after a FLUSHALL), and
+		// the extension would find the key there. Wait for it, for at
+		// most a quarter of the TTL.
+		for end := time.Now().Add(250 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			held := 0
+			for _, s := range r.servers {
+				if n, err := s.Do("DBSIZE"); err == nil && n != int64(0) {
+					held++
+				}
+			}
+			if held == len(r.servers) {
+				break
+			}
+		}
 		for _, s := range r.servers {
 			if _, err := s.Do("FLUSHALL"); err != nil {
 				return err
