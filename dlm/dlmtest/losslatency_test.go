@@ -75,7 +75,11 @@ func TestLossSignalLatency(t *testing.T) {
 	run := func(key string, inject, heal func()) (cancelled, until time.Time) {
 		err := m.Do(context.Background(), key, func(ctx context.Context) error {
 			inject()
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * ttl):
+				return fmt.Errorf("fn's context still live after %v", 3*ttl)
+			}
 			until = dlm.LockFromContext(ctx).Until().Round(0)
 			return nil
 		})
@@ -116,6 +120,21 @@ func TestLossSignalLatency(t *testing.T) {
 		key := fmt.Sprintf("deleted-%d", i)
 		var deletedAt time.Time
 		cancelled, _ = run(key, func() {
+			// Do starts once a quorum granted the lock: a node's acquire
+			// may land later (after the DEL, under load), and the lock
+			// would live on. Wait until every node holds the key, for at
+			// most a quarter of the TTL.
+			for end := time.Now().Add(ttl / 4); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				held := 0
+				for _, s := range servers {
+					if n, err := s.Do("EXISTS", "loss:{"+key+"}"); err == nil && n == int64(1) {
+						held++
+					}
+				}
+				if held == len(servers) {
+					break
+				}
+			}
 			deletedAt = time.Now()
 			for _, s := range majority {
 				if _, err := s.Do("DEL", "loss:{"+key+"}"); err != nil {
