@@ -1,6 +1,8 @@
 # make test: everything CI runs. It installs redis-server and redis-sentinel when missing (as
 # root, through apt-get), then runs go vet, staticcheck and the race-enabled
-# tests in every module of the repository.
+# tests in every module of the repository, and the release check: the
+# README's install commands, run as a new user against a module proxy built
+# from this commit (docs/releasing.md).
 
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -8,13 +10,17 @@ BIN         := $(CURDIR)/.bin
 # Every module, the benchmark harness too: make test runs its unit tests and a
 # seconds-long smoke run of every case (make bench is the real measurement).
 MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {} \; | sort)
-# Each module is tested on its own, through its replace directives, as a
-# user of that module would build it.
-export GOWORK = off
+# The go.mod files carry no replace directives: each module requires the
+# released versions of the others, as its users build it. Inside the
+# repository the modules are built from this checkout through the nearest
+# go.work (the root's; internal/bench and internal/release have their own),
+# so a GOWORK from the environment is not passed on; make release-check
+# builds them as users do.
+unexport GOWORK
 
-.PHONY: test deps vet staticcheck unit bench fuzz
+.PHONY: test deps vet staticcheck unit bench fuzz release-check test-load
 
-test: deps vet staticcheck unit
+test: deps vet staticcheck unit release-check
 
 deps: $(BIN)/staticcheck
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
@@ -41,7 +47,10 @@ staticcheck: $(BIN)/staticcheck
 # violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
 unit:
 	@rm -f $(BIN)/chaos-figures.txt
-	@set -e; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...); done
+	@failed=; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...) || failed="$$failed $$m"; done; \
+	  if [ -n "$$failed" ]; then echo "== FAIL in:$$failed"; exit 1; fi
+	@echo "== test backends/goredis refusal with internal/bench's newer go-redis"
+	@cd internal/bench && $(GO) test -race -count=1 -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis
 	@if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
 
 # make fuzz: each fuzz target for FUZZTIME; make test already runs their
@@ -64,7 +73,7 @@ fuzz:
 # starts itself). It takes about twelve minutes and rewrites
 # docs/benchmarks.md and docs/benchmarks.svg.
 bench: deps
-	cd internal/bench && GOWORK=off $(GO) run ./cmd/lockbench -out ../../docs
+	cd internal/bench && $(GO) run ./cmd/lockbench -out ../../docs
 
 # make chaos: the chaos suite's soak (internal/chaos, TestSoak): the real
 # manager through all three backends under every fault for CHAOS_SOAK (at
@@ -75,3 +84,24 @@ CHAOS_SOAK ?= 5m
 .PHONY: chaos
 chaos: deps
 	cd internal/chaos && $(GO) test -race -count=1 -v -run '^TestSoak$$' -chaos.soak=$(CHAOS_SOAK) -timeout 30m .
+
+# make release-check: the README's install commands (go get of the core and
+# each backend in a new module, a build of its Usage snippet, go install of
+# the CLI), run with an empty module cache against a module proxy that
+# internal/release builds on disk from HEAD (uncommitted changes to tracked
+# files included), under the version the go.mod files require. No git tag is
+# needed. RELEASE_REF=v0.2.0 checks a tag or another commit.
+RELEASE_REF ?= HEAD
+release-check:
+	cd internal/release && $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF)
+
+# make test-load: every module's race-enabled tests while LOAD_HOGS busy
+# loops (one per core by default) keep every core busy: the timing tests
+# take their margins from the configured timeouts, and must pass like this.
+LOAD_HOGS ?= $(shell nproc 2>/dev/null || echo 2)
+test-load: deps
+	@pids=; for i in $$(seq $(LOAD_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids' EXIT; \
+	echo "== load: $(LOAD_HOGS) busy loops (pids$$pids)"; \
+	start=$$(date +%s); $(MAKE) --no-print-directory unit; rc=$$?; \
+	echo "== test-load: exit $$rc after $$(( $$(date +%s) - start ))s"; exit $$rc

@@ -14,7 +14,7 @@ import (
 // Do holds the lock while the job runs, extending it as needed, and
 // releases it when the job returns.
 func ExampleManager_Do() {
-	m, err := dlm.New(exampleNodes(5), dlm.WithTTL(200*time.Millisecond))
+	m, err := dlm.New(exampleNodes(5), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func ExampleManager_Do() {
 		// The job may run longer than the TTL: the lock is extended in the
 		// background. Stop when ctx is done, as the lock may be lost.
 		select {
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(1500 * time.Millisecond):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -125,7 +125,7 @@ func ExampleManager_LockAll() {
 // With WithAutoExtend, a lock taken with Lock or TryLock stays held past
 // its TTL until Unlock; Lost says when it is gone.
 func ExampleWithAutoExtend() {
-	m, err := dlm.New(exampleNodes(5), dlm.WithTTL(200*time.Millisecond))
+	m, err := dlm.New(exampleNodes(5), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func ExampleWithAutoExtend() {
 		log.Fatal(err)
 	}
 	select {
-	case <-time.After(600 * time.Millisecond): // three TTLs
+	case <-time.After(2 * time.Second): // two TTLs
 		fmt.Println("still leader")
 	case <-l.Lost():
 		fmt.Println("leadership lost")

@@ -4,11 +4,11 @@ go 1.22
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/redigo v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/rueidis v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/contrib/otel v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
+	github.com/dlmgo/redlock/backends/goredis v0.1.0
+	github.com/dlmgo/redlock/backends/redigo v0.1.0
+	github.com/dlmgo/redlock/backends/rueidis v0.1.0
+	github.com/dlmgo/redlock/contrib/otel v0.1.0
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v0.44.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.21.0
 	go.opentelemetry.io/otel/sdk v1.21.0
@@ -30,14 +30,4 @@ require (
 	go.opentelemetry.io/otel v1.21.0 // indirect
 	go.opentelemetry.io/otel/metric v1.21.0 // indirect
 	golang.org/x/sys v0.14.0 // indirect
-)
-
-// The core, the backends and contrib/otel come from this checkout, as in the
-// backends' own modules.
-replace (
-	github.com/dlmgo/redlock => ../
-	github.com/dlmgo/redlock/backends/goredis => ../backends/goredis
-	github.com/dlmgo/redlock/backends/redigo => ../backends/redigo
-	github.com/dlmgo/redlock/backends/rueidis => ../backends/rueidis
-	github.com/dlmgo/redlock/contrib/otel => ../contrib/otel
 )

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -83,12 +84,15 @@ func refused(err error) bool {
 //   - MaxRetries -1: go-redis would otherwise resend a failed request up to
 //     three times, spending the lock's validity on one node; package dlm
 //     retries whole attempts instead.
+//   - DialerRetries 1, in go-redis releases that have the option: by
+//     default the pool dials five times, 100 ms apart; a refused connection
+//     is reported as refused, at once, and not as the context's deadline.
 //   - Dialer: go-redis v9.0's own dialer does the TLS handshake without the
 //     context; this one bounds it by the context and the dial timeout.
 //
 // pool_size 0 keeps go-redis' default of 10 connections per GOMAXPROCS.
 func clientOptions(cfg *driver.Config) *redis.Options {
-	return &redis.Options{
+	o := &redis.Options{
 		Addr:                  cfg.Addr,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
@@ -101,6 +105,19 @@ func clientOptions(cfg *driver.Config) *redis.Options {
 		PoolSize:              cfg.PoolSize,
 		MaxRetries:            -1,
 		ContextTimeoutEnabled: true,
+	}
+	dialOnce(o)
+	return o
+}
+
+// dialOnce sets the DialerRetries field of a go-redis options struct to 1
+// (one dial, no retry) where the field exists: the backend requires go-redis
+// v9.0.0, whose options lack it, while a program may build it with a later
+// release, whose default is 5.
+func dialOnce(opts any) {
+	f := reflect.ValueOf(opts).Elem().FieldByName("DialerRetries")
+	if f.IsValid() && f.CanSet() && f.Kind() == reflect.Int {
+		f.SetInt(1)
 	}
 }
 

@@ -50,6 +50,15 @@ type node struct {
 // The node honours each call's context whatever c's options; with
 // ContextTimeoutEnabled unset, a request the node gave up on keeps its
 // connection until c's ReadTimeout. c's MaxRetries applies to every call.
+//
+// Set c's retries off, as [Driver.Open] does for the clients it makes:
+// MaxRetries: -1, and DialerRetries: 1 with go-redis releases that have it.
+// By default go-redis sends a failed request up to 3 more times and dials up
+// to 5 times, 100 ms apart, for each: a node that is down spends the whole
+// node timeout on one attempt, its error becomes the context's ("context
+// deadline exceeded") instead of the refused connection, and package dlm
+// retries whole attempts anyway. go-redis also logs failed dials to
+// standard error; [redis.SetLogger] sends its log elsewhere.
 func NewNode(c redis.UniversalClient) driver.Node {
 	return newNode(c, clientAddr(c), false)
 }

@@ -3,7 +3,7 @@ module github.com/dlmgo/redlock/backends/redigo
 go 1.22
 
 require (
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
 	github.com/gomodule/redigo v1.8.6
 )
 
@@ -11,5 +11,3 @@ require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 )
-
-replace github.com/dlmgo/redlock => ../..

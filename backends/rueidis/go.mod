@@ -2,12 +2,10 @@ module github.com/dlmgo/redlock/backends/rueidis
 
 go 1.22
 
-require github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
+require github.com/dlmgo/redlock v0.1.0
 
 require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/rueidis v1.0.10
 )
-
-replace github.com/dlmgo/redlock => ../..

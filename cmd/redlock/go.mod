@@ -3,10 +3,10 @@ module github.com/dlmgo/redlock/cmd/redlock
 go 1.22
 
 require (
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/redigo v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/rueidis v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
+	github.com/dlmgo/redlock/backends/goredis v0.1.0
+	github.com/dlmgo/redlock/backends/redigo v0.1.0
+	github.com/dlmgo/redlock/backends/rueidis v0.1.0
 )
 
 require (
@@ -17,13 +17,4 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
 	github.com/redis/rueidis v1.0.10 // indirect
-)
-
-// The core and the backends come from this checkout, as in the backends'
-// own modules.
-replace (
-	github.com/dlmgo/redlock => ../..
-	github.com/dlmgo/redlock/backends/goredis => ../../backends/goredis
-	github.com/dlmgo/redlock/backends/redigo => ../../backends/redigo
-	github.com/dlmgo/redlock/backends/rueidis => ../../backends/rueidis
 )

@@ -55,10 +55,9 @@ func redlockBinary(t *testing.T) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
+		// The binary is built from this checkout, through the repository's
+		// go.work; make release-check builds it as a user installs it.
 		cmd := exec.Command("go", append(args, ".")...)
-		// The module is built as a user builds it: through its own
-		// replace directives, not a workspace.
-		cmd.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

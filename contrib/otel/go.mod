@@ -2,15 +2,10 @@ module github.com/dlmgo/redlock/contrib/otel
 
 go 1.22
 
-replace (
-	github.com/dlmgo/redlock => ../..
-	github.com/dlmgo/redlock/backends/goredis => ../../backends/goredis
-)
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
+	github.com/dlmgo/redlock/backends/goredis v0.1.0
 	go.opentelemetry.io/otel v1.21.0
 	go.opentelemetry.io/otel/metric v1.21.0
 	go.opentelemetry.io/otel/sdk v1.21.0

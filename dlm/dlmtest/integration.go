@@ -27,7 +27,7 @@ const suitePrefix = "dlmtest:"
 // exclusion under contention, release of a failed attempt on every node,
 // survival of a minority of dead nodes, a clean failure when a majority is
 // dead, the rules for expired locks, and Do under faults: a frozen majority
-// cancels fn's context before the validity ends, a job ten times the TTL
+// cancels fn's context before the validity ends, a job three times the TTL
 // keeps its lock against 16 rivals, and cancelling the caller releases; and
 // a waiter is woken by the release of the lock it waits for (see
 // [driver.Subscriber]). Backend modules run it; so can the author of a

@@ -16,17 +16,27 @@ import (
 // runs: extensions can no longer reach a quorum, so fn's context must be
 // cancelled before the lock's validity ends, and no one else may obtain the
 // lock while fn's context is live.
+//
+// The margins come from the TTL: the cancellation is due a loss guard (a
+// twentieth of the validity, at most the node timeout) before the validity
+// ends, and must get through the scheduler within it. The 50 ms guard of a
+// 1 s TTL was overrun by 96 ms under -race with a busy loop on every core
+// (make test-load); a 5 s TTL and a 250 ms node timeout give 247 ms. The
+// moment of the cancellation is the EventLost that the manager sends as it
+// cancels fn's context, not a later goroutine's reading of the clock.
 func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
-	const ttl = time.Second
+	const ttl = 5 * time.Second
 	ctx := context.Background()
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(100 * time.Millisecond)}
-	var (
-		until     time.Time
-		cancelled atomic.Int64 // UnixNano of the cancellation of fn's ctx
-	)
+	var cancelled atomic.Int64 // UnixNano of the loss, when fn's ctx is cancelled
+	lost := lostHook(func(e *dlm.Event) {
+		if e.Key == "paused" {
+			cancelled.CompareAndSwap(0, e.Start.UnixNano())
+		}
+	})
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 20), dlm.WithHook(lost)}
+	var until time.Time
 	start := time.Now()
 	err := c.m.Do(ctx, "paused", func(fctx context.Context) error {
-		context.AfterFunc(fctx, func() { cancelled.Store(time.Now().UnixNano()) })
 		for i := 0; i < c.quorum(); i++ {
 			c.servers[i].Pause()
 		}
@@ -48,6 +58,9 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	if !errors.Is(err, dlm.ErrLockLost) {
 		t.Fatalf("Do with a majority frozen = %v; want ErrLockLost", err)
 	}
+	if cancelled.Load() == 0 {
+		t.Fatal("Do's fn was cancelled with no EventLost")
+	}
 	// Compare wall clock readings: both sides come from this process.
 	at := time.Unix(0, cancelled.Load())
 	if !at.Before(until) {
@@ -68,11 +81,25 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	}
 }
 
-// testDoOutlivesTTL runs fn for ten times the TTL under Do while 16
+// lostHook is a [dlm.Hook] that passes the EventLost events to f.
+type lostHook func(e *dlm.Event)
+
+func (h lostHook) Observe(_ context.Context, e *dlm.Event) {
+	if e.Kind == dlm.EventLost {
+		h(e)
+	}
+}
+
+// testDoOutlivesTTL runs fn for three times the TTL under Do while 16
 // goroutines compete for the same lock: the lock must be held throughout
 // and no two holders may overlap.
+//
+// Each extension has a third of the TTL and several node timeouts to
+// succeed in: a 500 ms TTL with 100 ms node timeouts ran out under -race
+// with a busy loop on every core (make test-load), so the TTL is 2 s and
+// the node timeout an eighth of it.
 func testDoOutlivesTTL(t *testing.T, c *cluster) {
-	const ttl = 500 * time.Millisecond
+	const ttl = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var holders atomic.Int32
@@ -82,7 +109,7 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 		}
 		return nil
 	}
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(100 * time.Millisecond)}
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 8)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	var rivalGrants atomic.Int32
@@ -111,7 +138,7 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 		}
 		grantsBefore := rivalGrants.Load()
 		select {
-		case <-time.After(10 * ttl):
+		case <-time.After(3 * ttl):
 		case <-fctx.Done():
 			lost = true
 		}
@@ -124,7 +151,7 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 	wg.Wait()
 	close(errs)
 	if err != nil || lost {
-		t.Errorf("Do running 10×TTL = %v (context cancelled: %v); want the lock held throughout", err, lost)
+		t.Errorf("Do running 3×TTL = %v (context cancelled: %v); want the lock held throughout", err, lost)
 	}
 	for err := range errs {
 		t.Error(err)

@@ -59,15 +59,17 @@ import (
 // The demo's settings.
 const (
 	lockKey   = "reports:nightly"
-	lockTTL   = time.Second
+	lockTTL   = 2 * time.Second
 	steps     = 8
-	stepTime  = 500 * time.Millisecond
+	stepTime  = time.Second
 	jobTime   = steps * stepTime // 4 TTLs
 	embeddedN = 5
-	// The node timeout derived from a 1 s TTL is 50 ms, tight for a loaded
-	// machine running the test under -race. 200 ms still leaves Do most of
-	// the validity to retry an extension that failed.
-	nodeTimeout = 200 * time.Millisecond
+	// The node timeout derived from the TTL is a twentieth of it, tight for
+	// a loaded machine running the test under -race with the nodes in the
+	// same process; with a 1 s TTL even 200 ms ones failed twice in a row
+	// there (make test-load). An eighth of a 2 s TTL still leaves Do most
+	// of the validity to retry an extension that failed.
+	nodeTimeout = lockTTL / 8
 	loseAfter   = 3                // steps done when -lose wipes the nodes
 	deadline    = 30 * time.Second // the whole run, so that a hang fails
 )

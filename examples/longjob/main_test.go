@@ -68,7 +68,7 @@ func TestJobRunsToItsEnd(t *testing.T) {
 			t.Errorf("the output shows %q in a run without -lose", bad)
 		}
 	}
-	if !strings.Contains(out, "ok: the job ran 4s under a lock with a TTL of 1s") {
+	if !strings.Contains(out, "ok: the job ran 8s under a lock with a TTL of 2s") {
 		t.Error(`the output lacks the "ok:" verdict`)
 	}
 }

@@ -99,28 +99,43 @@ func TestParseNodes(t *testing.T) {
 // TestEmbeddedExpiry checks that a lock left behind by a holder that never
 // unlocks expires on the embedded nodes as on a real Redis: miniredis
 // expires keys only when its clock is moved, which the cluster does.
+//
+// Its margins come from the TTL, not from a quiet machine: the node timeout
+// derived from a short TTL (20 ms from 200 ms) does not survive -race on a
+// loaded machine, so the test sets a quarter of the TTL, which the lock's
+// validity still covers, and waits for the expiry with Lock, bounded by
+// another TTL, instead of one TryLock at a guessed moment.
 func TestEmbeddedExpiry(t *testing.T) {
+	const ttl = 2 * time.Second
 	c, err := embedded.Start(3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m, err := dlm.Open(withBackends(c.Addrs()), dlm.WithTTL(200*time.Millisecond))
+	m, err := dlm.Open(withBackends(c.Addrs()), dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl/4))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	ctx := context.Background()
+	start := time.Now()
 	if _, err := m.TryLock(ctx, "left-behind"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.TryLock(ctx, "left-behind"); !errors.Is(err, dlm.ErrNotObtained) {
+	_, err = m.TryLock(ctx, "left-behind")
+	if elapsed := time.Since(start); elapsed >= ttl {
+		t.Fatalf("two TryLocks took %v, more than the TTL, each bounded by a quarter of it", elapsed)
+	}
+	if !errors.Is(err, dlm.ErrNotObtained) {
 		t.Fatalf("second TryLock at once: got %v, want ErrNotObtained", err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	l, err := m.TryLock(ctx, "left-behind")
+	// The keys were set after start and expire a TTL later.
+	time.Sleep(time.Until(start.Add(ttl)))
+	waitCtx, cancel := context.WithTimeout(ctx, ttl)
+	defer cancel()
+	l, err := m.Lock(waitCtx, "left-behind")
 	if err != nil {
-		t.Fatalf("TryLock after the TTL: %v", err)
+		t.Fatalf("Lock after the TTL: %v (the left-behind lock did not expire within another TTL)", err)
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -3,10 +3,10 @@ module github.com/dlmgo/redlock/internal/bench
 go 1.26.0
 
 require (
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/redigo v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/rueidis v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
+	github.com/dlmgo/redlock/backends/goredis v0.1.0
+	github.com/dlmgo/redlock/backends/redigo v0.1.0
+	github.com/dlmgo/redlock/backends/rueidis v0.1.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 )
@@ -19,13 +19,4 @@ require (
 	github.com/redis/rueidis v1.0.79 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-)
-
-// The library comes from this checkout. redsync, the comparison target, is
-// required here only, so it never enters the library's module graph.
-replace (
-	github.com/dlmgo/redlock => ../..
-	github.com/dlmgo/redlock/backends/goredis => ../../backends/goredis
-	github.com/dlmgo/redlock/backends/redigo => ../../backends/redigo
-	github.com/dlmgo/redlock/backends/rueidis => ../../backends/rueidis
 )

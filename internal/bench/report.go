@@ -429,7 +429,7 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\nGOWORK=off go run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\nGOWORK=off go run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\nGOWORK=off go run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID

@@ -2,19 +2,12 @@ module github.com/dlmgo/redlock/internal/chaos
 
 go 1.22
 
-replace (
-	github.com/dlmgo/redlock => ../..
-	github.com/dlmgo/redlock/backends/goredis => ../../backends/goredis
-	github.com/dlmgo/redlock/backends/redigo => ../../backends/redigo
-	github.com/dlmgo/redlock/backends/rueidis => ../../backends/rueidis
-)
-
 require (
 	github.com/anishathalye/porcupine v1.3.1
-	github.com/dlmgo/redlock v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/goredis v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/redigo v0.0.0-00010101000000-000000000000
-	github.com/dlmgo/redlock/backends/rueidis v0.0.0-00010101000000-000000000000
+	github.com/dlmgo/redlock v0.1.0
+	github.com/dlmgo/redlock/backends/goredis v0.1.0
+	github.com/dlmgo/redlock/backends/redigo v0.1.0
+	github.com/dlmgo/redlock/backends/rueidis v0.1.0
 )
 
 require (
