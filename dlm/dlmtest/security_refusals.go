@@ -110,6 +110,14 @@ func (s *secure) testMissingPermission(t *testing.T) {
 				if !errors.Is(err, dlm.ErrPermission) || errors.Is(err, dlm.ErrLockLost) {
 					t.Errorf("%s as %s = %v; want ErrPermission, not ErrLockLost", r.op, r.user, err)
 				}
+				if r.op == refusedExtend {
+					// Extend returns once a quorum refused it; the release
+					// must not overtake the refused call on the last node,
+					// where the script would then find no key to extend.
+					for _, srv := range s.servers {
+						s.awaitDenial(t, srv, r.user, r.denied)
+					}
+				}
 				l.Unlock(ctx)
 			case refusedStatus:
 				sts, err := m.Status(ctx, key)
