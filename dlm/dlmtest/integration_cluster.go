@@ -3,6 +3,8 @@ package dlmtest
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"MultiKey", testClusterMultiKey, nil},
 		{"Fencing", testClusterFencing, []dlm.Option{dlm.WithFencing()}},
 		{"Fairness", testClusterFairness, []dlm.Option{dlm.WithFairness(dlm.Fairness{})}},
-		{"RestartGuard", testClusterGuard, []dlm.Option{dlm.WithRestartGuard(clusterGuardWindow)}},
+		{"RestartGuard", testClusterGuard, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clusters := StartRedisClusters(t, 3)
@@ -164,23 +166,39 @@ func testClusterFairness(t *testing.T, c *cluster) {
 	}
 }
 
-// clusterGuardWindow is the restart guard window of testClusterGuard: the
-// suite's TTL.
-const clusterGuardWindow = 5 * time.Second
+// clusterGuardMargin is how long, at the least, the clusters of
+// testClusterGuard stay new to its restart guard after the test reads their
+// uptime: the window is their uptime plus this margin.
+const clusterGuardMargin = 5 * time.Second
 
 // testClusterGuard checks the restart guard on clusters that were just
 // started: they are not counted until they have been up for the window,
 // then they are, and each keeps the guard key in the lock key's slot.
+// Starting three clusters on a loaded machine can take longer than any
+// fixed window, so the window is taken from the masters' uptime.
 func testClusterGuard(t *testing.T, c *cluster) {
 	ctx := context.Background()
-	_, err := c.m.TryLock(ctx, "guarded")
-	if !errors.Is(err, dlm.ErrNodeRestarted) {
-		t.Fatalf("TryLock on clusters up for less than the guard window = %v; want ErrNodeRestarted", err)
+	oldest, youngest := time.Duration(0), time.Duration(1<<62)
+	for _, tg := range c.servers {
+		for _, s := range tg.processes() {
+			up := serverUptime(t, s)
+			oldest, youngest = max(oldest, up), min(youngest, up)
+		}
 	}
-	time.Sleep(clusterGuardWindow + 500*time.Millisecond)
-	l, err := c.m.TryLock(ctx, "guarded")
+	// INFO counts whole seconds: the oldest master is up for less than
+	// oldest+1s, so the window leaves the margin before any may count.
+	window := oldest + time.Second + clusterGuardMargin
+	c.opts = append(c.opts[:len(c.opts):len(c.opts)], dlm.WithRestartGuard(window))
+	m := c.client(t)
+	_, err := m.TryLock(ctx, "guarded")
+	if !errors.Is(err, dlm.ErrNodeRestarted) {
+		t.Fatalf("TryLock on clusters up for less than the guard window (%v) = %v; want ErrNodeRestarted", window, err)
+	}
+	// Every master counts once its own uptime reaches the window.
+	time.Sleep(window - youngest)
+	l, err := m.TryLock(ctx, "guarded")
 	if err != nil {
-		t.Fatalf("TryLock once the window passed: %v", err)
+		t.Fatalf("TryLock once the window (%v) passed: %v", window, err)
 	}
 	defer l.Unlock(ctx)
 	for i, s := range c.servers {
@@ -188,4 +206,25 @@ func testClusterGuard(t *testing.T, c *cluster) {
 			t.Errorf("node %d guard key = %v, %v; want the moment it may be counted from", i, v, err)
 		}
 	}
+}
+
+// serverUptime returns s's uptime as INFO reports it, in whole seconds.
+func serverUptime(t *testing.T, s *Server) time.Duration {
+	t.Helper()
+	v, err := s.Do("INFO", "server")
+	if err != nil {
+		t.Fatalf("INFO server on %s: %v", s.Addr(), err)
+	}
+	info, _ := v.(string)
+	for _, line := range strings.Split(info, "\n") {
+		if sec, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+			n, err := strconv.Atoi(sec)
+			if err != nil {
+				t.Fatalf("INFO server on %s: uptime %q: %v", s.Addr(), sec, err)
+			}
+			return time.Duration(n) * time.Second
+		}
+	}
+	t.Fatalf("INFO server on %s: no uptime_in_seconds", s.Addr())
+	return 0
 }
