@@ -23,8 +23,9 @@ import (
 // after extensions failed, the error also carries the last extension's
 // [*QuorumError], found with errors.As.
 //
-// If fn panics, Do stops extension and releases the lock before the panic
-// goes on up the stack; likewise if fn calls [runtime.Goexit].
+// If fn panics, Do stops extension, releases the lock and sends its
+// [EventDone] before the panic goes on up the stack; likewise if fn calls
+// [runtime.Goexit].
 func (m *Manager) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	return m.do(ctx, []string{key}, fn, opts)
 }
@@ -79,8 +80,10 @@ func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Con
 	defer func() {
 		if !returned {
 			// fn panicked or called runtime.Goexit: a recovered panic
-			// higher up must not leave the lock held and extended.
-			l.Unlock(context.WithoutCancel(ctx))
+			// higher up must not leave the lock held and extended, nor a
+			// hook's span of the call open.
+			uerr := l.Unlock(context.WithoutCancel(ctx))
+			l.cfg.emitDone(ctx, l.keys, start, l.fence, errors.Join(errFnAborted, uerr))
 		}
 	}()
 	err := fn(fctx)
@@ -91,6 +94,10 @@ func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Con
 	l.cfg.emitDone(ctx, l.keys, start, l.fence, err)
 	return err
 }
+
+// errFnAborted is the Err of the [EventDone] of a Do call whose fn did not
+// return.
+var errFnAborted = errors.New("dlm: Do's function did not return: it panicked or called runtime.Goexit")
 
 // emitDone sends the [EventDone] of a Do call that started at start.
 func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, fence uint64, err error) {

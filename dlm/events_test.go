@@ -262,6 +262,25 @@ func TestDoEvent(t *testing.T) {
 		}
 	})
 
+	t.Run("fn panicked", func(t *testing.T) {
+		h := &recordingHook{}
+		m := newManager(t, newFakes(3), WithHook(h))
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Errorf("recovered %v from Do; want fn's panic", r)
+				}
+			}()
+			m.Do(ctx, "job", func(context.Context) error { panic("boom") })
+		}()
+		if e := done(t, h); !errors.Is(e.Err, errFnAborted) {
+			t.Errorf("done event's Err = %v; want errFnAborted", e.Err)
+		}
+		if got := fmt.Sprint(h.kinds()); got != "[attempt obtained released done]" {
+			t.Errorf("events = %s; want [attempt obtained released done]", got)
+		}
+	})
+
 	t.Run("DoAll", func(t *testing.T) {
 		h := &recordingHook{}
 		m := newManager(t, newFakes(3))
