@@ -143,12 +143,12 @@ func ExampleWithFencing() {
 	var order dlm.Fence // the resource's side
 
 	// Two processes, each with its manager over the same nodes.
-	a, err := dlm.New(nodes, dlm.WithFencing(), dlm.WithTTL(100*time.Millisecond))
+	a, err := dlm.New(nodes, dlm.WithFencing(), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer a.Close()
-	b, err := dlm.New(nodes, dlm.WithFencing(), dlm.WithTTL(100*time.Millisecond))
+	b, err := dlm.New(nodes, dlm.WithFencing(), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func ExampleWithFencing() {
 		log.Fatal(err)
 	}
 	fmt.Println("first holder's token:", first.Token())
-	time.Sleep(150 * time.Millisecond) // the first holder pauses (GC, SIGSTOP) and its lock expires
+	time.Sleep(1100 * time.Millisecond) // the first holder pauses (GC, SIGSTOP) and its lock expires
 
 	second, err := b.Lock(ctx, "orders:42")
 	if err != nil {
