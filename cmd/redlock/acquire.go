@@ -13,8 +13,9 @@ import (
 
 // waitGate is the context of the call that takes the lock. It ends the wait
 // when --wait runs out or a signal comes, but only until the lock is
-// obtained: the same context then keeps the lock extended while the command
-// runs, and must live as long.
+// obtained: a signal after that is the command's to handle, not the wait's.
+// (The lock's extension does not depend on this context: it lasts until the
+// lock is released or lost.)
 type waitGate struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -45,8 +46,8 @@ func (g *waitGate) stop(cause error) {
 }
 
 // obtained records that the lock was obtained and reports true, or reports
-// false if the wait was stopped first: then the lock's extension has stopped
-// with the context, and the lock must be released.
+// false if the wait was stopped first: then the command must not run, and
+// the lock must be released.
 func (g *waitGate) obtained() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -65,8 +66,8 @@ func (g *waitGate) cause() error {
 	return context.Cause(g.ctx)
 }
 
-// close ends the context, and with it the lock's extension. It is called
-// once the lock is released.
+// close stops the wait's timer and ends the context. It is called once the
+// lock is released.
 func (g *waitGate) close() {
 	if g.timer != nil {
 		g.timer.Stop()
