@@ -150,17 +150,17 @@ func TestSecretsNeverShown(t *testing.T) {
 	<-e.Lost()
 	failed("Extend(expire) after expiry", e.Extend(ctx, time.Second), dlm.ErrLockLost)
 
-	// Handed over: the rival resumes it and releases it; the first holder's
-	// copy is then lost.
-	h := obtained("Lock(handoff)")(m.Lock(ctx, "handoff"))
-	r := obtained("Resume(handoff)")(rival.Resume(ctx, h.Handle()))
+	// Resumed: the rival resumes it from its Handle and releases it; the
+	// first holder's copy is then lost.
+	h := obtained("Lock(resume)")(m.Lock(ctx, "resume"))
+	r := obtained("Resume(resume)")(rival.Resume(ctx, h.Handle()))
 	if err := r.Extend(ctx, 2*time.Second); err != nil {
 		t.Errorf("Extend of the resumed lock = %v", err)
 	}
 	if err := r.Unlock(ctx); err != nil {
 		t.Errorf("Unlock of the resumed lock = %v", err)
 	}
-	failed("Extend(handoff) by the first holder after the handover", h.Extend(ctx, time.Second), dlm.ErrLockLost)
+	failed("Extend(resume) by the first holder after the Resume", h.Extend(ctx, time.Second), dlm.ErrLockLost)
 	stale := h.Handle()
 	stale.Until = time.Now().Add(-time.Second)
 	_, err = rival.Resume(ctx, stale)

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// handOver encodes l's Handle as JSON and decodes it, as a job runner
+// roundTrip encodes l's Handle as JSON and decodes it, as a job runner
 // passing the lock to a worker would.
-func handOver(t *testing.T, l *Lock) Handle {
+func roundTrip(t *testing.T, l *Lock) Handle {
 	t.Helper()
 	b, err := json.Marshal(l.Handle())
 	if err != nil {
@@ -49,7 +49,7 @@ func TestHandleJSON(t *testing.T) {
 				t.Errorf("Handle as JSON %s has no %s field", b, field)
 			}
 		}
-		got := handOver(t, l)
+		got := roundTrip(t, l)
 		again, err := json.Marshal(got)
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "the acquire on every node", func() bool { return countAll(fs, "acquire") == 5 })
-		h := handOver(t, orig)
+		h := roundTrip(t, orig)
 		l, err := m2.Resume(context.Background(), h)
 		if err != nil {
 			t.Fatalf("Resume(%+v) = %v", h, err)
