@@ -45,7 +45,7 @@ func (k EventKind) String() string {
 }
 
 // Event is one thing that happened to a lock. It never carries the holder's
-// token.
+// secret.
 type Event struct {
 	Kind EventKind
 	Op   string // "lock", "extend", "unlock" or "do"

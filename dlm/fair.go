@@ -108,10 +108,11 @@ type fairWaiter struct {
 	ticket int64
 }
 
-// newFairWaiter returns a waiter with an id of its own. The id is not a
-// secret: the release announces it.
+// newFairWaiter returns a waiter with a random id of its own, drawn as a
+// lock's secret is. The id is not a secret, though: the release announces
+// it.
 func newFairWaiter(f *Fairness) (*fairWaiter, error) {
-	id, err := newToken()
+	id, err := newSecret()
 	if err != nil {
 		return nil, err
 	}

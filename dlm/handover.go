@@ -20,7 +20,7 @@ const handOverSlice = 20 * time.Millisecond
 // starts the moment the lock is released here.
 //
 // When the next in line can take it, Unlock hands the lock itself over
-// instead of releasing it on the nodes: the same token, the same validity,
+// instead of releasing it on the nodes: the same secret, the same validity,
 // no round trip (see [turn.handOver] for when).
 type localQueues struct {
 	mu     sync.Mutex
@@ -55,7 +55,7 @@ type lease struct {
 	driftFactor  float64
 	nodeTimeout  time.Duration // the loss guard depends on it
 	restartGuard time.Duration // which nodes may count toward the quorum
-	fencing      bool          // each grant of a fenced lock needs a greater token
+	fencing      bool          // each grant of a fenced lock needs a greater fencing token
 }
 
 // lease returns the lease of the locks obtained under c.
@@ -65,7 +65,7 @@ func (c *config) lease() lease {
 
 // passed is a held lock passed from one caller to the next.
 type passed struct {
-	token   string
+	secret  string
 	until   time.Time
 	granted uint64
 	pend    *pending // the grant's requests still under way, for the release
@@ -223,6 +223,6 @@ func (t *turn) handOver(l *Lock) bool {
 	t.left = true
 	q.waiters = q.waiters[1:]
 	q.holder = nil
-	next.c <- &passed{token: l.token, until: l.until, granted: l.granted, pend: l.pend}
+	next.c <- &passed{secret: l.secret, until: l.until, granted: l.granted, pend: l.pend}
 	return true
 }

@@ -167,9 +167,9 @@ func TestTryLockSkipsLocalQueue(t *testing.T) {
 }
 
 // TestLocalHandOver checks when Unlock hands the lock to the next caller in
-// line without a round trip — same token, same validity — and when it goes
+// line without a round trip — same secret, same validity — and when it goes
 // back to the nodes instead: a fenced lock (each grant needs a greater
-// token), a lease too short for the next caller, a lock passed around for
+// fencing token), a lease too short for the next caller, a lock passed around for
 // longer than handOverSlice, and no one in line.
 func TestLocalHandOver(t *testing.T) {
 	for _, tc := range []struct {
@@ -210,7 +210,7 @@ func TestLocalHandOver(t *testing.T) {
 			if next == nil {
 				return
 			}
-			handed := next.token == first.token
+			handed := next.secret == first.secret
 			if handed != tc.handed {
 				t.Errorf("lock handed over in the manager: %v; want %v", handed, tc.handed)
 			}

@@ -11,13 +11,13 @@ import (
 // Unlock on one Lock are serialized, so an extension never overtakes an
 // unlock.
 type Lock struct {
-	m     *Manager
-	cfg   config
-	keys  []string // as the caller gave them, sorted for a multi-key lock
-	rkeys []string // Redis keys
-	token string
-	fence uint64   // fencing token; 0 without fencing
-	pend  *pending // acquire requests still due when the lock was obtained
+	m      *Manager
+	cfg    config
+	keys   []string // as the caller gave them, sorted for a multi-key lock
+	rkeys  []string // Redis keys
+	secret string
+	fence  uint64   // fencing token; 0 without fencing
+	pend   *pending // acquire requests still due when the lock was obtained
 	// granted marks the nodes that granted the lock (0 to 63), which
 	// announce its release; 0 when not known (Resume).
 	granted uint64
@@ -104,7 +104,7 @@ func (l *Lock) Lost() <-chan struct{} {
 }
 
 // Unlock releases the lock on every node: each node deletes the key only if
-// it still holds this lock's token, so a lock that expired and was taken by
+// it still holds this lock's secret, so a lock that expired and was taken by
 // someone else is left alone. It stops auto-extension first.
 //
 // Unlock runs even if ctx is already done, each node bounded by the node
@@ -140,7 +140,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.unlockMu()
 	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
 		// The next of the manager's callers waiting for these keys holds
-		// the lock now, under the same token: nothing to release.
+		// the lock now, under the same secret: nothing to release.
 		l.cfg.emitVote(ctx, &vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
 		return nil
 	}
@@ -238,7 +238,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.lostErr == nil && !l.released {
 		l.extendErr = qerr
 		if v.no > n-l.quorum() {
-			l.end(qerr) // a quorum no longer holds the token
+			l.end(qerr) // a quorum no longer holds the secret
 		} else {
 			l.shorten(start.Add(set - drift))
 		}

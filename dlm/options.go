@@ -56,9 +56,9 @@ type config struct {
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
 	permitQuorum int           // 0: derived (semaphores only)
-	// tokenSuffix follows the random part of every token: ":" and the
+	// secretSuffix follows the random part of every secret: ":" and the
 	// leader's value for a campaign (see election.go), "" otherwise.
-	tokenSuffix string
+	secretSuffix string
 	// extendWithCtx ends auto-extension with the context of the call that
 	// took the lock, as Do wants; otherwise it outlives that context.
 	extendWithCtx bool
@@ -121,7 +121,7 @@ func WithKeyPrefix(prefix string) Option {
 // WithLogger sets where the library logs what happens to locks, as
 // structured records of the events a [Hook] sees: node failures, losses and
 // failed extensions at Warn, locks not obtained at Info, attempts, grants,
-// extensions and releases at Debug. Tokens and passwords are never logged. A
+// extensions and releases at Debug. Secrets and passwords are never logged. A
 // nil logger, the default, discards everything, except that without
 // WithLogger [New] and [Open] warn about an even number of nodes on
 // [slog.Default]; WithLogger(nil) silences that too.

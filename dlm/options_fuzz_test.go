@@ -102,7 +102,7 @@ func FuzzOptions(f *testing.F) {
 			}
 			return
 		}
-		if v, _, held := node.get(rkey); cfg.ttl >= time.Second && (!held || v != node.token()) {
+		if v, _, held := node.get(rkey); cfg.ttl >= time.Second && (!held || v != node.secret()) {
 			t.Fatalf("TryLock(%q) succeeded but the node holds %q under %q", key, v, rkey)
 		}
 		if err := l.Extend(ctx, time.Duration(extendTTL)); err != nil &&

@@ -209,8 +209,8 @@ func (p *pending) wait() {
 // release runs the release script on the nodes and waits for all of them.
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token, waiter string, granted uint64) vote {
-	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token, waiter, granted))
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiter string, granted uint64) vote {
+	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, granted))
 	return v
 }
 
@@ -223,8 +223,8 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 // nodes whose acquire failed (likely slow or unreachable) and those still
 // due are released in the background, which ends within two node timeouts,
 // so an unreachable node does not cost the caller a second timeout.
-func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
-	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, token, "", v.granted), v, p) // the waiter keeps its place
+func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, secret string, v *vote, p *pending) {
+	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, secret, "", v.granted), v, p) // the waiter keeps its place
 }
 
 // releaseAttemptWith is releaseAttempt with the release request req.
@@ -259,12 +259,12 @@ func (m *Manager) releaseAttemptWith(ctx context.Context, req *request, v *vote,
 	}
 }
 
-// releaseRequest deletes the lock keys that hold token, announced by two
+// releaseRequest deletes the lock keys that hold secret, announced by two
 // of the nodes marked in loud. With fairness, it also gives up the place in
 // line of waiter, which obtained the lock ("" for none).
-func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint64) *request {
+func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64) *request {
 	req := &request{
-		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), token),
+		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), secret),
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
 	}
 	if cfg.fair != nil {

@@ -19,7 +19,7 @@ var ErrUpgrade = fmt.Errorf("%w: a read lock cannot be upgraded to a write lock"
 //
 // The write lock on the same key is the mutex: [Manager.Lock],
 // [Manager.TryLock] and [Manager.Do] with the same key. Any number of
-// readers hold the lock together, each under a lease of its own — a token
+// readers hold the lock together, each under a lease of its own — a secret
 // with the TTL on each node — so a reader that crashes frees its share when
 // its TTL ends. While readers hold the key no writer is granted it, and
 // while a writer holds it no reader is.

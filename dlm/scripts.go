@@ -13,13 +13,13 @@ const (
 	opUnlock = "unlock"
 )
 
-// The scripts all take the lock's keys as KEYS and the holder's token as
+// The scripts all take the lock's keys as KEYS and the holder's secret as
 // ARGV[1]; those that announce grants and releases take "1" or "0" as their
 // last argument (see announce). A node's answer is all or nothing for the
 // keys it is given, so a lock over several keys is counted per node.
 
-// acquireScript sets every key to the token with a TTL of ARGV[2] ms, if none
-// is held under another token. A key already holding this token counts as
+// acquireScript sets every key to the secret with a TTL of ARGV[2] ms, if none
+// is held under another secret. A key already holding this secret counts as
 // free, so the script is safe to run twice. It returns 1 or 0.
 var acquireScript = driver.NewScript(plainKeys + acquireBody)
 
@@ -80,7 +80,7 @@ if now < safe then return -1 end
 `
 }
 
-// releaseScript deletes the keys that still hold the token and returns how
+// releaseScript deletes the keys that still hold the secret and returns how
 // many it deleted. It never touches another holder's key. For each key it
 // deletes, it announces the release on the key's wake channel, when anyone
 // listens there, with the number of listeners: "r5" (see [announce]).
@@ -145,7 +145,7 @@ end
 `
 
 // extendScript sets the TTL of every key to ARGV[2] ms if all still hold the
-// token, and returns 1; otherwise it changes nothing and returns 0. It never
+// secret, and returns 1; otherwise it changes nothing and returns 0. It never
 // recreates an expired key.
 var extendScript = driver.NewScript(`
 for _, k in ipairs(KEYS) do
@@ -213,7 +213,7 @@ var (
 )
 
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
-// keys still hold the token ARGV[1], and returns 1; otherwise it changes
+// keys still hold the secret ARGV[1], and returns 1; otherwise it changes
 // nothing and returns 0.
 var raiseFenceScript = driver.NewScript(`
 local n = #KEYS / 2
