@@ -281,14 +281,13 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 		// A grant counts only once its fencing token is held by a quorum.
 		fence, v.yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
 	}
-	drift := cfg.drift(cfg.ttl)
+	validity := cfg.validity(cfg.ttl)
 	elapsed := time.Since(start)
 	key := keyName(keys)
-	ttl := cfg.ttl.Truncate(time.Millisecond) // as the nodes have it
-	if v.yes >= q && ttl-elapsed-drift > 0 {
+	if v.yes >= q && validity-elapsed > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: secret, fence: uint64(fence),
-			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
+			until: start.Add(validity), pend: pend, granted: v.granted}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.

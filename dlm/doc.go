@@ -8,7 +8,8 @@
 //
 //	validity = TTL - elapsed - (TTL × drift factor + 2 ms)
 //
-// measured on the local monotonic clock. [Lock.Until] is the end of that
+// measured on the local monotonic clock, with the TTL in whole milliseconds
+// as Redis applies it. [Lock.Until] is the end of that
 // validity: the holder may act on the protected resource only before it.
 // Otherwise the attempt is released on every node — also those that failed or
 // did not answer, since their write may have landed — and Lock retries after

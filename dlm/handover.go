@@ -112,7 +112,7 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 		qs.mu.Unlock()
 		return t, nil, nil
 	}
-	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: (cfg.ttl - cfg.drift(cfg.ttl)) / 2}
+	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: cfg.validity(cfg.ttl) / 2}
 	q.waiters = append(q.waiters, w)
 	holder := q.holder
 	qs.mu.Unlock()

@@ -168,13 +168,12 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	start := time.Now()
 	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
 	q := kind.quorum(n)
-	drift := cfg.drift(cfg.ttl)
+	validity := cfg.validity(cfg.ttl)
 	elapsed := time.Since(start)
-	ttl := cfg.ttl.Truncate(time.Millisecond)
-	if v.yes >= q && ttl-elapsed-drift > 0 {
+	if v.yes >= q && validity-elapsed > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, secret: secret, kind: kind,
-			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
+			until: start.Add(validity), pend: pend, granted: v.granted}, nil
 	}
 	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, secret, v.granted), &v, pend)
 	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)

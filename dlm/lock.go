@@ -211,15 +211,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Unlock()
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
-	drift := cfg.drift(ttl)
+	validity := cfg.validity(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	set := ttl.Truncate(time.Millisecond) // as the nodes apply it
-	if v.yes >= l.quorum() && set-time.Since(start)-drift > 0 {
+	if v.yes >= l.quorum() && validity-time.Since(start) > 0 {
 		l.mu.Lock()
 		lostErr := l.lostErr
 		if lostErr == nil {
 			l.extendErr = nil
-			l.until = start.Add(set - drift)
+			l.until = start.Add(validity)
 			if l.expiry != nil {
 				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
 			}
@@ -240,7 +239,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		if v.no > n-l.quorum() {
 			l.end(qerr) // a quorum no longer holds the secret
 		} else {
-			l.shorten(start.Add(set - drift))
+			l.shorten(start.Add(validity))
 		}
 	}
 	lost := l.lostEvent // sent after the failure it follows from

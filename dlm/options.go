@@ -151,7 +151,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: TTL %v: want at least 1ms", ErrInvalid, c.ttl)
 	case c.driftFactor < 0 || c.driftFactor >= 0.5 || c.driftFactor != c.driftFactor:
 		return fmt.Errorf("%w: drift factor %v: want a number in [0, 0.5)", ErrInvalid, c.driftFactor)
-	case c.ttl <= c.drift(c.ttl):
+	case c.validity(c.ttl) <= 0:
 		return fmt.Errorf("%w: TTL %v leaves no validity after the drift allowance %v", ErrInvalid, c.ttl, c.drift(c.ttl))
 	case c.nodeTimeout < 0:
 		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, c.nodeTimeout)
@@ -181,6 +181,17 @@ func (c *config) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + 2*time.Millisecond
 }
 
+// validity is how long a request that sets ttl on the nodes proves the lock
+// held, counted from when the request was sent: ttl in whole milliseconds,
+// as Redis applies it (finer parts are dropped), less the drift allowance.
+// Every validity of a lock — grant, extension, a failed extension's bound,
+// a lock handed over — is start + validity(ttl) for the request that set its
+// keys' TTL, so [Lock.Until] never outlasts the keys on the nodes. A TTL
+// whose validity is not positive is refused by validate.
+func (c *config) validity(ttl time.Duration) time.Duration {
+	return ttl.Truncate(time.Millisecond) - c.drift(ttl)
+}
+
 // timeout is the bound on one node request.
 func (c *config) timeout() time.Duration {
 	if c.nodeTimeout > 0 {
@@ -193,7 +204,7 @@ func (c *config) timeout() time.Duration {
 // not be extended is reported lost: a twentieth of the validity, at least a
 // millisecond, at most one node timeout.
 func (c *config) lossGuard() time.Duration {
-	return min(max((c.ttl-c.drift(c.ttl))/20, time.Millisecond), c.timeout())
+	return min(max(c.validity(c.ttl)/20, time.Millisecond), c.timeout())
 }
 
 // ttlMillis is the TTL as Redis' PX argument.
