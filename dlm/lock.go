@@ -138,7 +138,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	expiredFor := start.Sub(l.until)
 	l.end(nil)
 	l.unlockMu()
-	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
+	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same secret: nothing to release.
 		l.cfg.emitVote(ctx, &vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
