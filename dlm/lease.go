@@ -69,7 +69,7 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *
 	if k.limit > 0 {
 		req.args = append(req.args, strconv.Itoa(k.limit))
 	}
-	req.args = append(req.args, "0")
+	req.args = append(req.args, announceQuiet) // grants of a lease are not announced
 	return req
 }
 

@@ -47,7 +47,8 @@ type request struct {
 	// fair expects the {result, ticket} replies of a fair acquire.
 	fair bool
 	// quiet, when set, are the arguments for the nodes not marked in loud:
-	// args but for the last, announce's flag, "0" instead of "1".
+	// args but for the last, announce's flag, announceQuiet instead of
+	// announceLoud.
 	quiet []string
 	loud  uint64
 	// need is the number of yes that makes a quorum; 0 means a majority
@@ -61,27 +62,6 @@ func (r *request) quorum(n int) int {
 		return r.need
 	}
 	return quorum(n)
-}
-
-// announcers returns the mask of the nodes that should announce: the two of
-// lowest index among those marked in among (nodes 0 to 63; all of them when
-// none is marked). Every waiter listens on every node, so two nodes are
-// enough to reach them, and one spare.
-func announcers(among uint64) uint64 {
-	if among == 0 {
-		among = ^uint64(0)
-	}
-	first := among & -among
-	rest := among &^ first
-	return first | rest&-rest
-}
-
-// announcing sets the last argument of req, announce's flag, to "1" for the
-// nodes in loud and "0" for the others.
-func (r *request) announcing(loud uint64) {
-	r.args = append(r.args, "1")
-	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], "0")
-	r.loud = loud
 }
 
 // argsFor returns the arguments for node i.

@@ -68,13 +68,17 @@ func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Conte
 // time, rather than a mutex or write lock.
 func (l *Lock) Shared() bool { return l.kind != nil }
 
+// writerWaits, after announce's flag, marks the attempt of a writer that
+// will try again (see [request.writerIntent]).
+const writerWaits = "w"
+
 // writerIntent marks req as the attempt of a writer that will try again:
 // refused because readers hold a key, it records its intent there (see
 // announce's readersHold).
 func (r *request) writerIntent() {
-	r.args[len(r.args)-1] += "w"
+	r.args[len(r.args)-1] += writerWaits
 	if r.quiet != nil {
-		r.quiet[len(r.quiet)-1] += "w"
+		r.quiet[len(r.quiet)-1] += writerWaits
 	}
 }
 
