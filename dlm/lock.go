@@ -338,16 +338,15 @@ func (l *Lock) expiredErr() error {
 // end records that the lock is no longer held — released when cause is nil,
 // lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
 // call wins. The loss is sent to the hook and logger by unlockMu, after the
-// signal and outside l.mu, so that neither can delay it.
+// signal and outside l.mu, so that neither can delay it: no code of the
+// user's runs here, not even the logger's Enabled, which emit asks then.
 func (l *Lock) end(cause error) {
 	if l.lostErr != nil || (l.released && cause != nil) {
 		return
 	}
 	if cause != nil {
 		l.lostErr = cause
-		if l.cfg.wants(context.Background(), EventLost, cause) {
-			l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
-		}
+		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
 	}
 	if l.expiry != nil {
 		l.expiry.Stop()
@@ -369,7 +368,7 @@ func (l *Lock) end(cause error) {
 }
 
 // unlockMu releases l.mu, then sends the loss that end recorded, if any, to
-// the hook and the logger.
+// the hook and the logger (emit asks the logger whether it wants it).
 func (l *Lock) unlockMu() {
 	ev := l.lostEvent
 	l.lostEvent = nil
