@@ -26,6 +26,13 @@ import (
 // while the lock still has its grant's validity: the lock received then has
 // exactly the [Lock.Until] and the TTL on the nodes that the call's own grant
 // would have given. Any other call obtains the lock from the nodes.
+//
+// A retry budget ([WithRetry] with tries > 0) turns both off for the call:
+// it sends requests from its first attempt, beside the line rather than in
+// it, is never handed a lock, and the lock it obtains is released on the
+// nodes at Unlock, never handed to a caller in line. TryLock and
+// [WithFairness] keep a call out of the line likewise, and a lock from
+// [Manager.Resume] is never in it.
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }

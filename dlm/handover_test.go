@@ -227,6 +227,59 @@ func TestLocalHandOver(t *testing.T) {
 	}
 }
 
+// TestRetryBudgetOutOfLine checks that a Lock call with a retry budget
+// stays out of the manager's line, as WithRetry's doc says: waiting behind a
+// caller from the line, it competes on the nodes and is not handed the
+// lock; holding the lock, its Unlock releases it on the nodes rather than
+// handing it to the caller in line.
+func TestRetryBudgetOutOfLine(t *testing.T) {
+	budget := WithRetry(1000, FixedBackoff(5*time.Millisecond))
+	for _, tc := range []struct {
+		name          string
+		first, second []Option
+	}{
+		{"waiting with a budget", nil, []Option{budget}},
+		{"holding with a budget", []Option{budget}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			fs := newFakes(3)
+			m := newManager(t, fs, WithTTL(time.Minute))
+			ctx := context.Background()
+			first, err := m.Lock(ctx, "k", tc.first...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := countAll(fs, "acquire") + 3
+			res := make(chan *Lock, 1)
+			go func() {
+				l, err := m.Lock(ctx, "k", tc.second...)
+				if err != nil {
+					t.Errorf("second Lock = %v", err)
+				}
+				res <- l
+			}()
+			waitFor(t, "the second call's attempt on the nodes", func() bool { return countAll(fs, "acquire") >= refused })
+			if n := queued(m, rkey("k")); n > 0 {
+				t.Errorf("%d callers wait in line behind the head; want none", n)
+			}
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock = %v", err)
+			}
+			second := <-res
+			if second == nil {
+				t.FailNow()
+			}
+			if second.secret == first.secret {
+				t.Error("the lock was handed over within the manager; want it obtained from the nodes")
+			}
+			if err := second.Unlock(ctx); err != nil {
+				t.Errorf("second Unlock = %v", err)
+			}
+		})
+	}
+}
+
 // TestLocalQueueWaitersBeforeGrant checks that callers who lined up while
 // the head was still competing for the lock get their turn when its
 // validity ends, even though the holder never unlocks.
