@@ -26,6 +26,13 @@ import (
 // while the lock still has its grant's validity: the lock received then has
 // exactly the [Lock.Until] and the TTL on the nodes that the call's own grant
 // would have given. Any other call obtains the lock from the nodes.
+//
+// A retry budget ([WithRetry] with tries > 0) turns both off for the call:
+// it sends requests from its first attempt, beside the line rather than in
+// it, is never handed a lock, and the lock it obtains is released on the
+// nodes at Unlock, never handed to a caller in line. TryLock and
+// [WithFairness] keep a call out of the line likewise, and a lock from
+// [Manager.Resume] is never in it.
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }
@@ -91,7 +98,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	}
 	switch {
 	case h != nil:
-		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: h.token, until: h.until, granted: h.granted, pend: h.pend}
+		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: h.secret, until: h.until, granted: h.granted, pend: h.pend}
 		t.hold(l, true)
 		if err != nil { // handed over as the caller gave up
 			l.Unlock(context.WithoutCancel(ctx))
@@ -256,18 +263,18 @@ func stopTimer(t *time.Timer) {
 
 // acquire makes one attempt: the acquire script on every node at once, a
 // quorum within the validity, or a release on all nodes. Each attempt has a
-// token of its own, so the release of a failed attempt, which may finish in
+// secret of its own, so the release of a failed attempt, which may finish in
 // the background, can never delete what a later attempt obtained. waiting
 // says the caller will try again: refused by readers, it keeps new readers
 // out (see [Manager.RLock]).
 func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string, fw *fairWaiter, waiting bool) (*Lock, error) {
-	token, err := newToken()
+	secret, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
-	token += cfg.tokenSuffix
+	secret += cfg.secretSuffix
 	start := time.Now()
-	req := acquireRequest(cfg, rkeys, token, fw)
+	req := acquireRequest(cfg, rkeys, secret, fw)
 	if waiting {
 		req.writerIntent()
 	}
@@ -278,21 +285,20 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	q := quorum(len(m.nodes))
 	var fence int64
 	if cfg.fencing && v.yes >= q {
-		// A grant counts only once its token is held by a quorum.
-		fence, v.yes = m.settleFence(ctx, cfg, rkeys, token, &v)
+		// A grant counts only once its fencing token is held by a quorum.
+		fence, v.yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
 	}
-	drift := cfg.drift(cfg.ttl)
+	validity := cfg.validity(cfg.ttl)
 	elapsed := time.Since(start)
 	key := keyName(keys)
-	ttl := cfg.ttl.Truncate(time.Millisecond) // as the nodes have it
-	if v.yes >= q && ttl-elapsed-drift > 0 {
+	if v.yes >= q && validity-elapsed > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
-		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, token: token, fence: uint64(fence),
-			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
+		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: secret, fence: uint64(fence),
+			until: start.Add(validity), pend: pend, granted: v.granted}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
-	m.releaseAttempt(ctx, cfg, rkeys, token, &v, pend)
+	m.releaseAttempt(ctx, cfg, rkeys, secret, &v, pend)
 	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
@@ -311,11 +317,11 @@ var acquireScripts = [8]*driver.Script{
 // acquireRequest builds an attempt's request: the acquire script, keys and
 // arguments that fencing, the restart guard and fairness (fw not nil) call
 // for. KEYS are the lock keys, their fencing counters, the line's keys and
-// the guard key, in this order; ARGV the token, the TTL, the counters'
+// the guard key, in this order; ARGV the secret, the TTL, the counters'
 // expiry, the guard window and the waiter's four arguments.
-func acquireRequest(cfg *config, rkeys []string, token string, fw *fairWaiter) *request {
+func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter) *request {
 	req := &request{
-		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), token, ttlMillis(cfg.ttl)),
+		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), secret, ttlMillis(cfg.ttl)),
 		want: 1, timeout: cfg.timeout(), early: true,
 	}
 	mix := 0

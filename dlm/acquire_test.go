@@ -14,7 +14,7 @@ import (
 // setUp puts each fake node in the state its letter in states names:
 //
 //	y  free and healthy
-//	H  held by another client ("other" token)
+//	H  held by another client ("other" secret)
 //	R  refusing connections
 //	E  answering with an error reply
 //	L  running the script but losing the reply
@@ -37,7 +37,7 @@ func setUp(fs []*fakeNode, key string, states string) {
 // lock is obtained exactly when a quorum grants it, that a failure has the
 // right sentinel and reports the vote, and that a failed attempt is released
 // on every node (also those that failed or lost the reply), so none keeps
-// our token.
+// our secret.
 //
 // TryLock stops counting once the outcome is known, so the vote may leave
 // out nodes that had not answered yet: each count is at most the table's,
@@ -83,11 +83,11 @@ func TestTryLockVote(t *testing.T) {
 					}
 				}
 				if len(ours) != 1 {
-					t.Errorf("after TryLock, the nodes hold tokens %v; want one token", ours)
+					t.Errorf("after TryLock, the nodes hold secrets %v; want one secret", ours)
 				}
 				for _, got := range ours {
 					if got < quorum(5) {
-						t.Errorf("after TryLock, %d nodes hold our token; want at least %d", got, quorum(5))
+						t.Errorf("after TryLock, %d nodes hold our secret; want at least %d", got, quorum(5))
 					}
 				}
 				if err := l.Unlock(context.Background()); err != nil {
@@ -117,7 +117,7 @@ func TestTryLockVote(t *testing.T) {
 			// Every node that may hold the attempt is asked to release it
 			// (those that had not answered in the background, after they
 			// do): all but those that refused, which wrote nothing. After
-			// Unlock or the release, no node holds our token, and others'
+			// Unlock or the release, no node holds our secret, and others'
 			// keys stay.
 			mayHold := 5 - strings.Count(tc.states, "H")
 			waitFor(t, "release on every node that may hold it", func() bool { return countAll(fs, "release") >= mayHold })
@@ -145,7 +145,7 @@ func TestTryLockVote(t *testing.T) {
 // TestTryLockRefusingNodes checks for N = 1..7 and k refusing nodes that the
 // lock is obtained iff N-k >= quorum(N), and otherwise fails with
 // ErrUnavailable (not ErrNotObtained) carrying a *NodeError for each failure
-// counted, only refusing nodes, in node order, with no token in the message.
+// counted, only refusing nodes, in node order, with no secret in the message.
 func TestTryLockRefusingNodes(t *testing.T) {
 	checkLeaks(t)
 	for n := 1; n <= 7; n++ {
@@ -202,8 +202,8 @@ func TestTryLockRefusingNodes(t *testing.T) {
 				}
 				var failed int
 				fmt.Sscanf(nerrs[0].Node, "fake-%d", &failed)
-				if token := fs[failed].token(); token == "" || strings.Contains(err.Error(), token) {
-					t.Errorf("TryLock error %q contains the token %q", err, token)
+				if secret := fs[failed].secret(); secret == "" || strings.Contains(err.Error(), secret) {
+					t.Errorf("TryLock error %q contains the secret %q", err, secret)
 				}
 			})
 		}
@@ -220,8 +220,8 @@ func TestSingleNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryLock(%q) = %v; want a lock", "k", err)
 	}
-	if v, _, _ := fs[0].get(rkey("k")); v == "" || v != fs[0].token() {
-		t.Fatalf("node holds %q after TryLock; want the token", v)
+	if v, _, _ := fs[0].get(rkey("k")); v == "" || v != fs[0].secret() {
+		t.Fatalf("node holds %q after TryLock; want the secret", v)
 	}
 	if _, err := m.TryLock(ctx, "k"); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("second TryLock(%q) = %v; want ErrNotObtained", "k", err)
@@ -256,9 +256,9 @@ func TestTryLockCancelledContext(t *testing.T) {
 	waitFor(t, "release on every node", func() bool { return countAll(fs, "release") == 3 })
 }
 
-// TestNoTokenInLogs checks that node failures are logged by address, without
-// the token.
-func TestNoTokenInLogs(t *testing.T) {
+// TestNoSecretInLogs checks that node failures are logged by address, without
+// the secret.
+func TestNoSecretInLogs(t *testing.T) {
 	checkLeaks(t)
 	logger, buf := newLogger()
 	fs := newFakes(3)
@@ -273,8 +273,8 @@ func TestNoTokenInLogs(t *testing.T) {
 	if !strings.Contains(log, "fake-1") || !strings.Contains(log, "fake-2") {
 		t.Errorf("log does not name the failing nodes:\n%s", log)
 	}
-	if token := fs[0].token(); token == "" || strings.Contains(log, token) || strings.Contains(err.Error(), token) {
-		t.Errorf("log or error contains the token %q:\n%s\n%v", token, log, err)
+	if secret := fs[0].secret(); secret == "" || strings.Contains(log, secret) || strings.Contains(err.Error(), secret) {
+		t.Errorf("log or error contains the secret %q:\n%s\n%v", secret, log, err)
 	}
 }
 

@@ -113,7 +113,7 @@ func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
 		ttl := l.cfg.ttl
 		if a.MaxHold > 0 {
 			left := time.Until(obtained.Add(a.MaxHold))
-			if left <= l.cfg.drift(left) {
+			if l.cfg.validity(left) <= 0 {
 				l.logMaxHold(ctx, a)
 				return
 			}
@@ -169,7 +169,7 @@ func (l *Lock) logMaxHold(ctx context.Context, a AutoExtend) {
 // would have it wait: extensions would otherwise go back to back, as fast as
 // the nodes answer.
 func (l *Lock) nextExtension(remaining float64) time.Duration {
-	validity := l.cfg.ttl - l.cfg.drift(l.cfg.ttl)
+	validity := l.cfg.validity(l.cfg.ttl)
 	left := time.Until(l.Until())
 	atShare := left - time.Duration(remaining*float64(validity))
 	wait := max(min(atShare, left-2*l.cfg.timeout()), atShare/2)

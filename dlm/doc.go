@@ -2,18 +2,19 @@
 // Redlock algorithm over N independent Redis masters.
 //
 // A [Manager] holds the nodes. [Manager.Lock] and [Manager.TryLock] take a
-// lock named by a key: a fresh 128-bit random token is written with the key's
+// lock named by a key: a fresh 128-bit random secret is written with the key's
 // TTL to every node at once, and the lock is held when a majority (N/2+1)
 // granted it within the validity time
 //
 //	validity = TTL - elapsed - (TTL × drift factor + 2 ms)
 //
-// measured on the local monotonic clock. [Lock.Until] is the end of that
+// measured on the local monotonic clock, with the TTL in whole milliseconds
+// as Redis applies it. [Lock.Until] is the end of that
 // validity: the holder may act on the protected resource only before it.
 // Otherwise the attempt is released on every node — also those that failed or
 // did not answer, since their write may have landed — and Lock retries after
 // a jittered delay. [Lock.Unlock] deletes the key only where it still holds
-// the token; [Lock.Extend] resets the TTL only where it does, and counts only
+// the secret; [Lock.Extend] resets the TTL only where it does, and counts only
 // with a quorum. With one node, the Manager is the plain single-instance lock.
 //
 // The package is to Redis clients what database/sql is to databases: it owns
@@ -30,7 +31,7 @@
 // [Manager.RLock], [Manager.TryRLock] and [Manager.RDo] take read locks,
 // which readers hold together; the write lock is the mutex on the same key.
 // A [Semaphore] ([Manager.Semaphore]) lets at most its limit of holders in.
-// Each reader and each permit is a lease with a token and a TTL of its own,
+// Each reader and each permit is a lease with a secret and a TTL of its own,
 // so a crashed holder frees its share when its TTL ends; the returned [Lock]
 // is extended, released and lost as the mutex is. A permit needs
 // [SemaphoreQuorum] nodes, more than a majority once the limit is above 1
@@ -44,7 +45,7 @@
 // expired), [ErrInvalid] (bad input, no round trip made), [ErrClosed]. A
 // cancelled wait wraps the context's error instead. Failed attempts are a
 // [*QuorumError] carrying the vote, and each node's failure is a [*NodeError]
-// naming the node, never its password; tokens never appear in errors or logs.
+// naming the node, never its password; secrets never appear in errors or logs.
 //
 // # Safety
 //
@@ -59,7 +60,7 @@
 // # Leader election
 //
 // [Manager.Campaign] waits until the caller leads an election and returns a
-// [Leadership]: a lock taken with fencing, whose token also carries the
+// [Leadership]: a lock taken with fencing, whose secret also carries the
 // leader's value, kept by auto-extension until [Leadership.Resign], its loss
 // or [Manager.Close] — not the context given to Campaign. [Manager.Observe]
 // streams who leads, heard from the nodes' announcements and read when the

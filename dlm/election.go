@@ -18,19 +18,19 @@ const MaxLeaderValueLen = 4096
 // election and a lock of the same name are different keys.
 const electionPrefix = "election:"
 
-// An election is a lock whose token carries the leader's value: the lock key
-// holds the random token, ":" and the value. Extension, release and expiry
+// An election is a lock whose secret carries the leader's value: the lock key
+// holds the random secret, ":" and the value. Extension, release and expiry
 // are those of any lock, so the value lives exactly as long as the
 // leadership on each node, and observers read it with leaderScript, which
-// never reveals the token. Elections take their locks with fencing: the
+// never reveals the secret. Elections take their locks with fencing: the
 // fencing token is the leader's term, and a fenced lock is never handed over
-// under its token to the manager's next waiting caller, who would otherwise
+// under its secret to the manager's next waiting caller, who would otherwise
 // lead under the previous leader's value.
 
 // leaderScript reads an election's lock key: an empty array when it is
-// absent, otherwise {SHA-1 of the holder's token, the value after the first
-// ':' of the token, the key's PTTL in ms}. The digest tells holders apart
-// without revealing the token.
+// absent, otherwise {SHA-1 of the holder's secret, the value after the first
+// ':' of the secret, the key's PTTL in ms}. The digest tells holders apart
+// without revealing the secret.
 var leaderScript = driver.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then return {} end
@@ -85,7 +85,7 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		ext = *cfg.autoExtend
 	}
 	lopts := append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix), WithFencing(), WithAutoExtend(ext),
-		optionFunc(func(c *config) { c.tokenSuffix = ":" + value }))
+		optionFunc(func(c *config) { c.secretSuffix = ":" + value }))
 	// The lock is taken, and then extended, under lctx: ctx ends it while
 	// Campaign waits, and only the leadership's end afterwards.
 	lctx, end := context.WithCancel(context.WithoutCancel(ctx))

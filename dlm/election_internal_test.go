@@ -18,7 +18,7 @@ func TestLeaderScriptHash(t *testing.T) {
 }
 
 // TestScriptNames checks that the scripts memlock runs are registered under
-// their own names, and that memlock's wake channels are dlm's.
+// their own names.
 func TestScriptNames(t *testing.T) {
 	for _, tc := range []struct {
 		s    *driver.Script
@@ -38,8 +38,5 @@ func TestScriptNames(t *testing.T) {
 		if got := scriptid.Name(tc.s); got != tc.name {
 			t.Errorf("scriptid.Name(%s) = %q; want %q", tc.s.Hash, got, tc.name)
 		}
-	}
-	if wakeSuffix != scriptid.WakeSuffix {
-		t.Errorf("scriptid.WakeSuffix = %q; want dlm's %q", scriptid.WakeSuffix, wakeSuffix)
 	}
 }

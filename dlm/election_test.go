@@ -307,7 +307,7 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 // TestCampaignSameManagerNoHandOver has two candidates on one manager, the
 // second waiting in the manager's line when the first resigns at once: the
 // second leads under its own value and a greater term. A lock handed over
-// from caller to caller in the manager keeps its token, which here carries
+// from caller to caller in the manager keeps its secret, which here carries
 // the value: observers would go on seeing the first leader's.
 func TestCampaignSameManagerNoHandOver(t *testing.T) {
 	c := newElectionCluster(t, 3)

@@ -11,10 +11,10 @@ import (
 // Sentinel errors, checked with errors.Is.
 var (
 	// ErrNotObtained means the lock is held by someone else: at least one
-	// node holds the key under another token, so no quorum was reached.
+	// node holds the key under another holder's secret, so no quorum was reached.
 	ErrNotObtained = errors.New("dlm: lock not obtained")
 	// ErrLockLost means an Extend or Unlock found that the lock had expired
-	// or no longer holds a quorum under this holder's token.
+	// or no longer holds a quorum under this holder's secret.
 	ErrLockLost = errors.New("dlm: lock lost")
 	// ErrNotHeld means the Lock was already released by this holder: a
 	// second [Lock.Unlock], or an [Lock.Extend] after Unlock. It is a

@@ -45,7 +45,7 @@ func (k EventKind) String() string {
 }
 
 // Event is one thing that happened to a lock. It never carries the holder's
-// token.
+// secret.
 type Event struct {
 	Kind EventKind
 	Op   string // "lock", "extend", "unlock" or "do"
@@ -71,14 +71,14 @@ type Event struct {
 }
 
 // Hook observes lock operations: attempts, grants, extensions, losses,
-// releases and node failures, with their durations. Observe is called on
-// the goroutine of the operation, never while the lock's internal mutex is
-// held, and an [EventLost] only after [Lock.Lost] was closed and Do's
-// context cancelled, so a slow hook cannot delay the loss signal; it should
-// still be quick, since it delays the operation. The event is valid only
-// during the call. contrib/otel turns events into
-// OpenTelemetry spans and metrics.
+// releases and node failures, with their durations. contrib/otel turns
+// events into OpenTelemetry spans and metrics.
 type Hook interface {
+	// Observe receives e on the goroutine of the operation, never while
+	// the lock's internal mutex is held; an [EventLost] comes only after
+	// [Lock.Lost] was closed and Do's context cancelled, so a slow hook
+	// cannot delay the loss signal. It should still be quick, since it
+	// delays the operation. e is valid only during the call.
 	Observe(ctx context.Context, e *Event)
 }
 

@@ -92,8 +92,8 @@ func TestHookSeesEvents(t *testing.T) {
 		if e.Key != "k" {
 			t.Errorf("%v event has key %q; want k", e.Kind, e.Key)
 		}
-		if e.Err != nil && strings.Contains(e.Err.Error(), l.token) {
-			t.Errorf("%v event's error contains the token", e.Kind)
+		if e.Err != nil && strings.Contains(e.Err.Error(), l.secret) {
+			t.Errorf("%v event's error contains the secret", e.Kind)
 		}
 		if e.Kind == EventObtained && e.Attempts != 1 {
 			t.Errorf("obtained event = %+v; want 1 attempt", e)

@@ -108,10 +108,11 @@ type fairWaiter struct {
 	ticket int64
 }
 
-// newFairWaiter returns a waiter with an id of its own. The id is not a
-// secret: the release announces it.
+// newFairWaiter returns a waiter with a random id of its own, drawn as a
+// lock's secret is. The id is not a secret, though: the release announces
+// it.
 func newFairWaiter(f *Fairness) (*fairWaiter, error) {
-	id, err := newToken()
+	id, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,8 @@ var (
 // the line and the places, and ARGV[2] names the waiter that obtained the
 // lock, whose place it gives up ("" for none); ARGV[3] is announce's flag. It announces each release
 // with the id of the waiter at the head of the line, after dropping expired
-// places, so that only that waiter wakes.
+// places, so that only that waiter wakes, or with wakeAll when the line is
+// empty.
 var fairReleaseScript = driver.NewScript(announce + `
 local nk = #KEYS - 2
 local line, places = KEYS[nk + 1], KEYS[nk + 2]
@@ -214,7 +216,7 @@ if ARGV[2] ~= '' then
   redis.call('ZREM', line, ARGV[2])
   redis.call('ZREM', places, ARGV[2])
 end
-` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1] or ''
+` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1] or '` + wakeAll + `'
 local n = 0
 for i = 1, nk do
   if redis.call('GET', KEYS[i]) == ARGV[1] then

@@ -27,14 +27,14 @@ const (
 // Time is time.Now, so it follows the fake clock in a testing/synctest bubble;
 // keys expire lazily. Faults, delay and keys may be changed at any time.
 type fakeNode struct {
-	addr      string
-	mu        sync.Mutex
-	keys      map[string]fakeEntry
-	fault     fault
-	delay     time.Duration  // before running the script (a slow network)
-	calls     map[string]int // by script name: "acquire", "release", "extend"
-	closes    int
-	lastToken string // of the latest request, whatever became of it
+	addr       string
+	mu         sync.Mutex
+	keys       map[string]fakeEntry
+	fault      fault
+	delay      time.Duration  // before running the script (a slow network)
+	calls      map[string]int // by script name: "acquire", "release", "extend"
+	closes     int
+	lastSecret string // of the latest request, whatever became of it
 }
 
 type fakeEntry struct {
@@ -75,7 +75,7 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	fl, delay := f.fault, f.delay
 	f.calls[name]++
 	if len(args) > 0 {
-		f.lastToken = args[0]
+		f.lastSecret = args[0]
 	}
 	f.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -115,7 +115,7 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 	if name == "" {
 		return nil, errors.New("NOSCRIPT No matching script. Please use EVAL")
 	}
-	token := args[0]
+	secret := args[0]
 	switch name {
 	case "acquire", "extend":
 		ms, err := strconv.Atoi(args[1])
@@ -124,18 +124,18 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 		}
 		for _, k := range keys {
 			v, ok := f.getLocked(k)
-			if (name == "acquire" && ok && v != token) || (name == "extend" && v != token) {
+			if (name == "acquire" && ok && v != secret) || (name == "extend" && v != secret) {
 				return int64(0), nil
 			}
 		}
 		for _, k := range keys {
-			f.keys[k] = fakeEntry{val: token, exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
+			f.keys[k] = fakeEntry{val: secret, exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
 		}
 		return int64(1), nil
 	default: // release
 		var n int64
 		for _, k := range keys {
-			if v, ok := f.getLocked(k); ok && v == token {
+			if v, ok := f.getLocked(k); ok && v == secret {
 				delete(f.keys, k)
 				n++
 			}
@@ -168,11 +168,11 @@ func (f *fakeNode) set(key, val string, ttl time.Duration) {
 	f.keys[key] = fakeEntry{val: val, exp: time.Now().Add(ttl)}
 }
 
-// token returns the token of the latest request the node was sent.
-func (f *fakeNode) token() string {
+// secret returns the secret of the latest request the node was sent.
+func (f *fakeNode) secret() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.lastToken
+	return f.lastSecret
 }
 
 // inject sets the node's fault and the delay before each request runs.

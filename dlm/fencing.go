@@ -43,19 +43,19 @@ func (l *Lock) Token() uint64 { return l.fence }
 // largest it has seen only from the grant that wrote with it before (see
 // [Fence.Admit]). Tokens of different grants are equal only after nodes lost
 // their counters; the id keeps such grants apart. It is derived from the
-// lock's secret token, which it does not reveal, so a lock resumed from its
+// lock's secret, which it does not reveal, so a lock resumed from its
 // [Handle] has the same id. It is below 2^53 and never 0.
 func (l *Lock) GrantID() uint64 {
 	if l.fence == 0 {
 		return 0
 	}
-	return grantID(l.token)
+	return grantID(l.secret)
 }
 
-// grantID derives a grant's id from its secret token: 53 bits of a SHA-256
+// grantID derives a grant's id from its secret: 53 bits of a SHA-256
 // hash, so that it fits a Lua or JSON number, and never 0.
-func grantID(token string) uint64 {
-	sum := sha256.Sum256([]byte("dlm fencing grant\x00" + token))
+func grantID(secret string) uint64 {
+	sum := sha256.Sum256([]byte("dlm fencing grant\x00" + secret))
 	id := binary.BigEndian.Uint64(sum[:8]) & (1<<53 - 1)
 	return max(id, 1)
 }
@@ -77,7 +77,7 @@ func fencedKeys(rkeys []string) []string {
 // Otherwise the granting nodes below it raise their counters to it, again
 // only while they still hold our keys. It returns the token and the number
 // of nodes that hold it, which must be a quorum.
-func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, token string, v *vote) (fence int64, holding int) {
+func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *vote) (fence int64, holding int) {
 	var below []bool
 	for _, f := range v.fences {
 		fence = max(fence, f)
@@ -98,7 +98,7 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 	}
 	raised, _ := m.poll(ctx, &request{
 		op: opLock, script: raiseFenceScript, keys: fencedKeys(rkeys),
-		args: []string{token, strconv.FormatInt(fence, 10)},
+		args: []string{secret, strconv.FormatInt(fence, 10)},
 		want: 1, timeout: cfg.timeout(), only: below,
 	})
 	return fence, holding + raised.yes

@@ -315,7 +315,7 @@ func TestFenceAdmit(t *testing.T) {
 }
 
 // TestGrantID checks that a fenced lock's grant id is set, differs between
-// grants and survives a hand-off by Handle (0 without fencing:
+// grants and survives a Resume from its Handle (0 without fencing:
 // TestTokenZeroWithoutFencing).
 func TestGrantID(t *testing.T) {
 	c := newFencingCluster(t)

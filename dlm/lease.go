@@ -11,7 +11,7 @@ import (
 )
 
 // A leaseKind is a lock that several holders may share, each with a lease of
-// its own (a token with a TTL in a sorted set on each node): the read lock
+// its own (a secret with a TTL in a sorted set on each node): the read lock
 // and the semaphore's permits. A [Lock] of a kind is extended, released and
 // lost as the mutex is; only its scripts and its quorum differ.
 type leaseKind struct {
@@ -50,11 +50,11 @@ func (k *leaseKind) quorum(n int) int {
 
 // acquireRequest builds an attempt's request. KEYS are the lease's keys,
 // the writer's intent (read lock) and the restart guard's key; ARGV the
-// token, the TTL, the guard's window, the limit (semaphore) and announce's
+// secret, the TTL, the guard's window, the limit (semaphore) and announce's
 // flag, which is off: taking a lease announces nothing.
-func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, token string) *request {
+func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *request {
 	req := &request{
-		op: opLock, keys: lkeys, args: append(make([]string, 0, 5), token, ttlMillis(cfg.ttl)),
+		op: opLock, keys: lkeys, args: append(make([]string, 0, 5), secret, ttlMillis(cfg.ttl)),
 		want: 1, timeout: cfg.timeout(), early: true, need: k.need,
 	}
 	if k.intent {
@@ -69,15 +69,15 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, token string) *r
 	if k.limit > 0 {
 		req.args = append(req.args, strconv.Itoa(k.limit))
 	}
-	req.args = append(req.args, "0")
+	req.args = append(req.args, announceQuiet) // grants of a lease are not announced
 	return req
 }
 
 // releaseRequest gives a lease back on every node, announced by two of the
 // nodes marked in loud.
-func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, token string, loud uint64) *request {
+func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, loud uint64) *request {
 	req := &request{
-		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), token),
+		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), secret),
 		want: 1, timeout: cfg.timeout(), need: k.need,
 	}
 	req.announcing(announcers(loud))
@@ -87,16 +87,16 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, token string, lo
 // release releases l on every node, by the scripts of its kind.
 func (l *Lock) release(ctx context.Context) vote {
 	if l.kind == nil {
-		return l.m.release(ctx, &l.cfg, l.rkeys, l.token, l.waiter, l.granted)
+		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiter, l.granted)
 	}
-	v, _ := l.m.poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.token, l.granted))
+	v, _ := l.m.poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, l.granted))
 	return v
 }
 
 // extendRequest sets l's TTL to ttl on the nodes that still hold it.
 func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *request {
 	req := &request{
-		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.token, ttlMillis(ttl)},
+		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.secret, ttlMillis(ttl)},
 		want: 1, timeout: cfg.timeout(), early: true,
 	}
 	if l.kind != nil {
@@ -160,23 +160,22 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 // the lease on every node at once, its quorum within the validity, or a
 // release on every node that may hold it.
 func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, error) {
-	token, err := newToken()
+	secret, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
 	n := len(m.nodes)
 	start := time.Now()
-	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, token))
+	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
 	q := kind.quorum(n)
-	drift := cfg.drift(cfg.ttl)
+	validity := cfg.validity(cfg.ttl)
 	elapsed := time.Since(start)
-	ttl := cfg.ttl.Truncate(time.Millisecond)
-	if v.yes >= q && ttl-elapsed-drift > 0 {
+	if v.yes >= q && validity-elapsed > 0 {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
-		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, token: token, kind: kind,
-			until: start.Add(ttl - drift), pend: pend, granted: v.granted}, nil
+		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, secret: secret, kind: kind,
+			until: start.Add(validity), pend: pend, granted: v.granted}, nil
 	}
-	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, token, v.granted), &v, pend)
+	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, secret, v.granted), &v, pend)
 	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {

@@ -187,8 +187,8 @@ func TestAutoExtendHoldsLock(t *testing.T) {
 		if until.Sub(start) <= 10*ttl {
 			t.Errorf("after 10×TTL, Until() = start+%v; want past start+%v", until.Sub(start), 10*ttl)
 		}
-		if !heldBy(fs, rkey("k"), l.token) {
-			t.Errorf("after 10×TTL, nodes hold %q; want the lock's token everywhere", holders(fs, rkey("k")))
+		if !heldBy(fs, rkey("k"), l.secret) {
+			t.Errorf("after 10×TTL, nodes hold %q; want the lock's secret everywhere", holders(fs, rkey("k")))
 		}
 		// Extensions start 57ms (97ms validity - 2×20ms node timeouts)
 		// after the last one, less up to a tenth: 17 to 19 in 1s.
@@ -284,7 +284,7 @@ func TestAutoExtendShortValidity(t *testing.T) {
 		if got := fs[0].count("extend"); got < 30 || got > 34 {
 			t.Errorf("%d extend requests in 5s; want 30 to 34", got)
 		}
-		if isClosed(l.Lost()) || !heldBy(fs, rkey("k"), l.token) {
+		if isClosed(l.Lost()) || !heldBy(fs, rkey("k"), l.secret) {
 			t.Errorf("after 5s, Lost closed %v, nodes hold %q; want the lock held", isClosed(l.Lost()), holders(fs, rkey("k")))
 		}
 		if err := l.Unlock(context.Background()); err != nil {
@@ -342,7 +342,7 @@ func TestAutoExtendRetries(t *testing.T) {
 				if got := fs[0].count("extend"); got < failed+5 {
 					t.Errorf("%d extend requests in 5s, %d during the failure; want renewals to go on", got, failed)
 				}
-				if !l.Until().After(time.Now()) || !heldBy(fs, rkey("k"), l.token) {
+				if !l.Until().After(time.Now()) || !heldBy(fs, rkey("k"), l.secret) {
 					t.Errorf("after 5s, Until() = start+%v, nodes hold %q; want a live lock everywhere", l.Until().Sub(start), holders(fs, rkey("k")))
 				}
 				if !strings.Contains(logs.String(), "event=extend_failed") {
@@ -477,7 +477,7 @@ func TestAutoExtendMaxHold(t *testing.T) {
 					t.Errorf("Until() = start+%v; want no later than start+MaxHold = %v", got, maxHold)
 				}
 				time.Sleep(maxHold - time.Millisecond - time.Since(start))
-				if !heldBy(fs, rkey("k"), l.token) {
+				if !heldBy(fs, rkey("k"), l.secret) {
 					t.Errorf("at start+MaxHold-1ms, nodes hold %q; want the last extension to reach MaxHold", holders(fs, rkey("k")))
 				}
 				time.Sleep(time.Millisecond)
@@ -566,7 +566,7 @@ func TestAutoExtendStopsWithClose(t *testing.T) {
 		cancel()
 		time.Sleep(5 * time.Second)
 		sent := len(sentTimes(ss, "extend"))
-		if sent < 5*5 || isClosed(l.Lost()) || !heldBy(fs, rkey("k"), l.token) {
+		if sent < 5*5 || isClosed(l.Lost()) || !heldBy(fs, rkey("k"), l.secret) {
 			t.Fatalf("5s after Lock's context ended: %d extend requests, Lost closed %v, nodes hold %q; want the lock extended about every 650ms",
 				sent, isClosed(l.Lost()), holders(fs, rkey("k")))
 		}
@@ -656,10 +656,10 @@ func TestDoOutlivesTTL(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithTTL(ttl))
 		err := m.Do(context.Background(), "job", func(ctx context.Context) error {
-			token := LockFromContext(ctx).token
+			secret := LockFromContext(ctx).secret
 			for range 100 {
 				time.Sleep(ttl / 10)
-				if ctx.Err() != nil || !heldBy(fs, rkey("job"), token) {
+				if ctx.Err() != nil || !heldBy(fs, rkey("job"), secret) {
 					return fmt.Errorf("lock not held at %v: ctx %v, nodes %q", time.Now(), context.Cause(ctx), holders(fs, rkey("job")))
 				}
 			}
@@ -729,7 +729,7 @@ func TestResumeAutoExtend(t *testing.T) {
 			t.Fatalf("Resume() = %v", err)
 		}
 		time.Sleep(10 * ttl)
-		if isClosed(l.Lost()) || !l.Until().After(time.Now()) || !heldBy(fs, rkey("k"), l.token) {
+		if isClosed(l.Lost()) || !l.Until().After(time.Now()) || !heldBy(fs, rkey("k"), l.secret) {
 			t.Errorf("10×TTL after Resume with auto-extension: Lost closed %v, Until now%+v, nodes hold %q; want the lock held",
 				isClosed(l.Lost()), time.Until(l.Until()), holders(fs, rkey("k")))
 		}

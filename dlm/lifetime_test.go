@@ -104,14 +104,14 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// heldBy reports whether every fake holds key with token.
-func heldBy(fs []*fakeNode, key, token string) bool {
+// heldBy reports whether every fake holds key with secret.
+func heldBy(fs []*fakeNode, key, secret string) bool {
 	for _, v := range holders(fs, key) {
-		if v != token {
+		if v != secret {
 			return false
 		}
 	}
-	return token != ""
+	return secret != ""
 }
 
 // noneHold reports whether no fake holds any of keys.
@@ -177,7 +177,7 @@ func TestLostAfterQuorumGone(t *testing.T) {
 		if before {
 			lost = l.Lost()
 		}
-		waitFor(t, "the key on every node", func() bool { return heldBy(fs, rkey("k"), fs[0].token()) })
+		waitFor(t, "the key on every node", func() bool { return heldBy(fs, rkey("k"), fs[0].secret()) })
 		drop(fs[:3], rkey("k"))
 		if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, ErrLockLost) {
 			t.Fatalf("Extend() with the key gone on 3 of 5 nodes = %v; want ErrLockLost", err)
@@ -211,7 +211,7 @@ func TestDoReturnsFnError(t *testing.T) {
 			if l == nil || l.Key() != "job" {
 				t.Fatalf("LockFromContext(fn's ctx) = %v; want the lock on %q", l, "job")
 			}
-			waitFor(t, "the key on every node", func() bool { return heldBy(fs, rkey("job"), l.token) })
+			waitFor(t, "the key on every node", func() bool { return heldBy(fs, rkey("job"), l.secret) })
 			if ctx.Err() != nil {
 				t.Errorf("fn's ctx is done while the lock is held: %v", context.Cause(ctx))
 			}

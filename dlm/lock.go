@@ -11,13 +11,13 @@ import (
 // Unlock on one Lock are serialized, so an extension never overtakes an
 // unlock.
 type Lock struct {
-	m     *Manager
-	cfg   config
-	keys  []string // as the caller gave them, sorted for a multi-key lock
-	rkeys []string // Redis keys
-	token string
-	fence uint64   // fencing token; 0 without fencing
-	pend  *pending // acquire requests still due when the lock was obtained
+	m      *Manager
+	cfg    config
+	keys   []string // as the caller gave them, sorted for a multi-key lock
+	rkeys  []string // Redis keys
+	secret string
+	fence  uint64   // fencing token; 0 without fencing
+	pend   *pending // acquire requests still due when the lock was obtained
 	// granted marks the nodes that granted the lock (0 to 63), which
 	// announce its release; 0 when not known (Resume).
 	granted uint64
@@ -104,7 +104,7 @@ func (l *Lock) Lost() <-chan struct{} {
 }
 
 // Unlock releases the lock on every node: each node deletes the key only if
-// it still holds this lock's token, so a lock that expired and was taken by
+// it still holds this lock's secret, so a lock that expired and was taken by
 // someone else is left alone. It stops auto-extension first.
 //
 // Unlock runs even if ctx is already done, each node bounded by the node
@@ -138,9 +138,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	expiredFor := start.Sub(l.until)
 	l.end(nil)
 	l.unlockMu()
-	if lostErr == nil && !l.cfg.fencing && expiredFor < 0 && l.turn != nil && l.turn.handOver(l) {
+	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
-		// the lock now, under the same token: nothing to release.
+		// the lock now, under the same secret: nothing to release.
 		l.cfg.emitVote(ctx, &vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
 		return nil
 	}
@@ -211,15 +211,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Unlock()
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
-	drift := cfg.drift(ttl)
+	validity := cfg.validity(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	set := ttl.Truncate(time.Millisecond) // as the nodes apply it
-	if v.yes >= l.quorum() && set-time.Since(start)-drift > 0 {
+	if v.yes >= l.quorum() && validity-time.Since(start) > 0 {
 		l.mu.Lock()
 		lostErr := l.lostErr
 		if lostErr == nil {
 			l.extendErr = nil
-			l.until = start.Add(set - drift)
+			l.until = start.Add(validity)
 			if l.expiry != nil {
 				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
 			}
@@ -238,9 +237,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.lostErr == nil && !l.released {
 		l.extendErr = qerr
 		if v.no > n-l.quorum() {
-			l.end(qerr) // a quorum no longer holds the token
+			l.end(qerr) // a quorum no longer holds the secret
 		} else {
-			l.shorten(start.Add(set - drift))
+			l.shorten(start.Add(validity))
 		}
 	}
 	lost := l.lostEvent // sent after the failure it follows from
@@ -339,16 +338,15 @@ func (l *Lock) expiredErr() error {
 // end records that the lock is no longer held — released when cause is nil,
 // lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
 // call wins. The loss is sent to the hook and logger by unlockMu, after the
-// signal and outside l.mu, so that neither can delay it.
+// signal and outside l.mu, so that neither can delay it: no code of the
+// user's runs here, not even the logger's Enabled, which emit asks then.
 func (l *Lock) end(cause error) {
 	if l.lostErr != nil || (l.released && cause != nil) {
 		return
 	}
 	if cause != nil {
 		l.lostErr = cause
-		if l.cfg.wants(context.Background(), EventLost, cause) {
-			l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
-		}
+		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
 	}
 	if l.expiry != nil {
 		l.expiry.Stop()
@@ -370,7 +368,7 @@ func (l *Lock) end(cause error) {
 }
 
 // unlockMu releases l.mu, then sends the loss that end recorded, if any, to
-// the hook and the logger.
+// the hook and the logger (emit asks the logger whether it wants it).
 func (l *Lock) unlockMu() {
 	ev := l.lostEvent
 	l.lostEvent = nil

@@ -28,7 +28,7 @@ func lockOn(t *testing.T, n int, opts ...Option) ([]*fakeNode, *Manager, *Lock) 
 	return fs, m, l
 }
 
-// TestUnlockKeepsNewHolder checks that Unlock deletes only our token: when
+// TestUnlockKeepsNewHolder checks that Unlock deletes only our secret: when
 // our keys expired and another client took them, they survive, and Unlock
 // reports the lock lost.
 func TestUnlockKeepsNewHolder(t *testing.T) {
@@ -43,7 +43,7 @@ func TestUnlockKeepsNewHolder(t *testing.T) {
 		t.Fatalf("Unlock() = %v; want ErrLockLost with 5 nodes against", err)
 	}
 	if got := holders(fs, rkey("k")); strings.Join(got, ",") != "new holder,new holder,new holder,new holder,new holder" {
-		t.Errorf("after Unlock, nodes hold %q; want the new holder's token everywhere", got)
+		t.Errorf("after Unlock, nodes hold %q; want the new holder's secret everywhere", got)
 	}
 }
 
@@ -78,12 +78,12 @@ func TestUnlock(t *testing.T) {
 }
 
 // TestUnlockUnavailable checks Unlock when too many nodes fail: the error is
-// ErrUnavailable naming the nodes, without the token, and the nodes that
+// ErrUnavailable naming the nodes, without the secret, and the nodes that
 // answered are released.
 func TestUnlockUnavailable(t *testing.T) {
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
-	token, _, _ := fs[0].get(rkey("k"))
+	secret, _, _ := fs[0].get(rkey("k"))
 	fs[1].inject(refuse, 0)
 	fs[2].inject(errReply, 0)
 	fs[3].inject(loseReply, 0)
@@ -95,14 +95,14 @@ func TestUnlockUnavailable(t *testing.T) {
 	if !errors.As(err, &nerr) || nerr.Node != "fake-1" {
 		t.Errorf("Unlock() = %v; want the first *NodeError for fake-1", err)
 	}
-	if token == "" || strings.Contains(err.Error(), token) {
-		t.Errorf("Unlock() = %q contains the token %q", err, token)
+	if secret == "" || strings.Contains(err.Error(), secret) {
+		t.Errorf("Unlock() = %q contains the secret %q", err, secret)
 	}
 	// fake-3 applied the release and lost the reply; fake-1 and fake-2
 	// never ran it.
 	waitFor(t, "release on every node", func() bool { return countAll(fs, "release") == 5 })
-	if got := strings.Join(holders(fs, rkey("k")), ","); got != ","+token+","+token+",," {
-		t.Errorf("after Unlock, nodes hold %q; want the token on fake-1 and fake-2 only", got)
+	if got := strings.Join(holders(fs, rkey("k")), ","); got != ","+secret+","+secret+",," {
+		t.Errorf("after Unlock, nodes hold %q; want the secret on fake-1 and fake-2 only", got)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestExtendQuorumLost(t *testing.T) {
 func TestExtendUnavailable(t *testing.T) {
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
-	token, _, _ := fs[0].get(rkey("k"))
+	secret, _, _ := fs[0].get(rkey("k"))
 	before := l.Until()
 	for _, f := range fs[2:] {
 		f.inject(refuse, 0)
@@ -179,8 +179,8 @@ func TestExtendUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLockLost) {
 		t.Fatalf("Extend() = %v; want ErrUnavailable", err)
 	}
-	if strings.Contains(err.Error(), token) {
-		t.Errorf("Extend() = %q contains the token", err)
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("Extend() = %q contains the secret", err)
 	}
 	if got := l.Until(); !got.Equal(before) {
 		t.Errorf("Until moved from %v to %v on a failed Extend", before, got)

@@ -104,7 +104,7 @@ func TestClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the acquire on every node", func() bool {
-		return strings.Count(strings.Join(holders(fs, rkey("held")), ","), l.token) == 3
+		return strings.Count(strings.Join(holders(fs, rkey("held")), ","), l.secret) == 3
 	})
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestLockAllKeys checks that LockAll sorts and de-duplicates its keys, names
-// the lock after them, and writes every key with one token on every node.
+// the lock after them, and writes every key with one secret on every node.
 func TestLockAllKeys(t *testing.T) {
 	checkLeaks(t)
 	for _, tc := range []struct {
@@ -44,7 +44,7 @@ func TestLockAllKeys(t *testing.T) {
 			t.Errorf("Keys() after changing its result = %q; want a copy returned", got)
 		}
 		for _, k := range tc.keys {
-			waitFor(t, "every key on every node", func() bool { return heldBy(fs, rkey(k), l.token) })
+			waitFor(t, "every key on every node", func() bool { return heldBy(fs, rkey(k), l.secret) })
 		}
 		if err := l.Unlock(context.Background()); err != nil {
 			t.Errorf("Unlock() = %v; want nil", err)
@@ -91,7 +91,7 @@ func TestLockAllAllOrNothing(t *testing.T) {
 		waitFor(t, "the acquire on every node", func() bool { return countAll(fs, "acquire") == 5 })
 		for i, f := range fs {
 			for _, k := range keys {
-				want := l.token
+				want := l.secret
 				switch {
 				case tc.states[i] == 'H' && k == "b":
 					want = "other"
@@ -106,7 +106,7 @@ func TestLockAllAllOrNothing(t *testing.T) {
 		if err := l.Unlock(context.Background()); err != nil {
 			t.Errorf("Unlock() = %v; want nil", err)
 		}
-		if got := holders(fs, rkey("b")); slices.Contains(got, l.token) {
+		if got := holders(fs, rkey("b")); slices.Contains(got, l.secret) {
 			t.Errorf("after Unlock, b is held %q", got)
 		}
 	}
@@ -177,8 +177,8 @@ func TestLockAllExtendUnlock(t *testing.T) {
 	waitFor(t, "the extension on every node", func() bool { return countAll(fs, "extend") == 5 })
 	for _, f := range fs {
 		for _, k := range keys {
-			if v, exp, _ := f.get(rkey(k)); v != l.token || time.Until(exp) < 59*time.Minute {
-				t.Errorf("after Extend(1h), node %s holds %s = %q for %v; want the token for about an hour", f.Addr(), k, v, time.Until(exp).Round(time.Second))
+			if v, exp, _ := f.get(rkey(k)); v != l.secret || time.Until(exp) < 59*time.Minute {
+				t.Errorf("after Extend(1h), node %s holds %s = %q for %v; want the secret for about an hour", f.Addr(), k, v, time.Until(exp).Round(time.Second))
 			}
 		}
 	}

@@ -63,7 +63,7 @@ func (m *Manager) electionKeys(ctx context.Context, name string, opts []Option) 
 // leaderRead is what one read of the nodes tells of an election.
 type leaderRead struct {
 	known bool   // a quorum settled the question: leader or none
-	id    string // the leader's token digest; "" for none
+	id    string // the digest of the leader's secret; "" for none
 	value string
 	flux  bool // none leads, but some node holds a grant
 	// next is when to read again: at the leader's expiry, soon when the

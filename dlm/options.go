@@ -56,9 +56,9 @@ type config struct {
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
 	permitQuorum int           // 0: derived (semaphores only)
-	// tokenSuffix follows the random part of every token: ":" and the
+	// secretSuffix follows the random part of every secret: ":" and the
 	// leader's value for a campaign (see election.go), "" otherwise.
-	tokenSuffix string
+	secretSuffix string
 	// extendWithCtx ends auto-extension with the context of the call that
 	// took the lock, as Do wants; otherwise it outlives that context.
 	extendWithCtx bool
@@ -103,6 +103,13 @@ func WithNodeTimeout(d time.Duration) Option {
 // attempt n and n+1, with jitter: the wait is drawn uniformly from
 // [backoff(n)/2, backoff(n)]. A nil backoff keeps the current one. The default
 // is [ExponentialBackoff] from 10 ms to 200 ms.
+//
+// With tries > 0, a Lock call stays out of the Manager's line of callers
+// waiting for the same keys, and out of the hand-over within it: it
+// competes on the nodes from its first attempt, is never handed a lock, and
+// its lock is released on the nodes at Unlock rather than handed to the
+// next caller in line (see [Manager.Lock]). With tries 0 the call waits in
+// that line, and the head of the line retries at this backoff.
 func WithRetry(tries int, backoff Backoff) Option {
 	return optionFunc(func(c *config) {
 		c.tries = tries
@@ -121,7 +128,7 @@ func WithKeyPrefix(prefix string) Option {
 // WithLogger sets where the library logs what happens to locks, as
 // structured records of the events a [Hook] sees: node failures, losses and
 // failed extensions at Warn, locks not obtained at Info, attempts, grants,
-// extensions and releases at Debug. Tokens and passwords are never logged. A
+// extensions and releases at Debug. Secrets and passwords are never logged. A
 // nil logger, the default, discards everything, except that without
 // WithLogger [New] and [Open] warn about an even number of nodes on
 // [slog.Default]; WithLogger(nil) silences that too.
@@ -151,7 +158,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: TTL %v: want at least 1ms", ErrInvalid, c.ttl)
 	case c.driftFactor < 0 || c.driftFactor >= 0.5 || c.driftFactor != c.driftFactor:
 		return fmt.Errorf("%w: drift factor %v: want a number in [0, 0.5)", ErrInvalid, c.driftFactor)
-	case c.ttl <= c.drift(c.ttl):
+	case c.validity(c.ttl) <= 0:
 		return fmt.Errorf("%w: TTL %v leaves no validity after the drift allowance %v", ErrInvalid, c.ttl, c.drift(c.ttl))
 	case c.nodeTimeout < 0:
 		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, c.nodeTimeout)
@@ -181,6 +188,17 @@ func (c *config) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + 2*time.Millisecond
 }
 
+// validity is how long a request that sets ttl on the nodes proves the lock
+// held, counted from when the request was sent: ttl in whole milliseconds,
+// as Redis applies it (finer parts are dropped), less the drift allowance.
+// Every validity of a lock — grant, extension, a failed extension's bound,
+// a lock handed over — is start + validity(ttl) for the request that set its
+// keys' TTL, so [Lock.Until] never outlasts the keys on the nodes. A TTL
+// whose validity is not positive is refused by validate.
+func (c *config) validity(ttl time.Duration) time.Duration {
+	return ttl.Truncate(time.Millisecond) - c.drift(ttl)
+}
+
 // timeout is the bound on one node request.
 func (c *config) timeout() time.Duration {
 	if c.nodeTimeout > 0 {
@@ -193,7 +211,7 @@ func (c *config) timeout() time.Duration {
 // not be extended is reported lost: a twentieth of the validity, at least a
 // millisecond, at most one node timeout.
 func (c *config) lossGuard() time.Duration {
-	return min(max((c.ttl-c.drift(c.ttl))/20, time.Millisecond), c.timeout())
+	return min(max(c.validity(c.ttl)/20, time.Millisecond), c.timeout())
 }
 
 // ttlMillis is the TTL as Redis' PX argument.

@@ -51,7 +51,7 @@ func FuzzOptions(f *testing.F) {
 			t.Fatalf("config.with(%v, %v, %v, %d) = %v; want nil or ErrInvalid", time.Duration(ttl), drift, time.Duration(nodeTimeout), tries, err)
 		}
 		if valid {
-			if v := cfg.ttl - cfg.drift(cfg.ttl); v <= 0 {
+			if v := cfg.ttl.Truncate(time.Millisecond) - cfg.drift(cfg.ttl); v <= 0 {
 				t.Fatalf("config.with(TTL %v, drift %v) accepted, validity %v; want it refused", cfg.ttl, cfg.driftFactor, v)
 			}
 			if cfg.timeout() <= 0 {
@@ -102,7 +102,7 @@ func FuzzOptions(f *testing.F) {
 			}
 			return
 		}
-		if v, _, held := node.get(rkey); cfg.ttl >= time.Second && (!held || v != node.token()) {
+		if v, _, held := node.get(rkey); cfg.ttl >= time.Second && (!held || v != node.secret()) {
 			t.Fatalf("TryLock(%q) succeeded but the node holds %q under %q", key, v, rkey)
 		}
 		if err := l.Extend(ctx, time.Duration(extendTTL)); err != nil &&

@@ -30,6 +30,8 @@ func TestInvalidInput(t *testing.T) {
 		{"TTL 1ms", ctx, "k", []Option{WithTTL(time.Millisecond)}, "leaves no validity"},
 		{"TTL 2ms", ctx, "k", []Option{WithTTL(2 * time.Millisecond)}, "leaves no validity"},
 		{"TTL 2ms, no drift factor", ctx, "k", []Option{WithTTL(2 * time.Millisecond), WithDriftFactor(0)}, "leaves no validity"},
+		// Redis drops the fraction of a millisecond: 2.999ms is 2ms there.
+		{"TTL 3ms-1ns, no drift factor", ctx, "k", []Option{WithTTL(3*time.Millisecond - 1), WithDriftFactor(0)}, "leaves no validity"},
 		{"drift factor -0.1", ctx, "k", []Option{WithDriftFactor(-0.1)}, "drift factor"},
 		{"drift factor 0.5", ctx, "k", []Option{WithDriftFactor(0.5)}, "drift factor"},
 		{"drift factor NaN", ctx, "k", []Option{WithDriftFactor(math.NaN())}, "drift factor"},
@@ -73,7 +75,7 @@ func TestValidInputBoundaries(t *testing.T) {
 		opts []Option
 	}{
 		{"TTL 3ms", "k", []Option{WithTTL(3 * time.Millisecond), WithNodeTimeout(time.Second)}},
-		{"TTL 2ms+1ns, no drift factor", "k", []Option{WithTTL(2*time.Millisecond + 1), WithDriftFactor(0), WithNodeTimeout(time.Second)}},
+		{"TTL 3ms, no drift factor", "k", []Option{WithTTL(3 * time.Millisecond), WithDriftFactor(0), WithNodeTimeout(time.Second)}},
 		{"drift factor 0.49", "k", []Option{WithDriftFactor(0.49)}},
 		{"node timeout 0 (derived)", "k", []Option{WithNodeTimeout(0)}},
 		{"retry tries 0", "k", []Option{WithRetry(0, nil)}},
@@ -133,6 +135,35 @@ func TestDrift(t *testing.T) {
 		c := config{driftFactor: tc.factor}
 		if got := c.drift(tc.ttl); got != tc.want {
 			t.Errorf("drift(%v, factor %v) = %v; want %v", tc.ttl, tc.factor, got, tc.want)
+		}
+	}
+}
+
+// TestValidityOfTTL checks the validity a TTL proves: the TTL in whole
+// milliseconds, as Redis applies it, less the drift allowance of the TTL as
+// given.
+func TestValidityOfTTL(t *testing.T) {
+	for _, tc := range []struct {
+		ttl    time.Duration
+		factor float64
+		want   time.Duration
+	}{
+		{DefaultTTL, DefaultDriftFactor, 10*time.Second - 102*time.Millisecond},
+		{time.Second, DefaultDriftFactor, 988 * time.Millisecond},
+		{100 * time.Millisecond, DefaultDriftFactor, 97 * time.Millisecond},
+		{100 * time.Millisecond, 0.1, 88 * time.Millisecond},
+		{time.Second, 0, 998 * time.Millisecond},
+		// The fraction of a millisecond is not on the nodes; the drift is
+		// still that of the TTL given.
+		{time.Second + 999*time.Microsecond, 0, 998 * time.Millisecond},
+		{100*time.Millisecond + 500*time.Microsecond, 0.01, 100*time.Millisecond - 3005*time.Microsecond},
+		{3*time.Millisecond - 1, 0, 0},
+		{3 * time.Millisecond, 0, time.Millisecond},
+		{2 * time.Millisecond, 0.01, -20 * time.Microsecond},
+	} {
+		c := config{driftFactor: tc.factor}
+		if got := c.validity(tc.ttl); got != tc.want {
+			t.Errorf("validity(%v, factor %v) = %v; want %v", tc.ttl, tc.factor, got, tc.want)
 		}
 	}
 }

@@ -47,7 +47,8 @@ type request struct {
 	// fair expects the {result, ticket} replies of a fair acquire.
 	fair bool
 	// quiet, when set, are the arguments for the nodes not marked in loud:
-	// args but for the last, announce's flag, "0" instead of "1".
+	// args but for the last, announce's flag, announceQuiet instead of
+	// announceLoud.
 	quiet []string
 	loud  uint64
 	// need is the number of yes that makes a quorum; 0 means a majority
@@ -61,27 +62,6 @@ func (r *request) quorum(n int) int {
 		return r.need
 	}
 	return quorum(n)
-}
-
-// announcers returns the mask of the nodes that should announce: the two of
-// lowest index among those marked in among (nodes 0 to 63; all of them when
-// none is marked). Every waiter listens on every node, so two nodes are
-// enough to reach them, and one spare.
-func announcers(among uint64) uint64 {
-	if among == 0 {
-		among = ^uint64(0)
-	}
-	first := among & -among
-	rest := among &^ first
-	return first | rest&-rest
-}
-
-// announcing sets the last argument of req, announce's flag, to "1" for the
-// nodes in loud and "0" for the others.
-func (r *request) announcing(loud uint64) {
-	r.args = append(r.args, "1")
-	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], "0")
-	r.loud = loud
 }
 
 // argsFor returns the arguments for node i.
@@ -209,8 +189,8 @@ func (p *pending) wait() {
 // release runs the release script on the nodes and waits for all of them.
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, token, waiter string, granted uint64) vote {
-	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, token, waiter, granted))
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiter string, granted uint64) vote {
+	v, _ := m.poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, granted))
 	return v
 }
 
@@ -223,8 +203,8 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, toke
 // nodes whose acquire failed (likely slow or unreachable) and those still
 // due are released in the background, which ends within two node timeouts,
 // so an unreachable node does not cost the caller a second timeout.
-func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, token string, v *vote, p *pending) {
-	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, token, "", v.granted), v, p) // the waiter keeps its place
+func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, secret string, v *vote, p *pending) {
+	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, secret, "", v.granted), v, p) // the waiter keeps its place
 }
 
 // releaseAttemptWith is releaseAttempt with the release request req.
@@ -259,12 +239,12 @@ func (m *Manager) releaseAttemptWith(ctx context.Context, req *request, v *vote,
 	}
 }
 
-// releaseRequest deletes the lock keys that hold token, announced by two
+// releaseRequest deletes the lock keys that hold secret, announced by two
 // of the nodes marked in loud. With fairness, it also gives up the place in
 // line of waiter, which obtained the lock ("" for none).
-func releaseRequest(cfg *config, rkeys []string, token, waiter string, loud uint64) *request {
+func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64) *request {
 	req := &request{
-		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), token),
+		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), secret),
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
 	}
 	if cfg.fair != nil {

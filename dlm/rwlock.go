@@ -19,7 +19,7 @@ var ErrUpgrade = fmt.Errorf("%w: a read lock cannot be upgraded to a write lock"
 //
 // The write lock on the same key is the mutex: [Manager.Lock],
 // [Manager.TryLock] and [Manager.Do] with the same key. Any number of
-// readers hold the lock together, each under a lease of its own — a token
+// readers hold the lock together, each under a lease of its own — a secret
 // with the TTL on each node — so a reader that crashes frees its share when
 // its TTL ends. While readers hold the key no writer is granted it, and
 // while a writer holds it no reader is.
@@ -68,13 +68,17 @@ func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Conte
 // time, rather than a mutex or write lock.
 func (l *Lock) Shared() bool { return l.kind != nil }
 
+// writerWaits, after announce's flag, marks the attempt of a writer that
+// will try again (see [request.writerIntent]).
+const writerWaits = "w"
+
 // writerIntent marks req as the attempt of a writer that will try again:
 // refused because readers hold a key, it records its intent there (see
 // announce's readersHold).
 func (r *request) writerIntent() {
-	r.args[len(r.args)-1] += "w"
+	r.args[len(r.args)-1] += writerWaits
 	if r.quiet != nil {
-		r.quiet[len(r.quiet)-1] += "w"
+		r.quiet[len(r.quiet)-1] += writerWaits
 	}
 }
 

@@ -13,13 +13,13 @@ const (
 	opUnlock = "unlock"
 )
 
-// The scripts all take the lock's keys as KEYS and the holder's token as
-// ARGV[1]; those that announce grants and releases take "1" or "0" as their
-// last argument (see announce). A node's answer is all or nothing for the
+// The scripts all take the lock's keys as KEYS and the holder's secret as
+// ARGV[1]; those that announce grants and releases take announce's flag as
+// their last argument (see wake.go). A node's answer is all or nothing for the
 // keys it is given, so a lock over several keys is counted per node.
 
-// acquireScript sets every key to the token with a TTL of ARGV[2] ms, if none
-// is held under another token. A key already holding this token counts as
+// acquireScript sets every key to the secret with a TTL of ARGV[2] ms, if none
+// is held under another secret. A key already holding this secret counts as
 // free, so the script is safe to run twice. It returns 1 or 0.
 var acquireScript = driver.NewScript(plainKeys + acquireBody)
 
@@ -34,7 +34,7 @@ end
 for i = 1, nk do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   clearIntent(KEYS[i])
-  announce(KEYS[i], 't')
+  announce(KEYS[i], '` + wakeGrant + `')
 end
 return 1
 `
@@ -80,10 +80,11 @@ if now < safe then return -1 end
 `
 }
 
-// releaseScript deletes the keys that still hold the token and returns how
+// releaseScript deletes the keys that still hold the secret and returns how
 // many it deleted. It never touches another holder's key. For each key it
 // deletes, it announces the release on the key's wake channel, when anyone
-// listens there, with the number of listeners: "r5" (see [announce]).
+// listens there, with the number of listeners: wakeRelease and "5" (see
+// [announce]).
 var releaseScript = driver.NewScript(announce + `
 local n = 0
 for _, k in ipairs(KEYS) do
@@ -95,57 +96,8 @@ end
 return n
 `)
 
-// announce defines announce(key, payload), which publishes on key's wake
-// channel: payload, or when it is nil "r" and the channel's number of
-// subscribers, which waiters use to spread their attempts (and then only
-// when anyone listens). It publishes only when the script's last argument
-// starts with "1" or "2": the caller asks two nodes at most to announce,
-// since every waiter listens on every node. "2" is for a node that is a
-// Redis Cluster (see slot.go): there the channel is a shard channel
-// (SPUBLISH, PUBSUB SHARDNUMSUB), which lives on the master of the key's
-// slot, like the key, so a release reaches that master's subscribers only
-// instead of every master of the cluster. An ACL without PUBSUB or PUBLISH
-// (SPUBLISH) only silences it.
-//
-// It also defines readersHold(key, value), which an acquire refused by
-// value calls: when value is the read lock's marker (readers hold the key)
-// and the last argument ends with "w" (a writer that waits, see
-// [writerIntent]), it records the writer's intent, which keeps new readers
-// out for the writer's TTL or until a writer obtains the key; and
-// clearIntent(key), which a grant calls to delete that intent (reading it
-// first, so that a mutex without read locks needs no DEL to be granted).
-const announce = `
-local flag = ARGV[#ARGV]
-local mode = string.sub(flag, 1, 1)
-local loud = mode == '1' or mode == '2'
-local pub, numsub = 'PUBLISH', 'NUMSUB'
-if mode == '2' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
-local function readersHold(k, v)
-  if v == '` + readersMark + `' and string.sub(flag, 2, 2) == 'w' then
-    redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
-  end
-end
-local function clearIntent(k)
-  if redis.call('GET', k .. '` + intentSuffix + `') then
-    redis.call('DEL', k .. '` + intentSuffix + `')
-  end
-end
-local function announce(k, payload)
-  if not loud then return end
-  local ch = k .. '` + wakeSuffix + `'
-  if payload then
-    redis.pcall(pub, ch, payload)
-    return
-  end
-  local subs = redis.pcall('PUBSUB', numsub, ch)
-  local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
-  if listening == 0 then return end
-  redis.pcall(pub, ch, 'r' .. (listening or 0))
-end
-`
-
 // extendScript sets the TTL of every key to ARGV[2] ms if all still hold the
-// token, and returns 1; otherwise it changes nothing and returns 0. It never
+// secret, and returns 1; otherwise it changes nothing and returns 0. It never
 // recreates an expired key.
 var extendScript = driver.NewScript(`
 for _, k in ipairs(KEYS) do
@@ -201,7 +153,7 @@ for i = 1, n do
     redis.call('SET', KEYS[n + i], f)
   end
   clearIntent(KEYS[i])
-  announce(KEYS[i], 't')
+  announce(KEYS[i], '` + wakeGrant + `')
 end
 return f
 `
@@ -213,7 +165,7 @@ var (
 )
 
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
-// keys still hold the token ARGV[1], and returns 1; otherwise it changes
+// keys still hold the secret ARGV[1], and returns 1; otherwise it changes
 // nothing and returns 0.
 var raiseFenceScript = driver.NewScript(`
 local n = #KEYS / 2

@@ -5,19 +5,19 @@ import "github.com/dlmgo/redlock/dlm/driver"
 // The read-write lock keeps, on each node, under the lock's own key
 // prefix{name}:
 //
-//   - the key itself: a writer's token (the mutex), or readersMark while
+//   - the key itself: a writer's secret (the mutex), or readersMark while
 //     readers hold it, with a TTL that ends with the last reader's lease;
-//   - prefix{name}:readers, a sorted set of the readers' tokens scored by the
+//   - prefix{name}:readers, a sorted set of the readers' secrets scored by the
 //     end of their lease (ms, by the node's clock);
 //   - prefix{name}:wait, the intent of a writer that waits for the readers
 //     to leave: while it exists no new reader is let in.
 //
 // Every writer script (the mutex's acquire scripts) sees readersMark as
 // another holder's value and refuses, so writers need nothing else to be
-// kept out by readers, and readers are kept out by a writer's token.
+// kept out by readers, and readers are kept out by a writer's secret.
 
-// readersMark is the value of a lock key held by readers. Tokens are hex, so
-// it can never be a writer's token.
+// readersMark is the value of a lock key held by readers. A writer's secret
+// begins with 22 base64url characters, so it is never readersMark.
 const readersMark = "dlm:readers"
 
 // Suffixes of the read-write lock's keys, in the lock key's hash slot.
@@ -60,7 +60,7 @@ local function spanLeases(set, others)
 end
 `
 
-// readAcquireBody lets the reader with token ARGV[1] in for ARGV[2] ms when
+// readAcquireBody lets the reader with secret ARGV[1] in for ARGV[2] ms when
 // no writer holds KEYS[1] and none waits (KEYS[3]), and returns 1;
 // otherwise it returns 0 and changes nothing. KEYS[2] is the readers' set.
 // A reader already in counts as free, so the script is safe to run twice.

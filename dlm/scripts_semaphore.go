@@ -3,7 +3,7 @@ package dlm
 import "github.com/dlmgo/redlock/dlm/driver"
 
 // A semaphore keeps, on each node, the sorted set prefix{name}:permits of
-// its permits' tokens scored by the end of their lease (ms, by the node's
+// its permits' secrets scored by the end of their lease (ms, by the node's
 // clock). Its TTL follows the longest lease, so a crashed holder's permit
 // frees itself when its lease ends.
 

@@ -25,7 +25,7 @@ const secretsPassword = "Sh0wn-N0where/#@%"
 // redis-servers — obtained, refused to a rival, extended by hand and in the
 // background, lost to expiry and to a vanished key, unlocked twice, handed
 // over and resumed, inspected, refused by failing nodes — with a Debug
-// logger and a hook on every manager. No lock token, of any attempt, may
+// logger and a hook on every manager. No lock secret, of any attempt, may
 // appear in a log record, in an event (any string it reaches), in a
 // published wake-up message or in any error returned (any string it
 // reaches); nor may the servers' password.
@@ -150,17 +150,17 @@ func TestSecretsNeverShown(t *testing.T) {
 	<-e.Lost()
 	failed("Extend(expire) after expiry", e.Extend(ctx, time.Second), dlm.ErrLockLost)
 
-	// Handed over: the rival resumes it and releases it; the first holder's
-	// copy is then lost.
-	h := obtained("Lock(handoff)")(m.Lock(ctx, "handoff"))
-	r := obtained("Resume(handoff)")(rival.Resume(ctx, h.Handle()))
+	// Resumed: the rival resumes it from its Handle and releases it; the
+	// first holder's copy is then lost.
+	h := obtained("Lock(resume)")(m.Lock(ctx, "resume"))
+	r := obtained("Resume(resume)")(rival.Resume(ctx, h.Handle()))
 	if err := r.Extend(ctx, 2*time.Second); err != nil {
 		t.Errorf("Extend of the resumed lock = %v", err)
 	}
 	if err := r.Unlock(ctx); err != nil {
 		t.Errorf("Unlock of the resumed lock = %v", err)
 	}
-	failed("Extend(handoff) by the first holder after the handover", h.Extend(ctx, time.Second), dlm.ErrLockLost)
+	failed("Extend(resume) by the first holder after the Resume", h.Extend(ctx, time.Second), dlm.ErrLockLost)
 	stale := h.Handle()
 	stale.Until = time.Now().Add(-time.Second)
 	_, err = rival.Resume(ctx, stale)
@@ -193,7 +193,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	sp.check(t, handles, log.String())
 }
 
-// spyNode passes calls to its node and tells its spy the token of every
+// spyNode passes calls to its node and tells its spy the secret of every
 // script run (its first argument) and what its subscriptions hear.
 type spyNode struct {
 	driver.Node
@@ -202,7 +202,7 @@ type spyNode struct {
 
 func (n *spyNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	if len(args) > 0 {
-		n.spy.sawToken(args[0])
+		n.spy.sawSecret(args[0])
 	}
 	v, err := n.Node.Eval(ctx, s, keys, args)
 	n.spy.sawValue("Eval's error", err)
@@ -236,14 +236,14 @@ func (h spyHandler) Subscribed(channel string) {
 	h.PubSubHandler.Subscribed(channel)
 }
 
-// secretSpy collects the tokens sent to the nodes and every string the
+// secretSpy collects the secrets sent to the nodes and every string the
 // library showed: in events, errors, statuses and messages. It is the
 // managers' Hook.
 type secretSpy struct {
-	mu     sync.Mutex
-	tokens map[string]bool
-	shown  []string // "WHERE: TEXT"
-	kinds  map[dlm.EventKind]int
+	mu      sync.Mutex
+	secrets map[string]bool
+	shown   []string // "WHERE: TEXT"
+	kinds   map[dlm.EventKind]int
 	// subs counts the confirmed subscriptions by channel, messages the
 	// messages heard.
 	subs     map[string]int
@@ -275,13 +275,13 @@ func (s *secretSpy) count(k dlm.EventKind) int {
 	return s.kinds[k]
 }
 
-func (s *secretSpy) sawToken(token string) {
+func (s *secretSpy) sawSecret(secret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.tokens == nil {
-		s.tokens = map[string]bool{}
+	if s.secrets == nil {
+		s.secrets = map[string]bool{}
 	}
-	s.tokens[token] = true
+	s.secrets[secret] = true
 }
 
 func (s *secretSpy) sawError(where string, err error) {
@@ -343,16 +343,16 @@ func walkStrings(v reflect.Value, seen map[uintptr]bool, f func(string)) {
 	}
 }
 
-// check fails t if a token or the password shows in what the spy saw or in
+// check fails t if a secret or the password shows in what the spy saw or in
 // log, and checks that the spy saw what the test says it did: every
-// Handle's token among the tokens sent, and every kind of event.
+// Handle's secret among the secrets sent, and every kind of event.
 func (s *secretSpy) check(t *testing.T, handles []dlm.Handle, log string) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range handles {
-		if !s.tokens[h.Token] {
-			t.Errorf("the token of Handle %+v was never sent to a node; the spy misses scripts", h.Keys)
+		if !s.secrets[h.Secret] {
+			t.Errorf("the secret of Handle %+v was never sent to a node; the spy misses scripts", h.Keys)
 		}
 	}
 	if s.messages == 0 {
@@ -364,7 +364,7 @@ func (s *secretSpy) check(t *testing.T, handles []dlm.Handle, log string) {
 		}
 	}
 	secrets := []string{secretsPassword, url.QueryEscape(secretsPassword), url.PathEscape(secretsPassword)}
-	for tok := range s.tokens {
+	for tok := range s.secrets {
 		secrets = append(secrets, tok)
 	}
 	texts := append(strings.Split(log, "\n"), s.shown...)
@@ -375,8 +375,8 @@ func (s *secretSpy) check(t *testing.T, handles []dlm.Handle, log string) {
 			}
 		}
 	}
-	t.Logf("%d tokens sent; %d strings from events, errors, statuses and %d messages, and %d log records checked",
-		len(s.tokens), len(s.shown), s.messages, strings.Count(log, "\n"))
+	t.Logf("%d secrets sent; %d strings from events, errors, statuses and %d messages, and %d log records checked",
+		len(s.secrets), len(s.shown), s.messages, strings.Count(log, "\n"))
 }
 
 // secretLog is a concurrency-safe buffer for a slog handler's output.

@@ -27,7 +27,7 @@ func SemaphoreQuorum(nodes, limit int) int {
 
 // A Semaphore lets at most a limit of holders in at once, across every
 // client that uses it with the same name and limit. Each permit is a lease:
-// a token with the TTL on each node, so the permit of a holder that crashes
+// a secret with the TTL on each node, so the permit of a holder that crashes
 // frees itself when its TTL ends. A permit is held when
 // [SemaphoreQuorum](nodes, limit) nodes granted it within its validity.
 // Create one with [Manager.Semaphore]; it is safe for concurrent use.

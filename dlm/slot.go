@@ -19,14 +19,14 @@ import (
 // hash tag serves as well.
 
 // nodeArgs returns req's arguments for node i: for a node that is a Redis
-// Cluster, announce's flag "1" becomes "2", sharded pub/sub (see announce);
-// a writer's "w" after it stays.
+// Cluster, announce's flag announceLoud becomes announceSharded, sharded
+// pub/sub (see [announce]); a writer's writerWaits after it stays.
 func (m *Manager) nodeArgs(i int, req *request) []string {
 	args := req.argsFor(i)
-	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], "1") {
+	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], announceLoud) {
 		return args
 	}
-	return append(args[:len(args)-1:len(args)-1], "2"+args[len(args)-1][1:])
+	return append(args[:len(args)-1:len(args)-1], announceSharded+args[len(args)-1][len(announceLoud):])
 }
 
 // clusterMask returns which nodes are Redis Clusters, or nil when none is.

@@ -8,7 +8,7 @@ import (
 
 // statusScript reports, for one lock key, its remaining TTL in ms (-2 when
 // absent) and its fencing counter (0 when none). It never reveals the
-// holder's token.
+// holder's secret.
 var statusScript = newInspectScript()
 
 // NodeStatus is what one node knows of a lock.
@@ -28,7 +28,7 @@ type NodeStatus struct {
 // Status asks every node about the lock named key, for tools and
 // monitoring: which nodes hold it, for how much longer, and their fencing
 // counters. It neither takes nor changes anything, and never reveals the
-// holder's token. Node failures are reported per node; the error is only for
+// holder's secret. Node failures are reported per node; the error is only for
 // bad input or a closed manager.
 func (m *Manager) Status(ctx context.Context, key string, opts ...Option) ([]NodeStatus, error) {
 	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)

@@ -481,9 +481,10 @@ func TestLockContextEnds(t *testing.T) {
 	}
 }
 
-// TestLockHandoff checks that a waiting Lock obtains the lock after the
-// holder releases it, within one backoff.
-func TestLockHandoff(t *testing.T) {
+// TestLockObtainedAfterRelease checks that a waiting Lock obtains the lock
+// after the holder releases it, within one backoff: nodes that announce no
+// releases leave the retries to find it free.
+func TestLockObtainedAfterRelease(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithRetry(0, FixedBackoff(100*time.Millisecond)))

@@ -183,9 +183,24 @@ func (slowHandler) Handle(context.Context, slog.Record) error {
 func (h slowHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h slowHandler) WithGroup(string) slog.Handler      { return h }
 
+// slowEnabled is a slog handler whose Enabled takes 30ms over the levels of
+// failures and losses (Warn and above), and that drops every record.
+type slowEnabled struct{}
+
+func (slowEnabled) Enabled(_ context.Context, l slog.Level) bool {
+	if l >= slog.LevelWarn {
+		time.Sleep(30 * time.Millisecond)
+	}
+	return false
+}
+func (slowEnabled) Handle(context.Context, slog.Record) error { return nil }
+func (h slowEnabled) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h slowEnabled) WithGroup(string) slog.Handler           { return h }
+
 // TestLostNotDelayedBySlowHook checks that a Hook or slog handler that takes
-// 30ms over the loss event delays neither Lost nor the cancellation of Do's
-// context: both come exactly a loss guard before Until.
+// 30ms over the loss event, in Handle or in Enabled, delays neither Lost nor
+// the cancellation of Do's context: both come exactly a loss guard before
+// Until.
 func TestLostNotDelayedBySlowHook(t *testing.T) {
 	const ttl = 100 * time.Millisecond
 	for _, tc := range []struct {
@@ -194,6 +209,7 @@ func TestLostNotDelayedBySlowHook(t *testing.T) {
 	}{
 		{"hook", WithHook(slowHook{})},
 		{"logger", WithLogger(slog.New(slowHandler{}))},
+		{"logger Enabled", WithLogger(slog.New(slowEnabled{}))},
 	} {
 		t.Run(tc.name+"/Lost", func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {

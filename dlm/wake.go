@@ -4,16 +4,121 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/scriptid"
 )
 
-// wakeSuffix names the channel on which a lock key's release is announced:
-// the lock key plus this suffix, so that it carries the key's hash tag.
-const wakeSuffix = ":wake"
+// wakeSuffix names the channel on which a lock key's grants and releases are
+// announced: the lock key plus this suffix, so that it carries the key's
+// hash tag. The in-memory node of package memlock shares it.
+const wakeSuffix = scriptid.WakeSuffix
+
+// What is announced on a wake channel: the scripts announce grants and
+// releases (see [announce]), the in-memory node likewise, and the waker
+// passes wakeAll to its own watchers. [waker.notify] reads them.
+const (
+	// wakeGrant announces a grant of the key: waiters need not try again
+	// before its release.
+	wakeGrant = scriptid.WakeGrant
+	// wakeRelease, followed by the number of clients listening on the
+	// channel, announces a release to every waiter.
+	wakeRelease = scriptid.WakeRelease
+	// wakeAll announces a release to every waiter, without a count: the
+	// fair release's when no waiter is in line, and the waker's own to the
+	// watchers of a channel subscribed again after a failure, since
+	// releases may have gone unheard meanwhile.
+	wakeAll = ""
+	// maxReleasePayload is the longest wakeRelease with its count. A longer
+	// payload is the id of a fair waiter (22 characters, see
+	// [newFairWaiter]): a release for that waiter alone, announced by
+	// fairReleaseScript.
+	maxReleasePayload = 19
+)
+
+// Values of announce's flag, the last argument of the scripts that
+// announce: its first character says whether the node announces, and how.
+const (
+	announceQuiet   = "0" // no announcement
+	announceLoud    = "1" // PUBLISH
+	announceSharded = "2" // SPUBLISH, on a node that is a Redis Cluster
+)
+
+// announce starts the scripts that announce grants and releases. It defines
+// announce(key, payload), which publishes on key's wake channel: payload,
+// or when it is nil wakeRelease and the channel's number of subscribers,
+// which waiters use to spread their attempts (and then only when anyone
+// listens). It publishes only when the script's last argument starts with
+// announceLoud or announceSharded: the caller asks two nodes at most to
+// announce (see [announcers]), since every waiter listens on every node.
+// announceSharded is for a node that is a Redis Cluster (see slot.go):
+// there the channel is a shard channel (SPUBLISH, PUBSUB SHARDNUMSUB), which
+// lives on the master of the key's slot, like the key, so a release reaches
+// that master's subscribers only instead of every master of the cluster. An
+// ACL without PUBSUB or PUBLISH (SPUBLISH) only silences it.
+//
+// It also defines readersHold(key, value), which an acquire refused by
+// value calls: when value is the read lock's marker (readers hold the key)
+// and the flag ends with writerWaits (a writer that waits, see
+// [request.writerIntent]), it records the writer's intent, which keeps new
+// readers out for the writer's TTL or until a writer obtains the key; and
+// clearIntent(key), which a grant calls to delete that intent (reading it
+// first, so that a mutex without read locks needs no DEL to be granted).
+// Both read the same flag as announce.
+const announce = `
+local flag = ARGV[#ARGV]
+local mode = string.sub(flag, 1, 1)
+local loud = mode == '` + announceLoud + `' or mode == '` + announceSharded + `'
+local pub, numsub = 'PUBLISH', 'NUMSUB'
+if mode == '` + announceSharded + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
+local function readersHold(k, v)
+  if v == '` + readersMark + `' and string.sub(flag, 2, 2) == '` + writerWaits + `' then
+    redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
+  end
+end
+local function clearIntent(k)
+  if redis.call('GET', k .. '` + intentSuffix + `') then
+    redis.call('DEL', k .. '` + intentSuffix + `')
+  end
+end
+local function announce(k, payload)
+  if not loud then return end
+  local ch = k .. '` + wakeSuffix + `'
+  if payload then
+    redis.pcall(pub, ch, payload)
+    return
+  end
+  local subs = redis.pcall('PUBSUB', numsub, ch)
+  local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
+  if listening == 0 then return end
+  redis.pcall(pub, ch, '` + wakeRelease + `' .. (listening or 0))
+end
+`
+
+// announcers returns the mask of the nodes that should announce: the two of
+// lowest index among those marked in among (nodes 0 to 63; all of them when
+// none is marked). Every waiter listens on every node, so two nodes are
+// enough to reach them, and one spare.
+func announcers(among uint64) uint64 {
+	if among == 0 {
+		among = ^uint64(0)
+	}
+	first := among & -among
+	rest := among &^ first
+	return first | rest&-rest
+}
+
+// announcing sets the last argument of req, announce's flag, to announceLoud
+// for the nodes in loud and announceQuiet for the others.
+func (r *request) announcing(loud uint64) {
+	r.args = append(r.args, announceLoud)
+	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], announceQuiet)
+	r.loud = loud
+}
 
 // Timing of the subscriptions behind the wake-up of waiters.
 const (
@@ -226,10 +331,10 @@ func (wt *watcher) stop() {
 	}
 }
 
-// notify passes what channel heard to its watchers. The payloads are those
-// of the scripts: "t" announces a grant; "" or "r" and a count a release,
-// for every watcher; anything else (a 22-character id) a release meant for
-// the fair waiter of that id, which wakes no other fair waiter.
+// notify passes what channel heard to its watchers: wakeGrant a grant;
+// wakeAll, or wakeRelease and a count, a release for every watcher;
+// anything else (a fair waiter's id) a release meant for the fair waiter of
+// that id, which wakes no other fair waiter.
 func (w *waker) notify(channel, payload string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -237,16 +342,16 @@ func (w *waker) notify(channel, payload string) {
 	if wc == nil {
 		return
 	}
-	if payload == "t" {
+	if payload == wakeGrant {
 		for wt := range wc.watchers {
 			signal(wt.taken)
 		}
 		return
 	}
-	release := payload == "" || payload[0] == 'r' && len(payload) < 20
+	release := payload == wakeAll || strings.HasPrefix(payload, wakeRelease) && len(payload) <= maxReleasePayload
 	var listening int64
-	if release && payload != "" {
-		listening, _ = strconv.ParseInt(payload[1:], 10, 64)
+	if release && payload != wakeAll {
+		listening, _ = strconv.ParseInt(payload[len(wakeRelease):], 10, 64)
 	}
 	for wt := range wc.watchers {
 		switch {
@@ -290,7 +395,7 @@ func (w *waker) answer(i int, channel string, confirmed bool) {
 	}
 	w.mu.Unlock()
 	if confirmed {
-		w.notify(channel, "")
+		w.notify(channel, wakeAll)
 	}
 }
 

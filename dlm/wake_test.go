@@ -241,8 +241,8 @@ func TestFencedLockNotHandedOver(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	defer r.l.Unlock(ctx)
-	if r.l.Token() <= first.Token() || r.l.Handle().Token == first.Handle().Token {
-		t.Errorf("second grant: fencing token %d after %d, same lock token: %v; want a greater fencing token and a new grant",
-			r.l.Token(), first.Token(), r.l.Handle().Token == first.Handle().Token)
+	if r.l.Token() <= first.Token() || r.l.Handle().Secret == first.Handle().Secret {
+		t.Errorf("second grant: fencing token %d after %d, same secret: %v; want a greater fencing token and a new grant",
+			r.l.Token(), first.Token(), r.l.Handle().Secret == first.Handle().Secret)
 	}
 }

@@ -44,7 +44,7 @@
 //
 // While redlock waits on a terminal, a line on stderr shows how long it has
 // waited and what the nodes say of the holder: on how many nodes the lock
-// is, and when it expires unless extended. The holder's token is never
+// is, and when it expires unless extended. The holder's secret is never
 // shown.
 //
 // # status
@@ -123,8 +123,8 @@
 // Logs go to stderr as log/slog text, or JSON with --log-format json, from
 // warnings up by default, and include the lock library's own events (node
 // failures, a lost lock). A warning repeated within 10 seconds, such as a
-// node down while redlock waits, is logged once. Tokens and passwords are
-// never logged.
+// node down while redlock waits, is logged once. Lock secrets and passwords
+// are never logged.
 //
 // # Exit codes
 //

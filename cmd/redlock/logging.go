@@ -15,7 +15,7 @@ const repeatInterval = 10 * time.Second
 
 // newLogger returns the logger of redlock and of package dlm: text or JSON
 // records on w, from c's level up, or errors only with --quiet. Neither
-// writes a lock's token or a node's password.
+// writes a lock's secret or a node's password.
 func newLogger(c *config, w io.Writer) *slog.Logger {
 	level := c.logLevel
 	if c.quiet {

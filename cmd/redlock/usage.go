@@ -90,7 +90,7 @@ const statusHelp = `Usage: redlock status [OPTIONS] KEY
 
 Asks every node about the lock named KEY: whether the node holds it, for how
 much longer, and its fencing counter. The lock is held when a quorum of the
-nodes holds it. The holder's token is never shown. It takes and changes
+nodes holds it. The holder's secret is never shown. It takes and changes
 nothing. Options may also follow KEY.
 
 Options:

@@ -67,7 +67,7 @@ func startWaitLine(con *console, m *dlm.Manager, key string, start time.Time) (s
 // waitText is the waiting line: the key, the time waited, and, once known,
 // what the nodes said age ago of the holder: on how many nodes the key is,
 // and, as the TTL, how long until fewer than a quorum hold it unless the
-// holder extends it. The holder's token is never known, and so never shown.
+// holder extends it. The holder's secret is never known, and so never shown.
 func waitText(key string, waited time.Duration, st []dlm.NodeStatus, age time.Duration) string {
 	if utf8.RuneCountInString(key) > maxLineKey {
 		key = string([]rune(key)[:maxLineKey-1]) + "…"

@@ -29,7 +29,7 @@ func TestLockExtendUnlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := l.Handle().Token
+	secret := l.Handle().Secret
 	if err := l.Extend(ctx, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLockExtendUnlock(t *testing.T) {
 	if got := count(t, rm, metricExtensions, attrOutcome.String("extended")); got != 1 {
 		t.Errorf("%s{extended} = %d; want 1", metricExtensions, got)
 	}
-	r.wantNoSecret(t, token, password)
+	r.wantNoSecret(t, secret, password)
 }
 
 // TestContention checks a TryLock and a Lock on a held key: their spans
@@ -152,7 +152,7 @@ func TestContention(t *testing.T) {
 			t.Errorf("acquire histogram{%s} has %d samples; want %d", outcome, n, want)
 		}
 	}
-	r.wantNoSecret(t, held.Handle().Token, password)
+	r.wantNoSecret(t, held.Handle().Secret, password)
 }
 
 // TestLockAll checks that a multi-key lock's spans name its keys, sorted.
@@ -170,7 +170,7 @@ func TestLockAll(t *testing.T) {
 		wantAttrs(t, r.one(t, name), "dlm.key", "a,b")
 	}
 	wantAttrs(t, r.one(t, spanLock), "dlm.outcome", "obtained", "dlm.attempts", "1")
-	r.wantNoSecret(t, l.Handle().Token, password)
+	r.wantNoSecret(t, l.Handle().Secret, password)
 }
 
 // TestNodeKilled checks that a dead node's failures become span events and
@@ -185,7 +185,7 @@ func TestNodeKilled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock with 2 of 3 nodes up = %v; want it obtained", err)
 	}
-	token := l.Handle().Token
+	secret := l.Handle().Secret
 	// Unlock waits for every node, so the dead one's failure is certain to
 	// be in its vote.
 	if err := l.Unlock(ctx); err != nil {
@@ -253,7 +253,7 @@ func TestNodeKilled(t *testing.T) {
 	if got := count(t, rm, metricNodeErrors, attrNode.String(r.servers[0].Addr())); got != 0 {
 		t.Errorf("%s{live node %s} = %d; want 0", metricNodeErrors, r.servers[0].Addr(), got)
 	}
-	r.wantNoSecret(t, token, password)
+	r.wantNoSecret(t, secret, password)
 }
 
 // TestLostLock checks a Do whose lock is lost while fn runs: every node
@@ -261,9 +261,9 @@ func TestNodeKilled(t *testing.T) {
 func TestLostLock(t *testing.T) {
 	r := newRig(t)
 	ctx, parent := r.tracer.Start(context.Background(), "job")
-	var token string
+	var secret string
 	err := r.m.Do(ctx, "nightly", func(ctx context.Context) error {
-		token = dlm.LockFromContext(ctx).Handle().Token
+		secret = dlm.LockFromContext(ctx).Handle().Secret
 		// The grant's request to the slowest node may still be under way:
 		// let it land first, or it would set the key again after the flush.
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
@@ -315,7 +315,7 @@ func TestLostLock(t *testing.T) {
 	if got := count(t, rm, metricExtensions, attrOutcome.String("lost")); got != 1 {
 		t.Errorf("%s{lost} = %d; want 1", metricExtensions, got)
 	}
-	r.wantNoSecret(t, token, password)
+	r.wantNoSecret(t, secret, password)
 }
 
 // TestDefaultProviders checks that with no options the hook records to the

@@ -172,10 +172,10 @@ func (s *secure) sawErr(err error) {
 	}
 }
 
-// sawLock records the token of a lock, for testNothingShown.
+// sawLock records the secret of a lock, for testNothingShown.
 func (s *secure) sawLock(l *dlm.Lock) {
 	s.mu.Lock()
-	s.tokens = append(s.tokens, l.Handle().Token)
+	s.tokens = append(s.tokens, l.Handle().Secret)
 	s.mu.Unlock()
 }
 

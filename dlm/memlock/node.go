@@ -108,7 +108,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 				deleted++
 				if loud {
 					if subs := n.listeners(k + scriptid.WakeSuffix); subs > 0 {
-						n.publish(k+scriptid.WakeSuffix, "r"+strconv.Itoa(subs))
+						n.publish(k+scriptid.WakeSuffix, scriptid.WakeRelease+strconv.Itoa(subs))
 					}
 				}
 			}
@@ -164,8 +164,8 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 }
 
 // acquire is the acquire script, plain or fenced: the lock keys (followed
-// by as many fencing counters when fenced) all set to the token with the
-// TTL unless another token holds one. n.mu is held.
+// by as many fencing counters when fenced) all set to the secret with the
+// TTL unless another secret holds one. n.mu is held.
 func (n *Node) acquire(keys, args []string, loud, fenced bool) (any, error) {
 	ttl, err := millis(args[1])
 	if err != nil {
@@ -194,7 +194,7 @@ func (n *Node) acquire(keys, args []string, loud, fenced bool) (any, error) {
 	for _, k := range locks {
 		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
 		if loud {
-			n.publish(k+scriptid.WakeSuffix, "t")
+			n.publish(k+scriptid.WakeSuffix, scriptid.WakeGrant)
 		}
 	}
 	return f, nil

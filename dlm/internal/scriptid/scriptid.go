@@ -25,9 +25,18 @@ const (
 )
 
 // WakeSuffix names a lock key's wake channel (the key plus the suffix), on
-// which grants ("t") and releases ("r" and the number of listeners) are
-// announced.
+// which grants ([WakeGrant]) and releases ([WakeRelease]) are announced.
 const WakeSuffix = ":wake"
+
+// Payloads announced on a wake channel by package dlm's scripts, and by the
+// in-memory node that runs them in Go.
+const (
+	// WakeGrant announces a grant of the key.
+	WakeGrant = "t"
+	// WakeRelease, followed by the number of clients listening on the
+	// channel in decimal, announces a release of the key.
+	WakeRelease = "r"
+)
 
 var byHash = map[string]string{}
 

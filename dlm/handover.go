@@ -20,8 +20,8 @@ const handOverSlice = 20 * time.Millisecond
 // starts the moment the lock is released here.
 //
 // When the next in line can take it, Unlock hands the lock itself over
-// instead of releasing it on the nodes: the same token, the same validity,
-// no round trip (see [turn.handOver] for when).
+// instead of releasing it on the nodes: the same secret, the same validity,
+// no round trip (see [Lock.handOver] for when).
 type localQueues struct {
 	mu     sync.Mutex
 	queues map[string]*localQueue // by the lock's Redis keys
@@ -55,7 +55,7 @@ type lease struct {
 	driftFactor  float64
 	nodeTimeout  time.Duration // the loss guard depends on it
 	restartGuard time.Duration // which nodes may count toward the quorum
-	fencing      bool          // each grant of a fenced lock needs a greater token
+	fencing      bool          // each grant of a fenced lock needs a greater fencing token
 }
 
 // lease returns the lease of the locks obtained under c.
@@ -65,7 +65,7 @@ func (c *config) lease() lease {
 
 // passed is a held lock passed from one caller to the next.
 type passed struct {
-	token   string
+	secret  string
 	until   time.Time
 	granted uint64
 	pend    *pending // the grant's requests still under way, for the release
@@ -112,7 +112,7 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 		qs.mu.Unlock()
 		return t, nil, nil
 	}
-	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: (cfg.ttl - cfg.drift(cfg.ttl)) / 2}
+	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: cfg.validity(cfg.ttl) / 2}
 	q.waiters = append(q.waiters, w)
 	holder := q.holder
 	qs.mu.Unlock()
@@ -176,7 +176,7 @@ func (t *turn) hold(l *Lock, handed bool) {
 }
 
 // leave gives the turn to the next caller in line, who competes on the
-// nodes. Only the first of leave and handOver counts.
+// nodes. Only the first of leave and [Lock.handOver] counts.
 func (t *turn) leave() {
 	t.qs.mu.Lock()
 	defer t.qs.mu.Unlock()
@@ -195,21 +195,46 @@ func (t *turn) leave() {
 	delete(t.qs.queues, t.name)
 }
 
-// handOver gives l, held and about to be unlocked, to the next caller in
-// line, if there is one that can take it and the lock has not been passed
-// around here for longer than handOverSlice. It reports whether it did; the
-// caller then must not release l on the nodes.
+// handOver gives l, being unlocked, to the next of the manager's callers
+// waiting for its keys instead of releasing it on the nodes, and reports
+// whether it did; Unlock then must not release l there. lostErr is l's loss
+// and expiredFor how long its validity had ended (negative while it lasted),
+// both as Unlock found them. Called with l.op held, so that l.until no longer
+// changes.
 //
-// The next caller can take it when it asked for the same lease (TTL, drift
-// factor, node timeout, restart guard; see [lease]) without fencing, the
-// lock's validity is still the one its grant gave (it was neither extended
-// nor cut short since), and at least half of a fresh grant's validity is
-// left. The receiver then holds exactly what its own grant at that moment
-// would have given: keys set on a quorum with its TTL, and a validity that
-// its TTL less its drift allowance proves. Its Until never exceeds what the
-// nodes' TTL proves, and the keys never outlive its TTL. A caller that asked
-// for anything else competes on the nodes on its own terms.
-func (t *turn) handOver(l *Lock) bool {
+// This is the one place that decides. It hands l over only when all of
+// these hold:
+//
+//   - l is not lost and its validity had not ended when Unlock began;
+//   - l is not fenced: each grant of a fenced lock needs a greater fencing
+//     token from the nodes, and a caller handed l would reuse its token;
+//   - l took its turn in the manager's line ([localQueues]), which a lock
+//     from TryLock, from Lock with a retry budget or [WithFairness], a read
+//     lock, a permit and a resumed lock never do, and that turn was not
+//     passed on already (l was lost meanwhile);
+//   - a caller waits in line for these keys;
+//   - timeliness: the lock has gone from caller to caller in the manager
+//     for no longer than handOverSlice since it was last obtained from the
+//     nodes, so that other processes' waiters, woken by a release, get
+//     their chance;
+//   - the next caller asked for the same lease ([lease]): TTL, drift factor,
+//     node timeout (the loss guard depends on it), restart guard (which
+//     nodes count toward a quorum), fencing;
+//   - l's validity is still the one its grant gave: it was neither extended
+//     nor cut short since;
+//   - at least half of a fresh grant's validity is left.
+//
+// The receiver then holds exactly what its own grant at that moment would
+// have given: keys set on a quorum with its TTL, and a validity that its TTL
+// less its drift allowance proves ([config.validity]). Its Until never
+// exceeds what the nodes' TTL proves, and the keys never outlive its TTL. A
+// caller that asked for anything else competes on the nodes on its own
+// terms.
+func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
+	t := l.turn
+	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing || t == nil {
+		return false
+	}
 	t.qs.mu.Lock()
 	defer t.qs.mu.Unlock()
 	q := t.qs.queues[t.name]
@@ -217,12 +242,13 @@ func (t *turn) handOver(l *Lock) bool {
 		return false
 	}
 	next := q.waiters[0]
-	if next.lease != l.cfg.lease() || next.lease.fencing || !l.until.Equal(t.granted) || time.Until(l.until) < next.minLease {
+	// The same lease means no fencing either: l.cfg.fencing is false here.
+	if next.lease != l.cfg.lease() || !l.until.Equal(t.granted) || time.Until(l.until) < next.minLease {
 		return false
 	}
 	t.left = true
 	q.waiters = q.waiters[1:]
 	q.holder = nil
-	next.c <- &passed{token: l.token, until: l.until, granted: l.granted, pend: l.pend}
+	next.c <- &passed{secret: l.secret, until: l.until, granted: l.granted, pend: l.pend}
 	return true
 }

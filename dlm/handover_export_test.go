@@ -6,5 +6,5 @@ package dlm
 func LocalWaiters(m *Manager, key string) int { return queued(m, rkey(key)) }
 
 // SameGrant reports whether a and b are the same grant of a lock: the same
-// token on the nodes.
-func SameGrant(a, b *Lock) bool { return a.token == b.token }
+// secret on the nodes.
+func SameGrant(a, b *Lock) bool { return a.secret == b.secret }

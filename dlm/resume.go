@@ -7,13 +7,13 @@ import (
 )
 
 // Handle is what another process needs to take over a held lock: its keys,
-// its secret token and the end of its validity. Whoever has the Handle can
+// its secret and the end of its validity. Whoever has the Handle can
 // release or extend the lock, so pass it only over trusted channels. It
 // encodes as JSON.
 type Handle struct {
-	Keys  []string  `json:"keys"`
-	Token string    `json:"token"`
-	Until time.Time `json:"until"`
+	Keys   []string  `json:"keys"`
+	Secret string    `json:"secret"`
+	Until  time.Time `json:"until"`
 	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
 	Fence uint64 `json:"fence,omitempty"`
 	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
@@ -46,7 +46,7 @@ func (l *Lock) Handle() Handle {
 	if left <= 0 {
 		left = min(left, -time.Millisecond) // in the past, whatever the rounding
 	}
-	h := Handle{Keys: l.Keys(), Token: l.token, Until: l.m.wallNow().Round(0).Add(left), Fence: l.fence}
+	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), Fence: l.fence}
 	h.Lease, h.Limit, h.Quorum = l.kind.handle()
 	return h
 }
@@ -60,8 +60,8 @@ func (l *Lock) Handle() Handle {
 // confirm it is still held. The process that handed it over should neither
 // extend nor unlock it any more.
 func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, error) {
-	if h.Token == "" {
-		return nil, fmt.Errorf("%w: Handle has no token", ErrInvalid)
+	if h.Secret == "" {
+		return nil, fmt.Errorf("%w: Handle has no secret", ErrInvalid)
 	}
 	keys, err := sortedUnique(h.Keys)
 	if err != nil {
@@ -83,7 +83,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if kind != nil {
 		rkeys = kind.keys(rkeys[0])
 	}
-	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, token: h.Token, fence: h.Fence, until: time.Now().Add(left), kind: kind}
+	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, secret: h.Secret, fence: h.Fence, until: time.Now().Add(left), kind: kind}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
 	}

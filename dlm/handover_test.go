@@ -167,9 +167,9 @@ func TestTryLockSkipsLocalQueue(t *testing.T) {
 }
 
 // TestLocalHandOver checks when Unlock hands the lock to the next caller in
-// line without a round trip — same token, same validity — and when it goes
+// line without a round trip — same secret, same validity — and when it goes
 // back to the nodes instead: a fenced lock (each grant needs a greater
-// token), a lease too short for the next caller, a lock passed around for
+// fencing token), a lease too short for the next caller, a lock passed around for
 // longer than handOverSlice, and no one in line.
 func TestLocalHandOver(t *testing.T) {
 	for _, tc := range []struct {
@@ -210,7 +210,7 @@ func TestLocalHandOver(t *testing.T) {
 			if next == nil {
 				return
 			}
-			handed := next.token == first.token
+			handed := next.secret == first.secret
 			if handed != tc.handed {
 				t.Errorf("lock handed over in the manager: %v; want %v", handed, tc.handed)
 			}
@@ -222,6 +222,59 @@ func TestLocalHandOver(t *testing.T) {
 			}
 			if got := holders(fs, rkey("k")); got[0]+got[1]+got[2] != "" {
 				t.Errorf("after the last Unlock, nodes hold %q; want nothing", got)
+			}
+		})
+	}
+}
+
+// TestRetryBudgetOutOfLine checks that a Lock call with a retry budget
+// stays out of the manager's line, as WithRetry's doc says: waiting behind a
+// caller from the line, it competes on the nodes and is not handed the
+// lock; holding the lock, its Unlock releases it on the nodes rather than
+// handing it to the caller in line.
+func TestRetryBudgetOutOfLine(t *testing.T) {
+	budget := WithRetry(1000, FixedBackoff(5*time.Millisecond))
+	for _, tc := range []struct {
+		name          string
+		first, second []Option
+	}{
+		{"waiting with a budget", nil, []Option{budget}},
+		{"holding with a budget", []Option{budget}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			fs := newFakes(3)
+			m := newManager(t, fs, WithTTL(time.Minute))
+			ctx := context.Background()
+			first, err := m.Lock(ctx, "k", tc.first...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := countAll(fs, "acquire") + 3
+			res := make(chan *Lock, 1)
+			go func() {
+				l, err := m.Lock(ctx, "k", tc.second...)
+				if err != nil {
+					t.Errorf("second Lock = %v", err)
+				}
+				res <- l
+			}()
+			waitFor(t, "the second call's attempt on the nodes", func() bool { return countAll(fs, "acquire") >= refused })
+			if n := queued(m, rkey("k")); n > 0 {
+				t.Errorf("%d callers wait in line behind the head; want none", n)
+			}
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock = %v", err)
+			}
+			second := <-res
+			if second == nil {
+				t.FailNow()
+			}
+			if second.secret == first.secret {
+				t.Error("the lock was handed over within the manager; want it obtained from the nodes")
+			}
+			if err := second.Unlock(ctx); err != nil {
+				t.Errorf("second Unlock = %v", err)
 			}
 		})
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// handOver encodes l's Handle as JSON and decodes it, as a job runner
+// roundTrip encodes l's Handle as JSON and decodes it, as a job runner
 // passing the lock to a worker would.
-func handOver(t *testing.T, l *Lock) Handle {
+func roundTrip(t *testing.T, l *Lock) Handle {
 	t.Helper()
 	b, err := json.Marshal(l.Handle())
 	if err != nil {
@@ -25,7 +25,7 @@ func handOver(t *testing.T, l *Lock) Handle {
 	return h
 }
 
-// TestHandleJSON checks that a Handle carries the lock's keys, token and
+// TestHandleJSON checks that a Handle carries the lock's keys, secret and
 // validity, and survives a JSON round trip unchanged.
 func TestHandleJSON(t *testing.T) {
 	checkLeaks(t)
@@ -37,26 +37,26 @@ func TestHandleJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := l.Handle()
-		if !slices.Equal(h.Keys, l.Keys()) || h.Token != l.token || h.Token == "" || h.Until.Sub(l.Until().Round(0)).Abs() > time.Millisecond {
-			t.Errorf("Handle() = %+v; want keys %q, the lock's token, Until %v", h, l.Keys(), l.Until())
+		if !slices.Equal(h.Keys, l.Keys()) || h.Secret != l.secret || h.Secret == "" || h.Until.Sub(l.Until().Round(0)).Abs() > time.Millisecond {
+			t.Errorf("Handle() = %+v; want keys %q, the lock's secret, Until %v", h, l.Keys(), l.Until())
 		}
 		b, err := json.Marshal(h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, field := range []string{`"keys":`, `"token":`, `"until":`} {
+		for _, field := range []string{`"keys":`, `"secret":`, `"until":`} {
 			if !strings.Contains(string(b), field) {
 				t.Errorf("Handle as JSON %s has no %s field", b, field)
 			}
 		}
-		got := handOver(t, l)
+		got := roundTrip(t, l)
 		again, err := json.Marshal(got)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Each Handle reads the clocks anew: Until may differ by the time
 		// between the two calls.
-		if !slices.Equal(got.Keys, h.Keys) || got.Token != h.Token || got.Until.Sub(h.Until).Abs() > time.Millisecond {
+		if !slices.Equal(got.Keys, h.Keys) || got.Secret != h.Secret || got.Until.Sub(h.Until).Abs() > time.Millisecond {
 			t.Errorf("Handle after a JSON round trip = %s; want %s", again, b)
 		}
 		if err := l.Unlock(context.Background()); err != nil {
@@ -79,7 +79,7 @@ func TestResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "the acquire on every node", func() bool { return countAll(fs, "acquire") == 5 })
-		h := handOver(t, orig)
+		h := roundTrip(t, orig)
 		l, err := m2.Resume(context.Background(), h)
 		if err != nil {
 			t.Fatalf("Resume(%+v) = %v", h, err)
@@ -113,7 +113,7 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// TestResumeInvalid checks that Resume rejects a handle without a token or
+// TestResumeInvalid checks that Resume rejects a handle without a secret or
 // keys, and one whose validity has ended, without a round trip.
 func TestResumeInvalid(t *testing.T) {
 	checkLeaks(t)
@@ -127,13 +127,13 @@ func TestResumeInvalid(t *testing.T) {
 		h    Handle
 		want error
 	}{
-		{"no token", context.Background(), Handle{Keys: []string{"k"}, Until: later}, ErrInvalid},
-		{"no keys", context.Background(), Handle{Token: "t", Until: later}, ErrInvalid},
-		{"empty key", context.Background(), Handle{Keys: []string{""}, Token: "t", Until: later}, ErrInvalid},
-		{"nil ctx", nilCtx, Handle{Keys: []string{"k"}, Token: "t", Until: later}, ErrInvalid},
-		{"bad option", context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: later}, ErrInvalid},
-		{"expired", context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: time.Now().Add(-time.Millisecond)}, ErrLockLost},
-		{"zero Until", context.Background(), Handle{Keys: []string{"k"}, Token: "t"}, ErrLockLost},
+		{"no secret", context.Background(), Handle{Keys: []string{"k"}, Until: later}, ErrInvalid},
+		{"no keys", context.Background(), Handle{Secret: "t", Until: later}, ErrInvalid},
+		{"empty key", context.Background(), Handle{Keys: []string{""}, Secret: "t", Until: later}, ErrInvalid},
+		{"nil ctx", nilCtx, Handle{Keys: []string{"k"}, Secret: "t", Until: later}, ErrInvalid},
+		{"bad option", context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: later}, ErrInvalid},
+		{"expired", context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: time.Now().Add(-time.Millisecond)}, ErrLockLost},
+		{"zero Until", context.Background(), Handle{Keys: []string{"k"}, Secret: "t"}, ErrLockLost},
 	} {
 		var opts []Option
 		if tc.name == "bad option" {
@@ -144,7 +144,7 @@ func TestResumeInvalid(t *testing.T) {
 		}
 	}
 	m.Close()
-	if _, err := m.Resume(context.Background(), Handle{Keys: []string{"k"}, Token: "t", Until: later}); !errors.Is(err, ErrClosed) {
+	if _, err := m.Resume(context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: later}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Resume on a closed Manager = %v; want ErrClosed", err)
 	}
 	if got := countAll(fs, ""); got != 0 {

@@ -7,20 +7,20 @@ import (
 	"testing"
 )
 
-// TestToken checks that tokens are 128 random bits, distinct every time.
-func TestToken(t *testing.T) {
+// TestSecret checks that secrets are 128 random bits, distinct every time.
+func TestSecret(t *testing.T) {
 	seen := make(map[string]bool, 1000)
 	for i := 0; i < 1000; i++ {
-		tok, err := newToken()
+		tok, err := newSecret()
 		if err != nil {
-			t.Fatalf("newToken() = %v", err)
+			t.Fatalf("newSecret() = %v", err)
 		}
 		b, err := base64.RawURLEncoding.DecodeString(tok)
 		if err != nil || len(b) != 16 {
-			t.Fatalf("newToken() = %q: decodes to %d bytes, %v; want 16 bytes", tok, len(b), err)
+			t.Fatalf("newSecret() = %q: decodes to %d bytes, %v; want 16 bytes", tok, len(b), err)
 		}
 		if seen[tok] {
-			t.Fatalf("newToken() returned %q twice in %d calls", tok, i+1)
+			t.Fatalf("newSecret() returned %q twice in %d calls", tok, i+1)
 		}
 		seen[tok] = true
 	}

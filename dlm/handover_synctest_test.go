@@ -1,0 +1,82 @@
+//go:build go1.25
+
+// The in-process hand-over on testing/synctest's fake clock, where no time
+// passes between a grant and an Unlock that follows it. See
+// synctest_test.go for the build constraint; its go:debug line covers this
+// file too.
+
+package dlm
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLostLockNotHandedOver checks that a lock found gone on the nodes is
+// never handed to a caller in line, even one still waiting when it is
+// unlocked and well within the hand-over's time slice: the loss gives the
+// turn to the first caller in line, which obtains the lock from the nodes,
+// and the second waits for that caller's lock. Two holders at once would
+// follow otherwise.
+func TestLostLockNotHandedOver(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(3)
+		m := newManager(t, fs, WithTTL(time.Minute))
+		ctx := context.Background()
+		first, err := m.Lock(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := make(chan *Lock, 2)
+		for range 2 {
+			go func() {
+				l, err := m.Lock(ctx, "k")
+				if err != nil {
+					t.Errorf("waiting Lock(%q) = %v", "k", err)
+				}
+				res <- l
+			}()
+		}
+		synctest.Wait()
+		if n := queued(m, rkey("k")); n != 2 {
+			t.Fatalf("%d callers in line; want 2", n)
+		}
+		drop(fs, rkey("k"))
+		if err := first.Extend(ctx, time.Minute); !errors.Is(err, ErrLockLost) {
+			t.Fatalf("Extend after the key vanished = %v; want ErrLockLost", err)
+		}
+		second := <-res
+		if second == nil {
+			t.FailNow()
+		}
+		if err := first.Unlock(ctx); !errors.Is(err, ErrLockLost) {
+			t.Errorf("Unlock of the lost lock = %v; want ErrLockLost", err)
+		}
+		synctest.Wait()
+		select {
+		case third := <-res:
+			t.Fatalf("the third caller obtained the lock (handed over: %v) while the second held it", third != nil && third.secret == first.secret)
+		default:
+		}
+		if second.secret == first.secret || !heldBy(fs, rkey("k"), second.secret) {
+			t.Errorf("the second caller holds the lost lock's secret: %v, its own on every node: %v; want false, true",
+				second.secret == first.secret, heldBy(fs, rkey("k"), second.secret))
+		}
+		if err := second.Unlock(ctx); err != nil {
+			t.Errorf("second caller's Unlock = %v", err)
+		}
+		third := <-res
+		if third == nil {
+			t.FailNow()
+		}
+		if third.secret == first.secret {
+			t.Error("the third caller holds the lost lock's secret")
+		}
+		if err := third.Unlock(ctx); err != nil {
+			t.Errorf("third caller's Unlock = %v", err)
+		}
+	})
+}
