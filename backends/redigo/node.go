@@ -125,7 +125,7 @@ func (n *node) fail(ctx context.Context, err error) error {
 	if err == nil || isReply(err) {
 		return err
 	}
-	return driver.RedactError(ctxError(ctx, err), n.password)
+	return driver.RedactError(driver.ContextError(ctx, err), n.password)
 }
 
 // isReply reports whether err is an error reply of the server. (Declared
