@@ -5,6 +5,11 @@
 // Turning a string into an interface allocates on every call; these
 // arguments are nearly always the same few values, made once here, so that a
 // script call allocates nothing for them.
+//
+// The backend modules import this package across modules, and a user's
+// build may pair a backend with a later version of the core (the one module
+// github.com/dlmgo/redlock that holds it): change its API only as that of a
+// public package, in a compatible way.
 package evalargs
 
 import (
