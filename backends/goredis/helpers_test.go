@@ -9,6 +9,12 @@ import (
 	"github.com/dlmgo/redlock/dlm/driver"
 )
 
+// echo is a script that returns its first argument.
+const echo = "return ARGV[1]"
+
+// slack is how much later than its context a call may return.
+const slack = 500 * time.Millisecond
+
 // openNode opens url through the registry and closes the node when the test
 // ends.
 func openNode(t *testing.T, url string) driver.Node {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
 var (
@@ -131,12 +132,12 @@ func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args [
 // into EVAL by replacing its first two elements, so one slice serves both.
 func evalCmd(s *driver.Script, keys, args []string) []any {
 	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", hashArg(s), numKeysArg(len(keys)))
+	cmd = append(cmd, "evalsha", evalargs.Hash(s), evalargs.NumKeys(len(keys)))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
 	for _, a := range args {
-		cmd = append(cmd, arg(a))
+		cmd = append(cmd, evalargs.Arg(a))
 	}
 	return cmd
 }
@@ -249,7 +250,7 @@ func (n *node) fail(ctx context.Context, err error) error {
 	if err == nil || isReply(err) {
 		return err
 	}
-	return driver.RedactError(ctxError(ctx, err), n.password)
+	return driver.RedactError(driver.ContextError(ctx, err), n.password)
 }
 
 // isReply reports whether err is an error reply of the server. (Declared

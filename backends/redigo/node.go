@@ -8,6 +8,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
 var (
@@ -64,12 +65,12 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	defer c.Close()
 	// One slice for both commands: sha|script numkeys keys... args...
 	cmd := make([]any, 0, 2+len(keys)+len(args))
-	cmd = append(cmd, hashArg(s), numKeysArg(len(keys)))
+	cmd = append(cmd, evalargs.Hash(s), evalargs.NumKeys(len(keys)))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
 	for _, a := range args {
-		cmd = append(cmd, arg(a))
+		cmd = append(cmd, evalargs.Arg(a))
 	}
 	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
 	if driver.IsNoScript(err) {
@@ -125,7 +126,7 @@ func (n *node) fail(ctx context.Context, err error) error {
 	if err == nil || isReply(err) {
 		return err
 	}
-	return driver.RedactError(ctxError(ctx, err), n.password)
+	return driver.RedactError(driver.ContextError(ctx, err), n.password)
 }
 
 // isReply reports whether err is an error reply of the server. (Declared

@@ -7,6 +7,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
 var _ driver.ReplicaAcker = (*node)(nil)
@@ -22,7 +23,7 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 	}
 	defer c.Close()
 	cmd := make([]any, 0, 2+len(keys)+len(args))
-	cmd = append(cmd, hashArg(s), numKeysArg(len(keys)))
+	cmd = append(cmd, evalargs.Hash(s), evalargs.NumKeys(len(keys)))
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}

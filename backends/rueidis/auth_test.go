@@ -24,40 +24,8 @@ func evalOne(t *testing.T, n driver.Node) {
 	}
 }
 
-func TestPassword(t *testing.T) {
-	checkNoLeak(t)
-	const password = "s3cret"
-	s := dlmtest.StartServer(t, dlmtest.WithArgs("--requirepass", password))
-
-	n := openURL(t, "redis+rueidis://:"+password+"@"+s.Addr())
-	defer n.Close()
-	evalOne(t, n)
-
-	for _, url := range []string{
-		"redis+rueidis://:wrong-" + password + "@" + s.Addr(),
-		"redis+rueidis://default:wrong-" + password + "@" + s.Addr(),
-	} {
-		n, err := dlm.OpenNode(url)
-		if err == nil {
-			n.Close()
-			t.Fatalf("dlm.OpenNode(%q) = nil error; want WRONGPASS", driver.Redact(url))
-		}
-		if msg := err.Error(); strings.Contains(msg, password) || !strings.Contains(msg, "WRONGPASS") {
-			t.Errorf("dlm.OpenNode(%q) error = %q; want WRONGPASS without the password", driver.Redact(url), msg)
-		}
-	}
-
-	// No password at all: the server refuses the first command.
-	n2, err := dlm.OpenNode("redis+rueidis://" + s.Addr())
-	if err == nil {
-		n2.Close()
-		t.Fatalf("dlm.OpenNode without a password = nil error; want NOAUTH")
-	}
-	if !strings.Contains(err.Error(), "NOAUTH") {
-		t.Errorf("dlm.OpenNode without a password: error = %q; want NOAUTH", err)
-	}
-}
-
+// TestACLUser checks a user restricted to a key pattern and a few commands,
+// unlike the users of TestDriver, which may run every command.
 func TestACLUser(t *testing.T) {
 	checkNoLeak(t)
 	const password = "locker-pw"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 // callContext returns the context to hand the client.
@@ -24,41 +26,23 @@ type noDeadline struct{ context.Context }
 
 func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// ctxError makes an error that happened while ctx was ending wrap ctx.Err().
-// A socket deadline taken from ctx can fire a moment before ctx.Err() is
-// set, so a passed deadline counts as well. A timeout of the client's own
-// (a handshake bounded by the dial timeout, a write by the write timeout)
-// comes back from rueidis as context.DeadlineExceeded too; while ctx is not
-// done it must not pass for the caller's.
+// ctxError makes an error that happened while ctx was ending wrap ctx.Err(),
+// as [driver.ContextError] does. A timeout of the client's own (a handshake
+// bounded by the dial timeout, a write by the write timeout) comes back from
+// rueidis as context.DeadlineExceeded too; while ctx is not done it must not
+// pass for the caller's, and becomes errClientTimeout.
 func ctxError(ctx context.Context, err error) error {
-	cerr := ctx.Err()
-	if cerr == nil {
-		dl, ok := ctx.Deadline()
-		if !ok || time.Now().Before(dl) {
-			return clientTimeout(err)
-		}
-		cerr = context.DeadlineExceeded
-	}
-	if errors.Is(err, cerr) {
-		return err
-	}
-	return &ctxErr{ctx: cerr, err: clientTimeout(err)}
-}
-
-// ctxErr is the error of a call cut short by its context: errors.Is sees
-// both the context's error and the client's.
-type ctxErr struct{ ctx, err error }
-
-func (e *ctxErr) Error() string   { return e.ctx.Error() + ": " + e.err.Error() }
-func (e *ctxErr) Unwrap() []error { return []error{e.ctx, e.err} }
-
-// clientTimeout hides the context.DeadlineExceeded that rueidis reports for
-// a timeout of its own.
-func clientTimeout(err error) error {
 	if !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return driver.ContextError(ctx, err)
 	}
-	return errClientTimeout
+	switch e := driver.ContextError(ctx, errClientTimeout); {
+	case e == errClientTimeout:
+		return e // ctx has not ended: the timeout is the client's
+	case errors.Is(e, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return err // err already matches the error ctx ended with
+	default:
+		return e // cancelled during a timeout of the client's
+	}
 }
 
 // errClientTimeout is a timeout of the client's own: no answer within the

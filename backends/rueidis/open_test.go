@@ -3,7 +3,6 @@ package rueidis_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -199,22 +198,17 @@ func TestCloseIdempotent(t *testing.T) {
 	}
 }
 
-func TestTLS(t *testing.T) {
+// TestUntrustedCertificate checks that a certificate the node cannot verify
+// fails Open: a setting to fix. (The goredis and redigo drivers fail the
+// calls instead, so the driver suite, which checks TLS with the CA and
+// without verification, leaves this case out.)
+func TestUntrustedCertificate(t *testing.T) {
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t, dlmtest.WithTLS())
-	n := openURL(t, "rediss+rueidis://"+s.Addr()+"?tls_ca_file="+url.QueryEscape(s.CAFile()))
-	defer n.Close()
-	evalOne(t, n)
-
-	// Without the CA the certificate is not trusted: a setting to fix, so
-	// Open fails. Skipping verification connects anyway.
 	if n, err := dlm.OpenNode("rediss+rueidis://" + s.Addr()); err == nil {
 		n.Close()
 		t.Error("dlm.OpenNode(rediss:// without the CA) = nil error; want a certificate error")
 	} else if !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("dlm.OpenNode(rediss:// without the CA) error = %q; want a certificate error", err)
 	}
-	insecure := openURL(t, "rediss+rueidis://"+s.Addr()+"?tls_insecure_skip_verify=true")
-	defer insecure.Close()
-	evalOne(t, insecure)
 }

@@ -1,6 +1,6 @@
 // Package dlmtest tests node adapters and lock managers against real Redis.
 //
-// It has four parts, for the backends of this module and for anyone who
+// It has five parts, for the backends of this module and for anyone who
 // writes an adapter of their own:
 //
 //   - A harness that runs redis-server processes for a test: [StartServer]
@@ -20,6 +20,11 @@
 //     nodes through one adapter.
 //   - [TestLocker], the suite of a [dlm.Locker]'s semantics, which managers
 //     on real Redis and package memlock's in-memory manager both pass.
+//   - [TestDriver] and [TestSecurity], the suites of a driver registered
+//     with [dlm.Register], its nodes opened from URLs: passwords, ACL users,
+//     databases, TLS, servers down, restarted or busy, contexts on a paused
+//     server; and the least-privilege ACL rules, refusals and secrets kept
+//     out of errors and logs.
 //
 // A typical adapter test:
 //

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -35,3 +36,36 @@ func DeadlineOnly(ctx context.Context) bool {
 	_, ok := ctx.(deadlineOnly)
 	return ok
 }
+
+// ContextError returns the error of a call that failed with err, made to
+// wrap ctx.Err() when ctx ended: errors.Is then matches both
+// context.Canceled or context.DeadlineExceeded and err, so package dlm tells
+// a request cut short by its caller from a node's failure. Clients report a
+// request cut short by the context's deadline as a socket timeout ("i/o
+// timeout"), which may come a moment before ctx.Err() is set, so a deadline
+// that has passed counts as ctx's end too.
+//
+// While ctx has not ended, and when err already matches ctx's error,
+// ContextError returns err itself. An adapter calls it on every error that
+// is not an error reply of the server.
+func ContextError(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		dl, ok := ctx.Deadline()
+		if !ok || time.Now().Before(dl) {
+			return err
+		}
+		cerr = context.DeadlineExceeded
+	}
+	if errors.Is(err, cerr) {
+		return err
+	}
+	return &contextError{ctx: cerr, err: err}
+}
+
+// contextError is the error of a call cut short by its context: errors.Is
+// sees both the context's error and the client's.
+type contextError struct{ ctx, err error }
+
+func (e *contextError) Error() string   { return e.ctx.Error() + ": " + e.err.Error() }
+func (e *contextError) Unwrap() []error { return []error{e.ctx, e.err} }

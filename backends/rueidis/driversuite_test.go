@@ -1,0 +1,17 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	"github.com/dlmgo/redlock/backends/rueidis"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// TestDriver runs the driver suite through this driver: passwords, ACL
+// users and databases from the URL, a server down, restarted or busy,
+// reply normalization, contexts on a paused server, and TLS. No goroutine
+// of rueidis or of this package may outlive it.
+func TestDriver(t *testing.T) {
+	checkNoLeak(t)
+	dlmtest.TestDriver(t, rueidis.Name)
+}

@@ -1,0 +1,47 @@
+package evalargs
+
+import (
+	"testing"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+func TestValues(t *testing.T) {
+	for _, a := range []string{"0", "1", "", "10", "token"} {
+		if got := Arg(a); got != a {
+			t.Errorf("Arg(%q) = %#v; want %q", a, got, a)
+		}
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0"}, {2, "2"}, {15, "15"}, {16, "16"}, {100, "100"}} {
+		if got := NumKeys(tc.n); got != tc.want {
+			t.Errorf("NumKeys(%d) = %#v; want %q", tc.n, got, tc.want)
+		}
+	}
+	s := driver.NewScript("return 1")
+	for i := 0; i < 2; i++ {
+		if got := Hash(s); got != s.Hash {
+			t.Errorf("Hash(script) #%d = %#v; want %q", i, got, s.Hash)
+		}
+	}
+	if other := driver.NewScript("return 2"); Hash(other) != other.Hash {
+		t.Errorf("Hash(another script) = %#v; want %q", Hash(other), other.Hash)
+	}
+}
+
+// TestNoAllocs checks that the arguments of a script call with fewer than 16
+// keys and flag arguments allocate nothing once the script was seen.
+func TestNoAllocs(t *testing.T) {
+	s := driver.NewScript("return 1")
+	Hash(s)
+	keys, args := []string{"{k}a", "{k}b"}, []string{"0", "1"} // not constants, as in a call
+	sink := make([]any, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		sink = append(sink[:0], Hash(s), NumKeys(len(keys)), Arg(args[0]), Arg(args[1]))
+	})
+	if allocs != 0 {
+		t.Errorf("Hash, NumKeys(2), Arg(\"0\"), Arg(\"1\"): %v allocations; want 0", allocs)
+	}
+}
