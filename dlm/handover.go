@@ -224,10 +224,11 @@ func (t *turn) leave() {
 //     nor cut short since;
 //   - at least half of a fresh grant's validity is left.
 //
-// The receiver then holds exactly what its own grant at that moment would
-// have given: keys set on a quorum with its TTL, and a validity that its TTL
-// less its drift allowance proves ([config.validity]). Its Until never
-// exceeds what the nodes' TTL proves, and the keys never outlive its TTL. A
+// The receiver then holds no more than its own grant would have given: keys
+// set on a quorum with its TTL (less than handOverSlice ago), and the
+// validity that grant proves, its TTL less its drift allowance
+// ([config.validity]). Its Until never exceeds what the nodes' TTL proves,
+// and the keys never outlive its TTL. A
 // caller that asked for anything else competes on the nodes on its own
 // terms.
 func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
