@@ -201,7 +201,7 @@ func (n *node) Close() error {
 		// client stays open, and Close does not wait for them.
 		return nil
 	}
-	err := n.client.Close()
+	err := n.closeSafe(n.client.Close)
 	n.calls.Wait()
 	return err
 }
