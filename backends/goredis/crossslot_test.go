@@ -3,6 +3,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,4 +78,59 @@ func TestNewNodeRing(t *testing.T) {
 	if v, err := s.Do("EXISTS", "redlock:{k}"); err != nil || v != int64(0) {
 		t.Errorf("EXISTS redlock:{k} = %v, %v; want 0: nothing sent through the Ring", v, err)
 	}
+}
+
+// TestEvalAckMoved checks EvalAck on a ClusterClient whose map of slots is
+// out of date, as during a resharding: the master it names for the key
+// answers MOVED, which EvalAck reports as an error reply saying so, at
+// once, rather than hanging or panicking.
+func TestEvalAckMoved(t *testing.T) {
+	rc := dlmtest.StartRedisCluster(t)
+	stale := rc.Addrs()[0]
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		MaxRetries: -1,
+		// Every slot on the first master: most keys live elsewhere.
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: stale}}}}, nil
+		},
+	})
+	defer c.Close()
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := "k" + strconv.Itoa(i)
+		if owner, err := c.MasterForKey(context.Background(), k); err == nil && owner.Options().Addr == stale && !ownedBy(t, rc, k, stale) {
+			key = k
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := NewNode(c).(driver.ReplicaAcker).EvalAck(ctx, driver.NewScript("return redis.call('SET', KEYS[1], 'v')"), []string{key}, nil, 1, 10*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "MOVED") || !strings.Contains(err.Error(), "no longer served by "+stale) || !isReply(err) {
+		t.Errorf("EvalAck(%q) on the wrong master = %v; want the MOVED reply, explained", key, err)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("EvalAck returned after its context ended")
+	}
+}
+
+// ownedBy reports whether the master at addr serves key's slot.
+func ownedBy(t *testing.T, rc *dlmtest.RedisCluster, key, addr string) bool {
+	t.Helper()
+	v, err := rc.Do("CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, _ := v.(int64)
+	shards, err := rc.Do("CLUSTER", "SLOTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range shards.([]any) {
+		row := r.([]any)
+		master := row[2].([]any)
+		if row[0].(int64) <= slot && slot <= row[1].(int64) {
+			return master[0].(string)+":"+strconv.FormatInt(master[1].(int64), 10) == addr
+		}
+	}
+	return false
 }
