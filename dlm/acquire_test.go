@@ -331,6 +331,66 @@ func TestMutualExclusion(t *testing.T) {
 	})
 }
 
+// TestCrossSlotIsInvalid checks that nodes refusing keys of several hash
+// slots (Redis Clusters the manager did not recognise as such) fail a Lock
+// at once with ErrInvalid, rather than being counted as unavailable and
+// retried until the context ends; while a quorum remains possible Lock
+// keeps trying. The refusal is recognised in every form a node reports it.
+func TestCrossSlotIsInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		states string // setUp letters, and X: the node refuses the keys' slots
+		stops  bool
+	}{
+		{"all refuse", "XXXXX", true},
+		{"a majority refuses", "XXXyy", true},
+		{"a minority refuses, the rest are held", "XXHHH", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFakes(5)
+			setUp(fs, "k", tc.states)
+			for i, c := range tc.states {
+				if c == 'X' {
+					fs[i].inject(crossSlot, 0)
+				}
+			}
+			m := newManager(t, fs)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := m.LockAll(ctx, []string{"k", "other"})
+			if !tc.stops {
+				if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("LockAll over %s = %v before its context ended; want it to keep trying while a quorum is possible", tc.states, err)
+				}
+				return
+			}
+			if ctx.Err() != nil || !errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotObtained) {
+				t.Fatalf("LockAll over %s = %v after its context ended: %v; want ErrInvalid at once, not ErrNotObtained",
+					tc.states, err, ctx.Err() != nil)
+			}
+			var nerr *NodeError
+			if !errors.As(err, &nerr) || !errors.Is(nerr, ErrInvalid) || errors.Is(nerr, ErrPermission) {
+				t.Errorf("LockAll = %v; want a *NodeError that is ErrInvalid, not ErrPermission", err)
+			}
+		})
+	}
+	for _, msg := range []string{
+		"CROSSSLOT Keys in request don't hash to the same slot",
+		"ERR Error running script (call to f_0123): @user_script:3: @user_script: 3: Lua script attempted to access a non local key in a cluster node",
+		"ERR Script attempted to access a non local key in a cluster node script: f_0123, on @user_script:3.",
+		"rueidis: client library panicked: multi key command with different key slots are not allowed",
+	} {
+		if err := (&NodeError{Node: "n", Err: fmt.Errorf("wrapped: %w", errors.New(msg))}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NodeError(%q) is not ErrInvalid", msg)
+		}
+	}
+	for _, msg := range []string{"MOVED 3300 127.0.0.1:7001", "CLUSTERDOWN The cluster is down", "ERR unknown command 'CROSSSLOTS'"} {
+		if err := (&NodeError{Node: "n", Err: errors.New(msg)}); errors.Is(err, ErrInvalid) {
+			t.Errorf("NodeError(%q) is ErrInvalid; want only refusals of several slots", msg)
+		}
+	}
+}
+
 // TestPermissionIsNotContention checks that nodes refusing access are told
 // apart from a lock held elsewhere, and that Lock stops retrying at once
 // when they leave no quorum possible, rather than waiting for its context.

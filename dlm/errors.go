@@ -26,7 +26,12 @@ var (
 	// quorum to be possible, whoever holds the lock.
 	ErrUnavailable = errors.New("dlm: quorum of nodes unavailable")
 	// ErrInvalid is wrapped by every error for bad input: options, keys,
-	// node lists. The operation made no round trip.
+	// node lists. The operation made no round trip — with one exception: a
+	// [NodeError] matches it when the node refused keys of several hash
+	// slots (CROSSSLOT), which a Redis Cluster that the manager could not
+	// tell was one ([driver.Sharded]) does. Like [ErrPermission], such
+	// refusals stop [Manager.Lock] from retrying once they leave no quorum
+	// possible.
 	ErrInvalid = errors.New("dlm: invalid argument")
 	// ErrUnknownDriver means a node URL named a driver that is not
 	// registered, or named none while several are.
@@ -79,6 +84,31 @@ func isPermission(err error) bool {
 	return false
 }
 
+// crossSlotErrors are found in the errors of a node that refused a script
+// whose keys fall in different hash slots of a Redis Cluster: the CROSSSLOT
+// reply, the error of a script that reached a key another master owns, and
+// the panic of rueidis' command builder (recovered by the adapter).
+var crossSlotErrors = []string{
+	"CROSSSLOT ",
+	"attempted to access a non local key in a cluster node",
+	"multi key command with different key slots",
+}
+
+// isCrossSlot reports whether err is, or wraps, a refusal of keys in
+// different hash slots: retrying cannot help.
+func isCrossSlot(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range crossSlotErrors {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeError is one node's failure: an error reply, a timeout, a refused
 // connection. Node is the node's address, never its password. Find it in any
 // error the package returns with errors.As.
@@ -93,9 +123,16 @@ func (e *NodeError) Error() string { return "node " + e.Node + ": " + e.Err.Erro
 // context.DeadlineExceeded) sees a node timeout.
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrPermission] and the node refused access.
+// Is reports whether target is [ErrPermission] and the node refused access,
+// or [ErrInvalid] and the node refused keys of several hash slots.
 func (e *NodeError) Is(target error) bool {
-	return target == ErrPermission && isPermission(e.Err)
+	switch target {
+	case ErrPermission:
+		return isPermission(e.Err)
+	case ErrInvalid:
+		return isCrossSlot(e.Err)
+	}
+	return false
 }
 
 // QuorumError reports a lock operation that did not reach a quorum, with the
@@ -152,8 +189,9 @@ func (e *QuorumError) outcome() string {
 
 func (e *QuorumError) unavailable() bool { return e.Failed > e.Nodes-e.Quorum }
 
-// misconfigured reports whether nodes refusing access alone make a quorum
-// impossible, so that retrying cannot help.
+// misconfigured reports whether nodes refusing access, or refusing keys of
+// several hash slots, alone make a quorum impossible, so that retrying
+// cannot help.
 func (e *QuorumError) misconfigured() bool {
 	merr, ok := e.Err.(*multierror.Error)
 	if !ok {
@@ -161,7 +199,7 @@ func (e *QuorumError) misconfigured() bool {
 	}
 	refused := 0
 	for _, err := range merr.Errors {
-		if errors.Is(err, ErrPermission) {
+		if errors.Is(err, ErrPermission) || errors.Is(err, ErrInvalid) {
 			refused++
 		}
 	}

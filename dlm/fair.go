@@ -147,11 +147,19 @@ func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 // asked after it. The release of the lock obtained gives the place up (see
 // fairReleaseScript). The line has room for bound waiters besides the place
 // of the holder.
+//
+// Each place given or renewed makes the line's three keys live at least the
+// longer of the place's life and the lock's TTL (ARGV[2]) from now: the
+// counter of tickets outlives every place in the line, so a new waiter's
+// ticket is always above theirs, and once the line has been empty that long
+// the keys are gone. A counter that expired starts again from 1 behind an
+// empty line, which orders the waiters that come next as well.
 const fairPart = `
 nk = nk - 3
 local line, places, tickets = KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
 local fa = #ARGV - 4
 local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa + 2]), tonumber(ARGV[fa + 3])
+local keep = math.max(life, tonumber(ARGV[2]))
 ` + dropExpired + `local function place()
   local mine = tonumber(redis.call('ZSCORE', line, me))
   if not mine then
@@ -164,6 +172,9 @@ local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa
   end
   redis.call('ZADD', line, mine, me)
   redis.call('ZADD', places, now + life, me)
+  for _, k in ipairs({tickets, line, places}) do
+    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  end
   return mine
 end
 local head = redis.call('ZRANGE', line, 0, 0)[1]

@@ -21,6 +21,7 @@ const (
 	hang            // never answer: return only when the request's context ends
 	loseReply       // run the script, then report a timeout as if the reply was lost
 	noPerm          // refuse the script as an ACL without the needed command would
+	crossSlot       // refuse the script as a Redis Cluster refuses keys of several slots
 )
 
 // fakeNode is an in-memory driver.Node running the three lock scripts in Go.
@@ -97,6 +98,8 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 		return nil, errors.New("BUSY Redis is busy running a script")
 	case noPerm:
 		return nil, errors.New("NOPERM User locker has no permissions to run the 'evalsha' command")
+	case crossSlot:
+		return nil, errors.New("CROSSSLOT Keys in request don't hash to the same slot")
 	case hang:
 		<-ctx.Done()
 		return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
 )
 
 // TestGuardKeyExpires checks on real Redis that the restart guard leaves no
@@ -167,4 +168,137 @@ func TestFenceExpiryFair(t *testing.T) {
 			t.Errorf("node %d: counter PTTL %v, %v; want a TTL of at most %v", i, v, err, expiry)
 		}
 	}
+}
+
+// TestFairLineExpires checks on real Redis the lifecycle of a fair lock's
+// line and its counter of tickets. While waiters are in line the counter
+// lives, renewed with their places, so that a waiter who comes after the
+// counter's first TTL would have ended still queues behind one who has
+// waited since; once the line is empty, every key of the line is gone
+// within the longer of the place expiry and the TTL; and a line begun after
+// the counter expired serves its waiters in order.
+func TestFairLineExpires(t *testing.T) {
+	const (
+		expiry = 1500 * time.Millisecond // Fairness.Expiry
+		ttl    = time.Second
+		keep   = max(expiry, ttl) // how long a place keeps the line's keys
+	)
+	srvs := dlmtest.StartServers(t, 3)
+	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: expiry}), dlm.WithTTL(ttl), dlm.WithNodeTimeout(expiry / 5)}
+	ctx := context.Background()
+	lineKeys := []string{"redlock:{q}:tickets", "redlock:{q}:line", "redlock:{q}:places"}
+	pttls := func(key string) []int64 {
+		t.Helper()
+		out := make([]int64, len(srvs))
+		for i, s := range srvs {
+			v, err := s.Do("PTTL", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i], _ = v.(int64)
+		}
+		return out
+	}
+	granted := make(chan int, 4)
+	// wait starts waiter i's Lock, from a manager of its own, and returns
+	// once the waiter is in line, which then holds inLine places. The
+	// waiter sends i to granted when it obtains the lock, and unlocks.
+	wait := func(i int, inLine int64, opts ...dlm.Option) {
+		t.Helper()
+		m := newWakeManager(t, srvs, opts...)
+		go func() {
+			l, err := m.Lock(ctx, "q")
+			if err != nil {
+				t.Errorf("waiter %d: Lock = %v", i, err)
+				granted <- -1
+				return
+			}
+			granted <- i
+			l.Unlock(ctx)
+		}()
+		awaitLine(t, srvs, "q", inLine)
+	}
+	inOrder := func(from, to int) {
+		t.Helper()
+		for want := from; want < to; want++ {
+			select {
+			case got := <-granted:
+				if got != want {
+					t.Fatalf("the lock went to waiter %d; want waiter %d, in the order they asked", got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("waiter %d did not obtain the lock within 10s", want)
+			}
+		}
+	}
+
+	// A line that lives longer than keep: the holder keeps the lock by Do's
+	// extensions, which leave the line alone; the first waiter's place is
+	// renewed by its attempts, the holder's place ends.
+	holder := newWakeManager(t, srvs, opts...)
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- holder.Do(ctx, "q", func(context.Context) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	awaitHeld(t, srvs, "q")
+	wait(0, 2, opts...)  // behind the holder's place
+	time.Sleep(2 * keep) // longer than a counter given a TTL once would live
+	for i, ms := range pttls(lineKeys[0]) {
+		if ms <= 0 || ms > keep.Milliseconds() {
+			t.Errorf("node %d: PTTL %s = %d while a waiter is in line; want a TTL of at most %v, renewed", i, lineKeys[0], ms, keep)
+		}
+	}
+	awaitLine(t, srvs, "q", 1) // the holder's place ended, the waiter's did not
+	wait(1, 2, opts...)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("holder's Do: %v", err)
+	}
+	inOrder(0, 2)
+
+	// The line is empty: its keys expire.
+	awaitLine(t, srvs, "q", 0)
+	for i, ms := range pttls(lineKeys[0]) {
+		if ms <= 0 || ms > keep.Milliseconds() {
+			t.Errorf("node %d: PTTL %s = %d once the line is empty; want a TTL of at most %v", i, lineKeys[0], ms, keep)
+		}
+	}
+	deadline := time.Now().Add(keep + time.Second)
+	for _, key := range lineKeys {
+		for {
+			left := 0
+			for _, ms := range pttls(key) {
+				if ms != -2 {
+					left++
+				}
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still on %d nodes %v after the line emptied; want it gone", key, left, keep+time.Second)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// A line begun after the counter expired serves its waiters in order.
+	long := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second}), dlm.WithTTL(30 * time.Second), dlm.WithNodeTimeout(expiry / 5)}
+	held, err := newWakeManager(t, srvs, long...).Lock(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitHeld(t, srvs, "q")
+	for i := range 2 {
+		wait(2+i, int64(2+i), long...) // behind the holder's place
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inOrder(2, 4)
 }

@@ -22,8 +22,9 @@ type replicaAck struct {
 }
 
 // WithReplicaAck makes a node count a grant, an extension or a raise of
-// fencing counters only once replicas of its replicas acknowledged the
-// write, within timeout: after the script, on the same connection, the node
+// fencing counters — of a lock, a write lock, a read lock or a semaphore's
+// permit — only once replicas of its replicas acknowledged the write,
+// within timeout: after the script, on the same connection, the node
 // sends WAIT replicas timeout. A node whose write is acknowledged by fewer
 // fails the request with [ErrReplicaAck]. Every node must implement
 // [driver.ReplicaAcker] (the three backends do), or the call fails with
@@ -86,19 +87,25 @@ func (m *Manager) checkCallAck(cfg *config) error {
 	return nil
 }
 
-// acked reports whether req writes what WithReplicaAck waits for: a grant,
-// an extension, or a raise of fencing counters.
-func acked(req *request) bool {
-	if req.script == extendScript || req.script == raiseFenceScript {
-		return true
+// ackedScripts are the scripts whose writes WithReplicaAck waits for: every
+// grant (the mutex's and write lock's acquire scripts, a read lock's, a
+// semaphore permit's), every extension, and the raise of fencing counters.
+// Releases, the fair line's departures and inspections are not among them.
+var ackedScripts = func() map[*driver.Script]bool {
+	set := map[*driver.Script]bool{
+		extendScript: true, readExtendScript: true, permitExtendScript: true, raiseFenceScript: true,
+		readAcquireScript: true, guardedReadAcquireScript: true,
+		permitAcquireScript: true, guardedPermitAcquireScript: true,
 	}
 	for _, s := range acquireScripts {
-		if req.script == s {
-			return true
-		}
+		set[s] = true
 	}
-	return false
-}
+	return set
+}()
+
+// acked reports whether req writes what WithReplicaAck waits for: a grant,
+// an extension, or a raise of fencing counters.
+func acked(req *request) bool { return ackedScripts[req.script] }
 
 // eval runs req on node i, with WAIT under WithReplicaAck; a write
 // acknowledged by too few replicas is the node's failure.

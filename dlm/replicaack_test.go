@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 func TestReplicaAckInvalid(t *testing.T) {
@@ -21,6 +23,55 @@ func TestReplicaAckInvalid(t *testing.T) {
 		_, err := New(asNodes(newFakes(3)), tc.opts...)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: New = %v; want ErrInvalid about %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestAckedScripts checks which scripts WithReplicaAck waits for: every
+// grant and extension, of locks, read locks and permits, and the raise of
+// fencing counters; not releases, the line's departures or inspections.
+func TestAckedScripts(t *testing.T) {
+	m, err := New(asNodes(newFakes(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sem, err := m.Semaphore("s", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.cfg
+	grants := map[string]*request{
+		"lock":   acquireRequest(&cfg, []string{"k"}, "t", nil),
+		"read":   readLease.acquireRequest(&cfg, readLease.keys("k"), "t"),
+		"permit": sem.kind.acquireRequest(&cfg, sem.kind.keys("s"), "t"),
+	}
+	guarded := cfg
+	guarded.restartGuard = time.Second
+	grants["guarded read"] = readLease.acquireRequest(&guarded, readLease.keys("k"), "t")
+	grants["guarded permit"] = sem.kind.acquireRequest(&guarded, sem.kind.keys("s"), "t")
+	for name, req := range grants {
+		if !acked(req) {
+			t.Errorf("acked(%s grant) = false; want true", name)
+		}
+	}
+	for name, l := range map[string]*Lock{
+		"lock":   {m: m, rkeys: []string{"k"}},
+		"read":   {m: m, rkeys: readLease.keys("k"), kind: readLease},
+		"permit": {m: m, rkeys: sem.kind.keys("s"), kind: sem.kind},
+	} {
+		if req := l.extendRequest(&cfg, time.Second); !acked(req) {
+			t.Errorf("acked(%s extension) = false; want true", name)
+		}
+	}
+	for _, s := range []*driver.Script{acquireScripts[7], raiseFenceScript} {
+		if !acked(&request{script: s}) {
+			t.Errorf("acked(script %.8s) = false; want true", s.Hash)
+		}
+	}
+	for _, s := range []*driver.Script{releaseScript, fairReleaseScript, readReleaseScript, permitReleaseScript, leaveLineScript, statusScript, leaderScript} {
+		if acked(&request{script: s}) {
+			t.Errorf("acked(script %.8s) = true; want false: it grants nothing", s.Hash)
 		}
 	}
 }

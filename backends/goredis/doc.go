@@ -25,6 +25,16 @@
 //	defer rdb.Close()
 //	m, err := dlm.New([]driver.Node{goredis.NewNode(rdb), ...})
 //
+// A [redis.ClusterClient] makes the node a whole Redis Cluster, which
+// tells the manager so ([driver.Sharded]): locks over keys of several hash
+// slots are refused up front. A client type NewNode does not recognise,
+// such as the program's own wrapper around a ClusterClient, is taken for
+// one server; a cluster behind it refuses such locks itself (CROSSSLOT),
+// which the manager reports as [dlm.ErrInvalid] without retrying. A
+// [redis.Ring] is refused: it moves keys between its shards when it marks
+// one down, so the same node could grant a lock twice. Make each of its
+// shards a node of its own instead.
+//
 // # Client version
 //
 // The module requires go-redis v9.0.0, the first v9 release, which already

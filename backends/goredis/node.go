@@ -60,7 +60,16 @@ type node struct {
 // deadline exceeded") instead of the refused connection, and package dlm
 // retries whole attempts anyway. go-redis also logs failed dials to
 // standard error; [redis.SetLogger] sends its log elsewhere.
+//
+// A [redis.Ring] is refused: every call of its node fails with an error
+// matching [dlm.ErrInvalid], which a manager reports without retrying. A
+// Ring moves keys to other shards when it marks one down, so one node would
+// grant a lock that it still holds on the shard it stopped using; make each
+// shard a node of its own instead, or use a [redis.ClusterClient].
 func NewNode(c redis.UniversalClient) driver.Node {
+	if _, ok := c.(*redis.Ring); ok {
+		return ringNode{}
+	}
 	return newNode(c, clientAddr(c), false)
 }
 
@@ -193,7 +202,7 @@ func (n *node) Close() error {
 		// client stays open, and Close does not wait for them.
 		return nil
 	}
-	err := n.client.Close()
+	err := n.closeSafe(n.client.Close)
 	n.calls.Wait()
 	return err
 }

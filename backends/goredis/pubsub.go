@@ -42,24 +42,35 @@ type subscription struct {
 	done chan struct{}
 }
 
-// read reports what the connection receives until it fails. A panic in
-// go-redis ends the subscription as a failure would.
+// read reports what the connection receives until it fails, then closes
+// it. A panic in go-redis or in the handler ends the subscription as a
+// failure would; after one in Receive the PubSub is left as it is (see
+// recover.go).
 func (s *subscription) read() {
 	defer close(s.done)
-	defer s.ps.Close()
-	defer func() { _ = recover() }()
 	for {
-		v, err := s.ps.Receive(context.Background())
-		if err != nil {
+		v, err := s.n.receive(s.ps)
+		if isPanic(err) {
 			return
 		}
-		switch m := v.(type) {
-		case *redis.Message:
-			s.h.Message(m.Channel, m.Payload)
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				s.h.Subscribed(m.Channel)
-			}
+		if err == nil {
+			err = s.n.handle(func() { s.deliver(v) })
+		}
+		if err != nil {
+			s.n.closeSafe(s.ps.Close)
+			return
+		}
+	}
+}
+
+// deliver hands what the connection received to the handler.
+func (s *subscription) deliver(v any) {
+	switch m := v.(type) {
+	case *redis.Message:
+		s.h.Message(m.Channel, m.Payload)
+	case *redis.Subscription:
+		if m.Kind == "subscribe" {
+			s.h.Subscribed(m.Channel)
 		}
 	}
 }
@@ -77,9 +88,14 @@ func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) erro
 func (s *subscription) Done() <-chan struct{} { return s.done }
 
 // Close closes the connection and waits for the reader to end. Closing a
-// subscription that already ended is not an error.
+// subscription that already ended is not an error. When closing panics, the
+// connection may still be open: Close returns the [driver.PanicError] at
+// once, and the reader ends when the connection fails.
 func (s *subscription) Close() error {
-	err := s.ps.Close()
+	err := s.n.closeSafe(s.ps.Close)
+	if isPanic(err) {
+		return err
+	}
 	<-s.done
 	if errors.Is(err, redis.ErrClosed) {
 		return nil

@@ -32,6 +32,9 @@ type shardedSubscription struct {
 	shards  map[string]*redis.PubSub // by master address
 	ended   bool
 	readers sync.WaitGroup
+	// closeErr is the first panic closing the connections, set before
+	// done is closed.
+	closeErr error
 }
 
 func (n *node) subscribeSharded(ctx context.Context, cc *redis.ClusterClient, h driver.PubSubHandler) (driver.Subscription, error) {
@@ -70,26 +73,49 @@ func (s *shardedSubscription) shard(ctx context.Context, channel string) (*redis
 var errSubscriptionEnded = errors.New("goredis: subscription ended")
 
 // read reports what ps receives until it fails, then ends the whole
-// subscription. A panic in go-redis ends it as a failure would.
+// subscription. A panic in go-redis or in the handler ends it as a failure
+// would; after one in Receive, ps is left out of the connections end closes
+// (see recover.go).
 func (s *shardedSubscription) read(ps *redis.PubSub) {
 	defer s.readers.Done()
 	defer s.end()
-	defer func() { _ = recover() }()
 	for {
-		v, err := ps.Receive(context.Background())
-		if err != nil {
+		v, err := s.n.receive(ps)
+		if isPanic(err) {
+			s.forget(ps)
 			return
 		}
-		s.hmu.Lock()
-		switch m := v.(type) {
-		case *redis.Message:
-			s.h.Message(m.Channel, m.Payload)
-		case *redis.Subscription:
-			if m.Kind == "ssubscribe" {
-				s.h.Subscribed(m.Channel)
-			}
+		if err != nil || s.n.handle(func() { s.deliver(v) }) != nil {
+			return
 		}
-		s.hmu.Unlock()
+	}
+}
+
+// deliver hands what a connection received to the handler, one call at a
+// time across the connections. A handler that panics leaves hmu unlocked,
+// so that the other connections' readers, which may be waiting for it, go
+// on to their end.
+func (s *shardedSubscription) deliver(v any) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	switch m := v.(type) {
+	case *redis.Message:
+		s.h.Message(m.Channel, m.Payload)
+	case *redis.Subscription:
+		if m.Kind == "ssubscribe" {
+			s.h.Subscribed(m.Channel)
+		}
+	}
+}
+
+// forget leaves ps out of the connections end closes.
+func (s *shardedSubscription) forget(ps *redis.PubSub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for addr, p := range s.shards {
+		if p == ps {
+			delete(s.shards, addr)
+		}
 	}
 }
 
@@ -105,7 +131,9 @@ func (s *shardedSubscription) end() {
 	s.shards = nil
 	s.mu.Unlock()
 	for _, ps := range shards {
-		ps.Close()
+		if err := s.n.closeSafe(ps.Close); isPanic(err) && s.closeErr == nil {
+			s.closeErr = err
+		}
 	}
 	close(s.done)
 }
@@ -137,9 +165,16 @@ func (s *shardedSubscription) each(ctx context.Context, channels []string, cmd f
 
 func (s *shardedSubscription) Done() <-chan struct{} { return s.done }
 
-// Close closes the connections and waits for the readers to end.
+// Close closes the connections and waits for the readers to end. When
+// closing one panicked, that connection may still be open: Close returns
+// the [driver.PanicError] without waiting, and its reader ends when the
+// connection fails.
 func (s *shardedSubscription) Close() error {
 	s.end()
+	<-s.done
+	if s.closeErr != nil {
+		return s.closeErr
+	}
 	s.readers.Wait()
 	return nil
 }

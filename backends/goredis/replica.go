@@ -2,6 +2,8 @@ package goredis
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,16 +16,22 @@ var _ driver.ReplicaAcker = (*node)(nil)
 // EvalAck runs s as Eval does and then WAIT replicas timeout in one
 // pipeline, which go-redis sends on one connection, so that WAIT counts the
 // replicas that have the script's writes. On a ClusterClient the pipeline
-// goes to the master of the first key's slot.
+// goes straight to the master the client's map of slots names for the first
+// key, so go-redis does not follow a MOVED or ASK reply there as it does for
+// Eval: when the slot has moved (a resharding, a failover the map has not
+// caught up with), EvalAck fails with an error that says so and wraps the
+// reply, and has the client reload the map for the next attempt.
 func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (any, int64, error) {
 	v, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
 		c := n.client
-		if cc, ok := c.(*redis.ClusterClient); ok && len(keys) > 0 {
+		cc, _ := c.(*redis.ClusterClient)
+		var master *redis.Client // the client's choice on a ClusterClient
+		if cc != nil && len(keys) > 0 {
 			m, err := cc.MasterForKey(ctx, keys[0])
 			if err != nil {
 				return nil, err
 			}
-			c = m
+			c, master = m, m
 		}
 		cmd := evalCmd(s, keys, args)
 		run := func() (*redis.Cmd, *redis.Cmd) {
@@ -39,6 +47,11 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 			ev, w = run()
 		}
 		v, err := normalize(ev.Result())
+		if master != nil && redirected(err) {
+			cc.ReloadState(ctx)
+			return nil, fmt.Errorf("goredis: replica ack: the slot of %q is no longer served by %s, where the cluster's map of slots sent it (%w); "+
+				"the map is reloaded for the next attempt", keys[0], master.Options().Addr, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -53,6 +66,15 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 	}
 	r := v.(ackResult)
 	return r.v, r.acked, nil
+}
+
+// redirected reports whether err is a MOVED or ASK reply.
+func redirected(err error) bool {
+	if !isReply(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
 
 type ackResult struct {

@@ -116,7 +116,7 @@ func (n *node) Close() error {
 	if n.closed.Swap(true) || !n.owned {
 		return nil
 	}
-	return n.pool.Close()
+	return n.closeSafe(n.pool.Close)
 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended

@@ -9,6 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
 )
 
@@ -82,5 +83,61 @@ func TestClientPanic(t *testing.T) {
 	dialPanics := NewNode(&redis.Pool{DialContext: func(context.Context) (redis.Conn, error) { panic("dial panicked") }}, "fake:2")
 	if _, err := dialPanics.(driver.Subscriber).Subscribe(ctx, nopHandler{}); !errors.As(err, &perr) {
 		t.Errorf("Subscribe = %v; want a *driver.PanicError", err)
+	}
+}
+
+// closePanicConn is a connection whose Close closes it and then panics, as
+// a buggy connection wrapper of the user's might.
+type closePanicConn struct {
+	fullConn
+}
+
+type fullConn interface {
+	redis.ConnWithContext
+	redis.ConnWithTimeout
+}
+
+func (c closePanicConn) Close() error {
+	c.fullConn.Close()
+	panic("close panicked")
+}
+
+// TestClosePanic checks that a panic closing a connection fails the Close
+// of a subscription and of a node that owns its pool with a
+// driver.PanicError, and that the subscription's reader still ends.
+func TestClosePanic(t *testing.T) {
+	s := dlmtest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool := &redis.Pool{MaxIdle: 1, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		c, err := redis.DialContext(ctx, "tcp", s.Addr())
+		if err != nil {
+			return nil, err
+		}
+		return closePanicConn{c.(fullConn)}, nil
+	}}
+	n := NewNode(pool, s.Addr()).(*node)
+	n.owned = true // its Close closes the pool
+	if _, err := n.Eval(ctx, driver.NewScript("return 1"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := n.Subscribe(ctx, nopHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Subscribe(ctx, "ch"); err != nil {
+		t.Fatal(err)
+	}
+	var perr *driver.PanicError
+	if err := sub.Close(); !errors.As(err, &perr) {
+		t.Errorf("Subscription.Close = %v; want a *driver.PanicError", err)
+	}
+	select {
+	case <-sub.Done():
+	case <-ctx.Done():
+		t.Error("the subscription's reader did not end once its connection was closed")
+	}
+	if err := n.Close(); !errors.As(err, &perr) {
+		t.Errorf("Close of a node owning its pool = %v; want a *driver.PanicError", err)
 	}
 }

@@ -50,25 +50,50 @@ type subscription struct {
 	done chan struct{}
 }
 
-// read reports what the connection receives until it fails. A panic in
-// redigo or the connection ends the subscription as a failure would.
+// read reports what the connection receives until it fails, then closes
+// it. A panic in redigo, the connection or the handler ends the
+// subscription as a failure would; after one in Receive the connection is
+// left as it is (see recover.go).
 func (s *subscription) read() {
 	defer close(s.done)
-	defer s.psc.Conn.Close()
-	defer func() { _ = recover() }()
 	for {
-		// No read deadline: messages come whenever they come.
-		switch m := s.psc.ReceiveWithTimeout(0).(type) {
-		case redis.Message:
-			s.h.Message(m.Channel, string(m.Data))
-		case redis.Subscription:
-			if m.Kind == "subscribe" {
-				s.h.Subscribed(m.Channel)
-			}
-		case error:
+		m, err := s.receive()
+		if isPanic(err) {
+			return
+		}
+		if err == nil {
+			err = s.deliver(m)
+		}
+		if err != nil {
+			s.n.closeSafe(s.psc.Conn.Close)
 			return
 		}
 	}
+}
+
+// receive waits for what comes next on the connection. No read deadline:
+// messages come whenever they come.
+func (s *subscription) receive() (m any, err error) {
+	defer s.n.recoverTo(&err)
+	m = s.psc.ReceiveWithTimeout(0)
+	if err, ok := m.(error); ok {
+		return nil, err
+	}
+	return m, nil
+}
+
+// deliver hands what the connection received to the handler.
+func (s *subscription) deliver(m any) (err error) {
+	defer s.n.recoverTo(&err)
+	switch m := m.(type) {
+	case redis.Message:
+		s.h.Message(m.Channel, string(m.Data))
+	case redis.Subscription:
+		if m.Kind == "subscribe" {
+			s.h.Subscribed(m.Channel)
+		}
+	}
+	return nil
 }
 
 func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
@@ -106,14 +131,19 @@ func (s *subscription) send(ctx context.Context, cmd string, channels []string) 
 func (s *subscription) Done() <-chan struct{} { return s.done }
 
 // Close closes the connection and waits for the reader to end. Closing a
-// subscription that already ended is not an error.
+// subscription that already ended is not an error. When closing panics, the
+// connection may still be open: Close returns the [driver.PanicError] at
+// once.
 func (s *subscription) Close() error {
 	select {
 	case <-s.done:
 		return nil
 	default:
 	}
-	err := s.psc.Conn.Close()
+	err := s.n.closeSafe(s.psc.Conn.Close)
+	if isPanic(err) {
+		return err
+	}
 	<-s.done
 	if errors.Is(err, net.ErrClosed) {
 		return nil

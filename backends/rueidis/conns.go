@@ -75,24 +75,24 @@ func (c *conn) Close() error {
 }
 
 // closeClient closes c, a client the node made, waiting at most grace for
-// the server to answer before closing its connections.
-func (n *node) closeClient(c rueidisclient.Client) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Close()
-	}()
+// the server to answer before closing its connections. It returns a
+// [driver.PanicError] when c's Close panicked.
+func (n *node) closeClient(c rueidisclient.Client) error {
+	done := make(chan error, 1)
+	go func() { done <- n.closeSafe(c.Close) }()
 	t := time.NewTimer(n.closeGrace)
 	defer t.Stop()
+	var err error
 	select {
-	case <-done:
+	case err = <-done:
 	case <-t.C:
 		n.conns.closeAll()
-		<-done
+		err = <-done
 	}
 	// A cluster client's Close closes its connections on goroutines of
 	// their own and returns at once, and a connection rueidis is making as
 	// it closes may be left open, with a goroutine pinging it: close what
 	// is still open.
 	n.conns.closeAll()
+	return err
 }

@@ -35,10 +35,11 @@ var _ driver.Driver = Driver{}
 // to dial, once for the handshake). A server that turns the settings down
 // fails Open: an error reply (a wrong password, a user without the rights to
 // connect, a database that does not exist) or a TLS certificate that does
-// not verify. A server that cannot be reached, or does not answer, does not:
-// the node connects on first use instead, so a manager can be opened while a
-// minority of its nodes is down. Until it connects, Eval and Ping return the
-// connection error. Errors never contain the password.
+// not verify; so does a panic in rueidis, as a [driver.PanicError]. A server
+// that cannot be reached, or does not answer, does not: the node connects on
+// first use instead, so a manager can be opened while a minority of its
+// nodes is down. Until it connects, Eval and Ping return the connection
+// error. Errors never contain the password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
@@ -47,7 +48,11 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if cfg.Cluster {
 		opt := clientOption(cfg)
 		opt.InitAddress = cfg.Addrs
-		return newClusterNode(opt, cfg.WriteTimeout)
+		n, err := newClusterNode(opt, cfg.WriteTimeout)
+		if err != nil {
+			return nil, err // not a nil *node in an interface
+		}
+		return n, nil
 	}
 	n := &node{
 		addr: cfg.Name(), owned: true, opt: clientOption(cfg), conns: &conns{}, closeGrace: cfg.WriteTimeout,
@@ -59,7 +64,7 @@ func (Driver) Open(url string) (driver.Node, error) {
 		n.opt.Sentinel = rueidisclient.SentinelOption{MasterSet: cfg.SentinelMaster, TLSConfig: cfg.TLS, Dialer: n.opt.Dialer}
 	}
 	n.opt.DialFn = n.conns.dial
-	c, err := rueidisclient.NewClient(n.opt)
+	c, err := n.newClient()
 	if err != nil {
 		if refused(err) {
 			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), cfg.Password)
@@ -75,9 +80,9 @@ func (Driver) Open(url string) (driver.Node, error) {
 // refused reports whether a failed connect reached a server that turned the
 // node's settings down, which trying again will not change: an error reply
 // (wrong password, a user without rights, no such database) or a TLS
-// certificate that does not verify.
+// certificate that does not verify; or whether rueidis panicked.
 func refused(err error) bool {
-	if _, ok := rueidisclient.IsRedisErr(err); ok {
+	if _, ok := rueidisclient.IsRedisErr(err); ok || isPanic(err) {
 		return true
 	}
 	var cert *tls.CertificateVerificationError

@@ -187,7 +187,7 @@ func (n *node) Close() error {
 	}
 	n.wg.Wait()
 	if ref := n.ref.Swap(nil); ref != nil && n.owned {
-		n.closeClient(ref.Client)
+		return n.closeClient(ref.Client)
 	}
 	return nil
 }

@@ -90,12 +90,16 @@ func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) (err
 func (s *subscription) Done() <-chan struct{} { return s.done }
 
 // Close closes the dedicated connection and waits until the hooks are no
-// longer called.
+// longer called. When closing panics, the connection may still be open:
+// Close returns the [driver.PanicError] at once.
 func (s *subscription) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.dc.Close()
+	err := s.n.closeSafe(s.dc.Close)
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	<-s.done
 	return nil
 }

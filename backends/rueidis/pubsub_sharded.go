@@ -34,6 +34,9 @@ type shardedSubscription struct {
 	shards  map[string]rueidisclient.DedicatedClient // by master address
 	ended   bool
 	readers sync.WaitGroup
+	// closeErr is the first panic closing the connections, set before
+	// done is closed.
+	closeErr error
 }
 
 // slotRange is a range of slots and its master, from CLUSTER SLOTS.
@@ -147,7 +150,9 @@ func (s *shardedSubscription) end() {
 	s.shards = nil
 	s.mu.Unlock()
 	for _, dc := range shards {
-		dc.Close()
+		if err := s.n.closeSafe(dc.Close); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
 	}
 	close(s.done)
 }
@@ -184,9 +189,14 @@ func (s *shardedSubscription) each(ctx context.Context, channels []string, cmd f
 func (s *shardedSubscription) Done() <-chan struct{} { return s.done }
 
 // Close closes the connections and waits until the hooks are no longer
-// called.
+// called. When closing one panicked, that connection may still be open:
+// Close returns the [driver.PanicError] without waiting.
 func (s *shardedSubscription) Close() error {
 	s.end()
+	<-s.done
+	if s.closeErr != nil {
+		return s.closeErr
+	}
 	s.readers.Wait()
 	return nil
 }

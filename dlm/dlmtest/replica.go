@@ -41,7 +41,8 @@ func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
 // them, and the replica holds the key; with the replica paused, or asking
 // for two replicas, the node fails with [dlm.ErrReplicaAck] and the
 // attempt is released; given to one call, the option fails with
-// [dlm.ErrInvalid].
+// [dlm.ErrInvalid]. Read locks and semaphore permits are granted and
+// extended under the same acknowledgement as locks.
 func TestReplicaAck(t *testing.T, dial Dial) {
 	master := StartServer(t)
 	replica := StartReplica(t, master)
@@ -93,10 +94,47 @@ func TestReplicaAck(t *testing.T, dial Dial) {
 		}
 	}
 
+	rl, err := m.TryRLock(ctx, "shared")
+	if err != nil {
+		t.Fatalf("TryRLock with the replica up: %v", err)
+	}
+	defer rl.Unlock(ctx)
+	sem, err := m.Semaphore("pool", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	permit, err := sem.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("Semaphore.TryAcquire with the replica up: %v", err)
+	}
+	defer permit.Unlock(ctx)
+	if _, err := two.TryRLock(ctx, "two-shared"); !errors.Is(err, dlm.ErrReplicaAck) {
+		t.Errorf("TryRLock asking for 2 acks of 1 replica = %v; want ErrReplicaAck", err)
+	}
+	twoSem, err := two.Semaphore("two-pool", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := twoSem.TryAcquire(ctx); !errors.Is(err, dlm.ErrReplicaAck) {
+		t.Errorf("Semaphore.TryAcquire asking for 2 acks of 1 replica = %v; want ErrReplicaAck", err)
+	}
+
 	replica.Pause()
 	_, err = m.TryLock(ctx, "paused")
+	_, rerr := m.TryRLock(ctx, "paused-shared")
+	rext := rl.Extend(ctx, 5*time.Second)
+	pext := permit.Extend(ctx, 5*time.Second)
 	replica.Resume()
 	if !errors.Is(err, dlm.ErrReplicaAck) {
 		t.Errorf("TryLock with the replica paused = %v; want ErrReplicaAck", err)
+	}
+	if !errors.Is(rerr, dlm.ErrReplicaAck) {
+		t.Errorf("TryRLock with the replica paused = %v; want ErrReplicaAck", rerr)
+	}
+	if !errors.Is(rext, dlm.ErrReplicaAck) {
+		t.Errorf("read lock's Extend with the replica paused = %v; want ErrReplicaAck", rext)
+	}
+	if !errors.Is(pext, dlm.ErrReplicaAck) {
+		t.Errorf("permit's Extend with the replica paused = %v; want ErrReplicaAck", pext)
 	}
 }

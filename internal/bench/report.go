@@ -29,35 +29,50 @@ func WriteReport(dir string, r *Results) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := writeFileAtomic(path, []byte(keepProfiles(Markdown(r), string(old)))); err != nil {
+	if err := writeFileAtomic(path, []byte(keepHandWritten(Markdown(r), string(old)))); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, ChartFile), []byte(Chart(r)))
 }
 
-// The profiles section of benchmarks.md lies between these markers. It is
-// written by hand from lockbench's -cpuprofile and -memprofile, and a new
-// report keeps it as it was.
+// The hand-written sections of benchmarks.md lie between these markers,
+// each pair around one: the profiles of a cycle, written from lockbench's
+// -cpuprofile and -memprofile, and the throughput of a cluster node against
+// a plain one, from the backends' BenchmarkLockThroughput. A new report
+// keeps them as they were.
 const (
 	profilesBegin = "<!-- profiles: written by hand from lockbench -cpuprofile and -memprofile; make bench keeps this section -->"
 	profilesEnd   = "<!-- /profiles -->"
+	clusterBegin  = "<!-- cluster: written by hand from BenchmarkLockThroughput in backends/goredis and backends/rueidis; make bench keeps this section -->"
+	clusterEnd    = "<!-- /cluster -->"
 )
 
-// keepProfiles returns report with the profiles section of old, the report
-// it replaces, before its "How to rerun" section; report as it is when old
-// has none.
-func keepProfiles(report, old string) string {
-	i := strings.Index(old, profilesBegin)
-	j := strings.Index(old, profilesEnd)
-	if i < 0 || j < i {
+// handWritten lists the markers of the hand-written sections, in the order
+// a report keeps them.
+var handWritten = [][2]string{{profilesBegin, profilesEnd}, {clusterBegin, clusterEnd}}
+
+// keepHandWritten returns report with the hand-written sections of old, the
+// report it replaces, before its "How to rerun" section; report as it is
+// when old has none.
+func keepHandWritten(report, old string) string {
+	var kept []string
+	for _, m := range handWritten {
+		i := strings.Index(old, m[0])
+		j := strings.Index(old, m[1])
+		if i < 0 || j < i {
+			continue
+		}
+		kept = append(kept, old[i:j+len(m[1])])
+	}
+	if len(kept) == 0 {
 		return report
 	}
-	section := old[i : j+len(profilesEnd)]
+	sections := strings.Join(kept, "\n\n")
 	k := strings.Index(report, "## How to rerun")
 	if k < 0 {
-		return report + "\n" + section + "\n"
+		return report + "\n" + sections + "\n"
 	}
-	return report[:k] + section + "\n\n" + report[k:]
+	return report[:k] + sections + "\n\n" + report[k:]
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

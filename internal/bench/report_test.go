@@ -382,3 +382,32 @@ func TestWriteReportKeepsProfiles(t *testing.T) {
 		t.Errorf("rewritten report:\n%s\nwant the profiles section kept before How to rerun:\n%s", again, edited)
 	}
 }
+
+func TestWriteReportKeepsHandWrittenSections(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleResults()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, MarkdownFile)
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := profilesBegin + "\n## 7. Profiles\n\nframes by hand\n" + profilesEnd
+	cluster := clusterBegin + "\n## 8. A cluster node\n\nlocks/s by hand\n" + clusterEnd
+	edited := strings.Replace(string(first), "## How to rerun", profiles+"\n\n"+cluster+"\n\n## How to rerun", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	again, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != edited {
+		t.Errorf("rewritten report:\n%s\nwant both hand-written sections kept before How to rerun:\n%s", again, edited)
+	}
+}
