@@ -191,3 +191,44 @@ func TestWakeAfterNodeDown(t *testing.T) {
 		t.Fatal("the waiter was not woken by the release within 10s (its backoff is a minute)")
 	}
 }
+
+// TestObserveHearsWaitingGrant checks that the grant of a campaign, whose
+// attempts are those of a waiting Lock (announce flag "1w"), is announced
+// as on Redis: Observe reports the new leader at once, long before its
+// next poll.
+func TestObserveHearsWaitingGrant(t *testing.T) {
+	m, err := memlock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs, err := m.Observe(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got.Leader {
+		t.Fatalf("observed %+v before any campaign; want no leader", got)
+	}
+	// The first read is done: without an announcement the next is due
+	// dlm.ObservePoll after it.
+	start := time.Now()
+	ld, err := m.Campaign(ctx, "e", "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(context.Background())
+	bound := dlm.ObservePoll / 2
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "me"}) {
+			t.Fatalf("observed %+v; want leader me", got)
+		}
+		if took := time.Since(start); took > bound {
+			t.Errorf("Observe reported the leader %v after the campaign began; want within %v (the poll is %v): the grant was not announced", took, bound, dlm.ObservePoll)
+		}
+	case <-time.After(5 * dlm.ObservePoll):
+		t.Fatalf("Observe did not report the leader within %v", 5*dlm.ObservePoll)
+	}
+}
