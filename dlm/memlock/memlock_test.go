@@ -3,6 +3,7 @@ package memlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,6 +27,42 @@ func TestLocker(t *testing.T) {
 		return m
 	})
 	snap.Check(t, 5*time.Second)
+}
+
+// TestShared runs dlmtest's suite of the read-write lock and the semaphore,
+// which a manager on real Redis passes too, on the in-memory manager.
+func TestShared(t *testing.T) {
+	snap := leakcheck.Take()
+	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
+		m, err := memlock.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
+	snap.Check(t, 5*time.Second)
+}
+
+// TestSharedFiveNodes runs the suite over five in-memory nodes, one of them
+// down: readers and writers need a majority, and a permit of the suite's
+// limit of 2 four of the five (dlm.SemaphoreQuorum), which the nodes up
+// still give.
+func TestSharedFiveNodes(t *testing.T) {
+	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
+		var nodes []driver.Node
+		for i := range 5 {
+			n := memlock.NewNode(fmt.Sprintf("n%d:1", i))
+			n.SetDown(i == 4)
+			nodes = append(nodes, n)
+		}
+		m, err := dlm.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
 }
 
 // TestLockerThreeNodes runs the suite over three in-memory nodes, one of

@@ -30,9 +30,11 @@ type Node struct {
 	down bool
 }
 
+// entry is a key's value: a string, or a sorted set when set is not nil.
 type entry struct {
 	val string
-	exp time.Time // zero: no expiry
+	set map[string]int64 // a sorted set's members and their scores
+	exp time.Time        // zero: no expiry
 }
 
 var (
@@ -110,6 +112,18 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			}
 		}
 		return deleted, nil
+	case scriptid.ReadAcquire, scriptid.GuardedReadAcquire:
+		return n.readAcquire(keys, args)
+	case scriptid.ReadExtend:
+		return n.readExtend(keys, args)
+	case scriptid.ReadRelease:
+		return n.readRelease(keys, args)
+	case scriptid.PermitAcquire, scriptid.GuardedPermitAcquire:
+		return n.permitAcquire(keys, args)
+	case scriptid.PermitExtend:
+		return n.permitExtend(keys, args)
+	case scriptid.PermitRelease:
+		return n.permitRelease(keys, args)
 	case scriptid.Extend:
 		ttl, err := millis(args[1])
 		if err != nil {
@@ -161,19 +175,23 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 
 // acquire is the acquire script, plain or fenced: the lock keys (followed
 // by as many fencing counters when fenced) all set to the token with the
-// TTL unless another token holds one. n.mu is held.
+// TTL unless another token holds one. Refused by readers, a waiting writer
+// records its intent, which a grant deletes. n.mu is held.
 func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	ttl, err := millis(args[1])
 	if err != nil {
 		return nil, err
 	}
-	loud, _ := announceFlag(args)
+	loud, waiting := announceFlag(args)
 	locks := keys
 	if fenced {
 		locks = keys[:len(keys)/2]
 	}
 	for _, k := range locks {
 		if v, ok := n.get(k); ok && v != args[0] {
+			if v == scriptid.ReadersMark && waiting {
+				n.keys[k+scriptid.IntentSuffix] = entry{val: "1", exp: time.Now().Add(ttl)}
+			}
 			return int64(0), nil
 		}
 	}
@@ -190,6 +208,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	for _, k := range locks {
 		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
+		delete(n.keys, k+scriptid.IntentSuffix)
 		if loud {
 			n.publish(k+scriptid.WakeSuffix, "t")
 		}

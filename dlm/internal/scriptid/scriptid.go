@@ -22,12 +22,28 @@ const (
 	RaiseFence           = "raise-fence"
 	Status               = "status"
 	Leader               = "leader"
+	ReadAcquire          = "read-acquire"
+	GuardedReadAcquire   = "guarded-read-acquire"
+	ReadExtend           = "read-extend"
+	ReadRelease          = "read-release"
+	PermitAcquire        = "permit-acquire"
+	GuardedPermitAcquire = "guarded-permit-acquire"
+	PermitExtend         = "permit-extend"
+	PermitRelease        = "permit-release"
 )
 
 // WakeSuffix names a lock key's wake channel (the key plus the suffix), on
 // which grants ("t") and releases ("r" and the number of listeners) are
 // announced.
 const WakeSuffix = ":wake"
+
+// ReadersMark is the value of a lock key held by readers, and
+// IntentSuffix names the key (the lock key plus the suffix) of a waiting
+// writer's intent, which keeps new readers out (see dlm's scripts_rw.go).
+const (
+	ReadersMark  = "dlm:readers"
+	IntentSuffix = ":wait"
+)
 
 var byHash = map[string]string{}
 
