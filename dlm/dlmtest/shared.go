@@ -37,6 +37,7 @@ func TestShared(t *testing.T, open func(t *testing.T) *dlm.Manager) {
 		{"RDo", testRDo},
 		{"RDoOutlivesTTL", testRDoOutlivesTTL},
 		{"ReadInsideDo", testReadInsideDo},
+		{"LockUnderOwnReadLease", testLockUnderOwnReadLease},
 		{"PermitLimit", testPermitLimit},
 		{"AcquireWaitsForRelease", testAcquireWaitsForRelease},
 		{"PermitExpiry", testPermitExpiry},
@@ -314,6 +315,26 @@ func testReadInsideDo(t *testing.T, m *dlm.Manager, key string) {
 	})
 	if err != nil {
 		t.Errorf("Do = %v", err)
+	}
+}
+
+func testLockUnderOwnReadLease(t *testing.T, m *dlm.Manager, key string) {
+	r := mustTryRLock(t, m, key, dlm.WithTTL(lockerTTL))
+	// Outside RDo the manager cannot tell the reader from another caller:
+	// like sync.RWMutex, the write lock waits for the reader's own lease,
+	// which, not extended, ends with its TTL.
+	ctx, cancel := context.WithTimeout(context.Background(), lockerTTL+waitLimit)
+	defer cancel()
+	w, err := m.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock(%q) by the holder of a read lease = %v; want the lock once the lease ends", key, err)
+	}
+	if time.Now().Before(r.Until()) {
+		t.Errorf("Lock(%q) obtained %v before the caller's own read lease ended", key, time.Until(r.Until()))
+	}
+	unlock(t, "the writer", w)
+	if err := r.Unlock(context.Background()); !errors.Is(err, dlm.ErrLockLost) {
+		t.Errorf("Unlock of the read lease after the writer's turn = %v; want ErrLockLost", err)
 	}
 }
 
