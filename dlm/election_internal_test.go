@@ -18,7 +18,8 @@ func TestLeaderScriptHash(t *testing.T) {
 }
 
 // TestScriptNames checks that the scripts memlock runs are registered under
-// their own names.
+// their own names, and that the key names memlock shares with dlm's
+// scripts (wake channel, readers' mark, writer's intent) are dlm's.
 func TestScriptNames(t *testing.T) {
 	for _, tc := range []struct {
 		s    *driver.Script
@@ -33,10 +34,24 @@ func TestScriptNames(t *testing.T) {
 		{raiseFenceScript, scriptid.RaiseFence},
 		{statusScript, scriptid.Status},
 		{leaderScript, scriptid.Leader},
+		{readAcquireScript, scriptid.ReadAcquire},
+		{guardedReadAcquireScript, scriptid.GuardedReadAcquire},
+		{readExtendScript, scriptid.ReadExtend},
+		{readReleaseScript, scriptid.ReadRelease},
+		{permitAcquireScript, scriptid.PermitAcquire},
+		{guardedPermitAcquireScript, scriptid.GuardedPermitAcquire},
+		{permitExtendScript, scriptid.PermitExtend},
+		{permitReleaseScript, scriptid.PermitRelease},
 		{fairAcquireScript, ""},
 	} {
 		if got := scriptid.Name(tc.s); got != tc.name {
 			t.Errorf("scriptid.Name(%s) = %q; want %q", tc.s.Hash, got, tc.name)
 		}
+	}
+	if wakeSuffix != scriptid.WakeSuffix {
+		t.Errorf("scriptid.WakeSuffix = %q; want dlm's %q", scriptid.WakeSuffix, wakeSuffix)
+	}
+	if readersMark != scriptid.ReadersMark || intentSuffix != scriptid.IntentSuffix {
+		t.Errorf("scriptid.ReadersMark, IntentSuffix = %q, %q; want dlm's %q, %q", scriptid.ReadersMark, scriptid.IntentSuffix, readersMark, intentSuffix)
 	}
 }

@@ -39,9 +39,14 @@ var ErrUpgrade = fmt.Errorf("%w: a read lock cannot be upgraded to a write lock"
 // [Lock.Lost], [Lock.Until] and [WithAutoExtend] work as for the mutex. It
 // carries no fencing token ([Lock.Token] is 0): fencing orders writers.
 // [WithFairness] does not apply to readers; [WithRestartGuard] does.
-// A goroutine that holds a read lock and calls [Manager.Lock] on the same
-// key waits for its own read lease to end; inside [Manager.RDo] the call is
-// refused with [ErrUpgrade] instead.
+//
+// A read lock is not upgraded. A caller that holds a read lock and calls
+// [Manager.Lock] on the same key waits for its own read lease to end, as
+// with [sync.RWMutex] (the manager cannot tell it from another caller): at
+// its TTL when it is not extended, never while it is auto-extended, so the
+// call then ends with its ctx. Inside [Manager.RDo], where the context
+// carries the read lock, Lock, TryLock and Do on the key are refused with
+// [ErrUpgrade] instead. Release the read lock first.
 func (m *Manager) RLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lockLease(ctx, readLease, key, opts, true)
 }

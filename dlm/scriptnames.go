@@ -19,6 +19,14 @@ func init() {
 		scriptid.RaiseFence:           raiseFenceScript,
 		scriptid.Status:               statusScript,
 		scriptid.Leader:               leaderScript,
+		scriptid.ReadAcquire:          readAcquireScript,
+		scriptid.GuardedReadAcquire:   guardedReadAcquireScript,
+		scriptid.ReadExtend:           readExtendScript,
+		scriptid.ReadRelease:          readReleaseScript,
+		scriptid.PermitAcquire:        permitAcquireScript,
+		scriptid.GuardedPermitAcquire: guardedPermitAcquireScript,
+		scriptid.PermitExtend:         permitExtendScript,
+		scriptid.PermitRelease:        permitReleaseScript,
 	} {
 		scriptid.Register(name, s)
 	}

@@ -18,8 +18,10 @@
 //     use.
 //   - [TestManager], the integration suite of a [dlm.Manager] on 1, 3 and 5
 //     nodes through one adapter.
-//   - [TestLocker], the suite of a [dlm.Locker]'s semantics, which managers
-//     on real Redis and package memlock's in-memory manager both pass.
+//   - [TestLocker], the suite of a [dlm.Locker]'s semantics, and
+//     [TestShared], that of the read-write lock and the semaphore, which
+//     managers on real Redis and package memlock's in-memory manager both
+//     pass.
 //   - [TestDriver] and [TestSecurity], the suites of a driver registered
 //     with [dlm.Register], its nodes opened from URLs: passwords, ACL users,
 //     databases, TLS, servers down, restarted or busy, contexts on a paused

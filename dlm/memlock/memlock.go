@@ -5,8 +5,9 @@
 // the same semantics and the same errors as in production: [dlm.ErrNotObtained]
 // when another holder has a lock, [dlm.ErrLockLost] after expiry,
 // [dlm.ErrNotHeld] on a second Unlock, [dlm.ErrInvalid] for bad input; TTLs, [dlm.Lock.Until],
-// [dlm.Lock.Lost], auto-extension, fencing, Do, Campaign and Observe all
-// behave as they do on Redis.
+// [dlm.Lock.Lost], auto-extension, fencing, Do, read-write locks (writers
+// preferred), semaphores, Campaign and Observe all behave as they do on
+// Redis.
 //
 // Keys expire by the local clock, which inside a testing/synctest bubble is
 // the bubble's fake clock: a test can let a TTL run out in no time. Waiters
@@ -14,7 +15,8 @@
 //
 // What it does not model: [dlm.WithFairness] (its scripts are refused with a
 // node error), network latency, and node restarts other than
-// [Node.FlushAll]. Use dlmtest's real-Redis harness to test those.
+// [Node.FlushAll] ([dlm.WithRestartGuard] never holds a node back). Use
+// dlmtest's real-Redis harness to test those.
 package memlock
 
 import (

@@ -3,6 +3,7 @@ package memlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,6 +27,42 @@ func TestLocker(t *testing.T) {
 		return m
 	})
 	snap.Check(t, 5*time.Second)
+}
+
+// TestShared runs dlmtest's suite of the read-write lock and the semaphore,
+// which a manager on real Redis passes too, on the in-memory manager.
+func TestShared(t *testing.T) {
+	snap := leakcheck.Take()
+	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
+		m, err := memlock.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
+	snap.Check(t, 5*time.Second)
+}
+
+// TestSharedFiveNodes runs the suite over five in-memory nodes, one of them
+// down: readers and writers need a majority, and a permit of the suite's
+// limit of 2 four of the five (dlm.SemaphoreQuorum), which the nodes up
+// still give.
+func TestSharedFiveNodes(t *testing.T) {
+	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
+		var nodes []driver.Node
+		for i := range 5 {
+			n := memlock.NewNode(fmt.Sprintf("n%d:1", i))
+			n.SetDown(i == 4)
+			nodes = append(nodes, n)
+		}
+		m, err := dlm.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	})
 }
 
 // TestLockerThreeNodes runs the suite over three in-memory nodes, one of
@@ -189,5 +226,46 @@ func TestWakeAfterNodeDown(t *testing.T) {
 		t.Logf("woken %v after the release", time.Since(start).Round(time.Millisecond))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter was not woken by the release within 10s (its backoff is a minute)")
+	}
+}
+
+// TestObserveHearsWaitingGrant checks that the grant of a campaign, whose
+// attempts are those of a waiting Lock (announce flag "1w"), is announced
+// as on Redis: Observe reports the new leader at once, long before its
+// next poll.
+func TestObserveHearsWaitingGrant(t *testing.T) {
+	m, err := memlock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs, err := m.Observe(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-obs; got.Leader {
+		t.Fatalf("observed %+v before any campaign; want no leader", got)
+	}
+	// The first read is done: without an announcement the next is due
+	// dlm.ObservePoll after it.
+	start := time.Now()
+	ld, err := m.Campaign(ctx, "e", "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(context.Background())
+	bound := dlm.ObservePoll / 2
+	select {
+	case got := <-obs:
+		if got != (dlm.Observation{Leader: true, Value: "me"}) {
+			t.Fatalf("observed %+v; want leader me", got)
+		}
+		if took := time.Since(start); took > bound {
+			t.Errorf("Observe reported the leader %v after the campaign began; want within %v (the poll is %v): the grant was not announced", took, bound, dlm.ObservePoll)
+		}
+	case <-time.After(5 * dlm.ObservePoll):
+		t.Fatalf("Observe did not report the leader within %v", 5*dlm.ObservePoll)
 	}
 }

@@ -30,9 +30,11 @@ type Node struct {
 	down bool
 }
 
+// entry is a key's value: a string, or a sorted set when set is not nil.
 type entry struct {
 	val string
-	exp time.Time // zero: no expiry
+	set map[string]int64 // a sorted set's members and their scores
+	exp time.Time        // zero: no expiry
 }
 
 var (
@@ -90,30 +92,38 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	if n.down {
 		return nil, errDown
 	}
-	loud := len(args) > 0 && args[len(args)-1] == "1"
 	switch name := scriptid.Name(s); name {
 	case scriptid.Acquire:
-		return n.acquire(keys, args, loud, false)
+		return n.acquire(keys, args, false)
 	case scriptid.GuardedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, loud, false)
+		return n.acquire(keys[:len(keys)-1], args, false)
 	case scriptid.FencedAcquire:
-		return n.acquire(keys, args, loud, true)
+		return n.acquire(keys, args, true)
 	case scriptid.GuardedFencedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, loud, true)
+		return n.acquire(keys[:len(keys)-1], args, true)
 	case scriptid.Release:
+		loud, _ := announceFlag(args)
 		var deleted int64
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && v == args[0] {
 				delete(n.keys, k)
 				deleted++
-				if loud {
-					if subs := n.listeners(k + scriptid.WakeSuffix); subs > 0 {
-						n.publish(k+scriptid.WakeSuffix, scriptid.WakeRelease+strconv.Itoa(subs))
-					}
-				}
+				n.announceRelease(k, loud)
 			}
 		}
 		return deleted, nil
+	case scriptid.ReadAcquire, scriptid.GuardedReadAcquire:
+		return n.readAcquire(keys, args)
+	case scriptid.ReadExtend:
+		return n.readExtend(keys, args)
+	case scriptid.ReadRelease:
+		return n.readRelease(keys, args)
+	case scriptid.PermitAcquire, scriptid.GuardedPermitAcquire:
+		return n.permitAcquire(keys, args)
+	case scriptid.PermitExtend:
+		return n.permitExtend(keys, args)
+	case scriptid.PermitRelease:
+		return n.permitRelease(keys, args)
 	case scriptid.Extend:
 		ttl, err := millis(args[1])
 		if err != nil {
@@ -165,18 +175,23 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 
 // acquire is the acquire script, plain or fenced: the lock keys (followed
 // by as many fencing counters when fenced) all set to the secret with the
-// TTL unless another secret holds one. n.mu is held.
-func (n *Node) acquire(keys, args []string, loud, fenced bool) (any, error) {
+// TTL unless another secret holds one. Refused by readers, a waiting writer
+// records its intent, which a grant deletes. n.mu is held.
+func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	ttl, err := millis(args[1])
 	if err != nil {
 		return nil, err
 	}
+	loud, waiting := announceFlag(args)
 	locks := keys
 	if fenced {
 		locks = keys[:len(keys)/2]
 	}
 	for _, k := range locks {
 		if v, ok := n.get(k); ok && v != args[0] {
+			if v == scriptid.ReadersMark && waiting {
+				n.keys[k+scriptid.IntentSuffix] = entry{val: "1", exp: time.Now().Add(ttl)}
+			}
 			return int64(0), nil
 		}
 	}
@@ -193,11 +208,40 @@ func (n *Node) acquire(keys, args []string, loud, fenced bool) (any, error) {
 	}
 	for _, k := range locks {
 		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
+		delete(n.keys, k+scriptid.IntentSuffix)
 		if loud {
 			n.publish(k+scriptid.WakeSuffix, scriptid.WakeGrant)
 		}
 	}
 	return f, nil
+}
+
+// announceFlag reads the flag of the scripts that announce, their last
+// argument, as their Lua does: its first character "1" or "2" asks for
+// announcements (on a cluster's shard channel for "2", which is the same
+// channel on one node), and a second character "w" marks the attempt of a
+// writer that will try again.
+func announceFlag(args []string) (loud, waiting bool) {
+	if len(args) == 0 {
+		return false, false
+	}
+	flag := args[len(args)-1]
+	loud = strings.HasPrefix(flag, "1") || strings.HasPrefix(flag, "2")
+	waiting = len(flag) > 1 && flag[1] == 'w'
+	return loud, waiting
+}
+
+// announceRelease announces the release of key when loud and anyone
+// listens on its wake channel: [scriptid.WakeRelease] and the number of
+// listeners. n.mu is
+// held.
+func (n *Node) announceRelease(key string, loud bool) {
+	if !loud {
+		return
+	}
+	if subs := n.listeners(key + scriptid.WakeSuffix); subs > 0 {
+		n.publish(key+scriptid.WakeSuffix, scriptid.WakeRelease+strconv.Itoa(subs))
+	}
 }
 
 // get returns the live value of key, dropping it once expired. n.mu is

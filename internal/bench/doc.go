@@ -1,7 +1,8 @@
 // Package bench is redlock's side-by-side benchmark harness: it starts real
 // redis-server processes, runs the scenarios of the project's performance
 // issue against redlock over each backend and against redsync v4 on the
-// same nodes in the same run, and writes the report (Markdown and an SVG
+// same nodes in the same run (and redlock's read lock and semaphore beside
+// its mutex), and writes the report (Markdown and an SVG
 // chart) that docs/benchmarks.md is. The hot-key cases run twice: with the
 // contenders sharing one client, as goroutines of one process would, and
 // with a client each, as separate processes would.

@@ -112,8 +112,48 @@ func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Durati
 
 type redlockLocker struct{ m *dlm.Manager }
 
+var _ SharedLocker = redlockLocker{}
+
 func (l redlockLocker) Mutex(key string) Mutex { return &redlockMutex{m: l.m, key: key} }
 func (l redlockLocker) Close() error           { return l.m.Close() }
+
+func (l redlockLocker) Shared(kind, key string, limit int) (Mutex, error) {
+	switch kind {
+	case KindRead:
+		return &redlockLease{take: func(ctx context.Context, opts ...dlm.Option) (*dlm.Lock, error) { return l.m.RLock(ctx, key, opts...) }}, nil
+	case KindSemaphore:
+		s, err := l.m.Semaphore(key, limit)
+		if err != nil {
+			return nil, err
+		}
+		return &redlockLease{take: s.Acquire}, nil
+	}
+	return nil, fmt.Errorf("no lease of kind %q", kind)
+}
+
+// redlockLease is one goroutine's handle on a read lock or a permit.
+type redlockLease struct {
+	take func(ctx context.Context, opts ...dlm.Option) (*dlm.Lock, error)
+	held *dlm.Lock
+}
+
+func (x *redlockLease) Lock(ctx context.Context) error {
+	l, err := x.take(ctx)
+	if err != nil {
+		return err
+	}
+	x.held = l
+	return nil
+}
+
+func (x *redlockLease) Unlock(ctx context.Context) error {
+	l := x.held
+	x.held = nil
+	if l == nil {
+		return errors.New("unlock of a lease not held")
+	}
+	return l.Unlock(ctx)
+}
 
 type redlockMutex struct {
 	m    *dlm.Manager

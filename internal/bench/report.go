@@ -183,8 +183,12 @@ func writeMachine(b *strings.Builder, r *Results) {
 	}
 	t.row("redlock", redlock)
 	t.row("redsync", fmt.Sprintf("`redsync.New` over one go-redis v9 client per node, `WithExpiry(%v)`, `WithTries(%d)` (enough to keep retrying for the longest case at its shortest delay), defaults otherwise", cfg.TTL, cfg.Tries()))
-	lengths := fmt.Sprintf("%v per uncontended, latency and physical-limit case, %v per hot-key case, each library's time split into %d rounds, the libraries taking turns in a different order each round",
-		cfg.Duration, cfg.HotDuration, cfg.Rounds)
+	uncontended := "uncontended"
+	if len(cfg.SharedGoroutines) > 0 {
+		uncontended = "uncontended (mutex, read lock, semaphore)"
+	}
+	lengths := fmt.Sprintf("%v per %s, latency and physical-limit case, %v per hot-key case, each library's time split into %d rounds, the libraries taking turns in a different order each round",
+		cfg.Duration, uncontended, cfg.HotDuration, cfg.Rounds)
 	if cfg.HotWarmup > 0 {
 		lengths += fmt.Sprintf(", each round of a hot-key case after %v of untimed turns on another key", cfg.HotWarmup)
 	}
@@ -278,6 +282,7 @@ func writeUncontended(b *strings.Builder, r *Results) {
 		}
 	}
 	b.WriteString("\n")
+	writeShared(b, r)
 }
 
 // errorsCell shows an error count, with the first error when there was one.
@@ -444,11 +449,11 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run '^(read|semaphore|allocs-read|allocs-semaphore)/'   # the read lock and semaphore cases only\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID
 	}
-	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB` and `allocs/LIB`, with LIB one of %s; `-h` lists the flags (durations, contenders, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
+	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, semaphore limit, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
 		strings.Join(ids, ", "), r.Machine.Cores)
 }

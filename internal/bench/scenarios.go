@@ -59,15 +59,29 @@ func (r *UncontendedResult) add(o UncontendedResult) {
 // own (keyPrefix and its number) back to back, for d. It returns an error
 // only when ctx ends first.
 func runUncontended(ctx context.Context, lk Locker, keyPrefix string, goroutines int, d time.Duration) (UncontendedResult, error) {
+	return runCycles(ctx, func(i int) (Mutex, error) { return lk.Mutex(fmt.Sprintf("%s/%d", keyPrefix, i)), nil }, goroutines, d)
+}
+
+// runCycles runs goroutines, goroutine i locking and unlocking the handle
+// handle(i) back to back, for d. It returns an error when a handle cannot
+// be made, or when ctx ends first.
+func runCycles(ctx context.Context, handle func(i int) (Mutex, error), goroutines int, d time.Duration) (UncontendedResult, error) {
 	r := UncontendedResult{Goroutines: goroutines}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		ready = make(chan struct{})
 	)
+	handles := make([]Mutex, goroutines)
+	for i := range handles {
+		m, err := handle(i)
+		if err != nil {
+			return r, err
+		}
+		handles[i] = m
+	}
 	var deadline time.Time // set before ready is closed
-	for i := range goroutines {
-		m := lk.Mutex(fmt.Sprintf("%s/%d", keyPrefix, i))
+	for _, m := range handles {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -165,8 +179,12 @@ const allocWarmup = 100
 // counts the heap allocations of the whole process meanwhile, so that the
 // client libraries' own goroutines are counted too.
 func runAllocs(ctx context.Context, lk Locker, key string, cycles int) (AllocResult, error) {
+	return countAllocs(ctx, lk.Mutex(key), cycles)
+}
+
+// countAllocs is runAllocs on the handle m.
+func countAllocs(ctx context.Context, m Mutex, cycles int) (AllocResult, error) {
 	r := AllocResult{Cycles: cycles}
-	m := lk.Mutex(key)
 	cycle := func() {
 		err := m.Lock(ctx)
 		if err == nil {

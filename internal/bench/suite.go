@@ -12,17 +12,21 @@ import (
 
 // Config sets what a run measures and for how long.
 type Config struct {
-	TTL         time.Duration   // of every lock, for every library
-	Duration    time.Duration   // of each uncontended, latency and physical case
-	HotDuration time.Duration   // of each hot-key case
-	HotWarmup   time.Duration   // untimed run on another key before each round of a hot-key case
-	Goroutines  []int           // uncontended cases
-	Contenders  []int           // hot-key cases, each run with a shared client and with a client per contender
-	Works       []time.Duration // time held per grant in the hot-key cases
-	LatencyGap  time.Duration   // pause between cycles at low load
-	AllocCycles int             // cycles counted for allocations
-	PhysConns   int             // connections per node for the physical limit
-	PhysBatch   int             // pairs per pipelined round trip
+	TTL         time.Duration // of every lock, for every library
+	Duration    time.Duration // of each uncontended, latency and physical case
+	HotDuration time.Duration // of each hot-key case
+	HotWarmup   time.Duration // untimed run on another key before each round of a hot-key case
+	Goroutines  []int         // uncontended cases
+	// SharedGoroutines are the goroutines of the lease cases (redlock's
+	// read lock and semaphore, uncontended); none skips them.
+	SharedGoroutines []int
+	SemLimit         int             // limit of the lease cases' semaphores
+	Contenders       []int           // hot-key cases, each run with a shared client and with a client per contender
+	Works            []time.Duration // time held per grant in the hot-key cases
+	LatencyGap       time.Duration   // pause between cycles at low load
+	AllocCycles      int             // cycles counted for allocations
+	PhysConns        int             // connections per node for the physical limit
+	PhysBatch        int             // pairs per pipelined round trip
 	// Rounds splits each uncontended, hot-key and latency case into this
 	// many runs of an equal share of its length, the libraries taking
 	// turns in a different order each round, so that a change in the
@@ -34,9 +38,10 @@ type Config struct {
 	FairDuration   time.Duration
 	FairContenders int
 	// Run, when set, selects the cases whose names it matches, as
-	// "uncontended/g1/goredis", "hotkey/shared/c8-w0s/redsync",
-	// "hotkey/per-contender/c64-w1ms/rueidis", "fairness/c8-w0s/goredis",
-	// "latency/rueidis", "allocs/redigo" or "physical".
+	// "uncontended/g1/goredis", "read/g64/redigo", "semaphore/g1/rueidis",
+	// "hotkey/shared/c8-w0s/redsync", "hotkey/per-contender/c64-w1ms/rueidis",
+	// "fairness/c8-w0s/goredis", "latency/rueidis", "allocs/redigo",
+	// "allocs-read/goredis", "allocs-semaphore/goredis" or "physical".
 	Run *regexp.Regexp
 	Log io.Writer // progress, one line per case
 }
@@ -49,8 +54,12 @@ func DefaultConfig() Config {
 		HotDuration: 8 * time.Second,
 		HotWarmup:   250 * time.Millisecond,
 		Goroutines:  []int{1, 8, 64},
-		Contenders:  []int{8, 64},
-		Works:       []time.Duration{0, time.Millisecond},
+		// The semaphore cycles beside the mutex's: L=2 needs 4 of
+		// the 5 nodes, a case a majority does not cover.
+		SharedGoroutines: []int{1, 64},
+		SemLimit:         2,
+		Contenders:       []int{8, 64},
+		Works:            []time.Duration{0, time.Millisecond},
 		// The fairness target: 8 contenders over a 10 s run.
 		FairDuration:   10 * time.Second,
 		FairContenders: 8,
@@ -82,11 +91,15 @@ type Results struct {
 	Libraries   []Library
 	Physical    *PhysicalResult
 	Uncontended []UncontendedResult
-	Hot         []HotResult // both client modes
-	Fair        []HotResult // the fairness case
-	Latency     []LatencyResult
-	Allocs      []AllocResult
-	Elapsed     time.Duration
+	// Shared and SharedAllocs are the lease cases: redlock's read lock and
+	// semaphore, uncontended.
+	Shared       []SharedResult
+	SharedAllocs []SharedAllocResult
+	Hot          []HotResult // both client modes
+	Fair         []HotResult // the fairness case
+	Latency      []LatencyResult
+	Allocs       []AllocResult
+	Elapsed      time.Duration
 }
 
 // Run measures every selected case against the nodes at addrs, the
@@ -133,6 +146,11 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 			r := acc[lib.ID]
 			res.Uncontended = append(res.Uncontended, *r)
 			s.logf("uncontended/g%d/%s: %.0f cycles/s, CPU per cycle %v client, %v servers, errors %d %s", g, lib.ID, r.PerSec(), r.CPUPerCycle(), r.ServerCPUPerCycle(), r.Errors, r.FirstError)
+		}
+	}
+	if len(cfg.SharedGoroutines) > 0 {
+		if err := s.sharedCases(ctx, res); err != nil {
+			return nil, err
 		}
 	}
 	for _, mode := range ClientModes {

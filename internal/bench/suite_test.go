@@ -9,9 +9,10 @@ import (
 )
 
 // TestRunSmoke runs every case of the harness, very briefly, against real
-// servers: each library locks and unlocks, the hot-key cases run with a
-// shared client and with a client per contender, the fairness case runs,
-// and the report renders.
+// servers: each library locks and unlocks, redlock's backends take read
+// locks and semaphore permits, the hot-key cases run with a shared client
+// and with a client per contender, the fairness case runs, and the report
+// renders.
 func TestRunSmoke(t *testing.T) {
 	bin, err := RedisServerPath("")
 	if err != nil {
@@ -29,6 +30,7 @@ func TestRunSmoke(t *testing.T) {
 	cfg.Duration, cfg.HotDuration, cfg.HotWarmup = 100*time.Millisecond, 120*time.Millisecond, 10*time.Millisecond
 	cfg.FairDuration, cfg.FairContenders = 100*time.Millisecond, 3
 	cfg.Goroutines, cfg.Contenders, cfg.Works = []int{2}, []int{3}, []time.Duration{0}
+	cfg.SharedGoroutines = []int{2}
 	cfg.AllocCycles, cfg.PhysBatch, cfg.Rounds = 20, 8, 2
 	cfg.Log = &log
 	r, err := Run(ctx, cfg, c.Addrs(), c.Servers[0].Version)
@@ -69,6 +71,21 @@ func TestRunSmoke(t *testing.T) {
 		}
 		if a := r.allocsOf(lib.ID); a == nil || a.Allocs <= 0 {
 			t.Errorf("%s allocs: %+v", lib.ID, a)
+		}
+		// The read lock and the semaphore run on redlock's backends in
+		// the default mode only.
+		for _, kind := range SharedKinds {
+			u, a := r.sharedOf(kind, lib.ID, 2), r.sharedAllocsOf(kind, lib.ID)
+			switch {
+			case lib.Baseline || lib.Fair:
+				if u != nil || a != nil {
+					t.Errorf("%s %s: %+v, %+v; want no lease case", lib.ID, kind, u, a)
+				}
+			case u == nil || u.Cycles == 0 || !onlyTimeouts(u.Errors, u.FirstError):
+				t.Errorf("%s %s: %+v", lib.ID, kind, u)
+			case a == nil || a.Allocs <= 0 || a.Errors != 0:
+				t.Errorf("%s %s allocs: %+v", lib.ID, kind, a)
+			}
 		}
 	}
 	if md := Markdown(r); !strings.Contains(md, "| redlock+rueidis | 2 |") {

@@ -138,3 +138,109 @@ func TestCheckerFlagsBrokenLockers(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckerFlagsBrokenSharedLockers proves that CheckShared can fail end
+// to end: the same contention on read-write locks and semaphores, on the
+// same five nodes, through the same proxies and backends, finds violations
+// of the expected kind with a read-write lock whose readers ignore the
+// writer and with a semaphore whose permits need one node fewer than
+// dlm.SemaphoreQuorum (three of five for a limit of 2: a majority, which
+// is not enough), and none with the sound toy or the real manager.
+func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
+	const clients = 6
+	c := StartCluster(t, 5, clients)
+	toy := func(f SharedFlaw) func() []*Client {
+		return func() []*Client {
+			return c.ToySharedClients(func(l *ToySharedLocker) { l.Flaw, l.ReadShare, l.Limit = f, 0.3, sharedLimit })
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		open func() []*Client
+		want string // the kind of violation the flaw must show; "" for none
+	}{
+		{"toy " + ReadersIgnoreWriter.String(), toy(ReadersIgnoreWriter), WriterWithReaders},
+		{"toy " + PermitQuorumShort.String(), toy(PermitQuorumShort), OverLimit},
+		{"toy sound", toy(SharedSound), ""},
+		{"real manager", func() []*Client {
+			cl := c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(chaosNodeTimeout))
+			for _, x := range cl {
+				x.Locker = SharedLocker{M: x.Locker.(ManagerLocker).M, ReadShare: 0.7, Limit: sharedLimit}
+			}
+			return cl
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := leakcheck.Take()
+			start := time.Now()
+			cl := tc.open()
+			prefix := fmt.Sprintf("broken-%d", time.Now().UnixNano())
+			w := &Workload{
+				Clients: cl, History: NewHistory(), LockTimeout: 2 * time.Second, Hold: 0.3, Overrun: 0.4, Seed: 7,
+				Keys: []KeySpec{{RWPrefix + prefix, 300 * time.Millisecond}, {SemPrefix + prefix, 400 * time.Millisecond}},
+			}
+			d := 3 * time.Second
+			if tc.want != "" {
+				d = 8 * time.Second
+			}
+			rw, sem := runSharedUntil(t, w, d, tc.want != "")
+			CloseClients(t, cl)
+			snap.Check(t, 5*time.Second)
+			byKind := map[string]int64{}
+			for _, v := range append(rw.Violations, sem.Violations...) {
+				byKind[v.Kind]++
+			}
+			figure(t, "chaos-broken-shared: locker=%q grants=%d violations=%s most_readers=%d most_permits=%d limit=%d elapsed=%v",
+				tc.name, rw.Grants+sem.Grants, FormatCounts(byKind), rw.MostShared, sem.MostShared, sharedLimit, time.Since(start).Round(time.Millisecond))
+			for _, vs := range [][]SharedViolation{rw.Violations, sem.Violations} {
+				if len(vs) > 0 {
+					t.Logf("first violation: %v", vs[0])
+				}
+			}
+			switch {
+			case tc.want != "" && byKind[tc.want] == 0:
+				t.Errorf("the checker found no %s violation in %d grants of a broken locker", tc.want, rw.Grants+sem.Grants)
+			case tc.want == "" && len(byKind) > 0:
+				t.Errorf("violations %s; want none:\n%v\n%v", FormatCounts(byKind), rw.Violations, sem.Violations)
+			}
+			if tc.want == "" && (rw.MostShared < 2 || sem.MostShared < 2 || rw.Grants < 20 || sem.Grants < 20) {
+				t.Errorf("%d read-write grants (at most %d at once), %d permits (at most %d at once): the load is too light to show anything",
+					rw.Grants, rw.MostShared, sem.Grants, sem.MostShared)
+			}
+		})
+	}
+}
+
+// runSharedUntil runs w for at most d; with stopEarly, it stops as soon as
+// CheckShared finds a violation. It returns CheckShared's reports of the
+// read-write locks' grants (limit 1) and of the permits (sharedLimit).
+func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (rw, sem SharedReport) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan Stats)
+	go func() { done <- w.Run(ctx) }()
+	check := func() (SharedReport, SharedReport) {
+		var rwg, semg []Grant
+		for _, g := range w.History.Grants() {
+			if g.Mode == Permit {
+				semg = append(semg, g)
+			} else {
+				rwg = append(rwg, g)
+			}
+		}
+		return CheckShared(rwg, 1), CheckShared(semg, sharedLimit)
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return check()
+		case <-tick.C:
+			if rw, sem := check(); stopEarly && len(rw.Violations)+len(sem.Violations) > 0 {
+				cancel()
+			}
+		}
+	}
+}

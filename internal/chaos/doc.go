@@ -18,8 +18,8 @@
 //     and no more than the limit of permits' windows are open at once
 //     (TestChaosShared).
 //   - [Locker]: the real [github.com/dlmgo/redlock/dlm.Manager] and
-//     deliberately broken Redlocks ([ToyLocker]) that prove the checker can
-//     fail.
+//     deliberately broken Redlocks ([ToyLocker]), read-write locks and
+//     semaphores ([ToySharedLocker]) that prove the checkers can fail.
 //   - [Workload] and [Injector]: the contention and the faults.
 //
 // It is a module of its own so that porcupine never enters the core's

@@ -188,15 +188,21 @@ func (l *ToyLocker) TryLock(ctx context.Context, key string, ttl time.Duration) 
 
 // Lock retries TryLock after a random wait up to RetryDelay until ctx ends.
 func (l *ToyLocker) Lock(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	return retryLock(ctx, l.RetryDelay, func() (Lease, error) { return l.TryLock(ctx, key, ttl) })
+}
+
+// retryLock calls try after a random wait up to delay until it obtains a
+// lease or ctx ends.
+func retryLock(ctx context.Context, delay time.Duration, try func() (Lease, error)) (Lease, error) {
 	for {
-		lease, err := l.TryLock(ctx, key, ttl)
+		lease, err := try()
 		if err == nil || ctx.Err() != nil {
 			if err != nil {
 				err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 			}
 			return lease, err
 		}
-		t := time.NewTimer(rand.N(l.RetryDelay + 1))
+		t := time.NewTimer(rand.N(delay + 1))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -211,8 +217,13 @@ func (l *ToyLocker) Close() error {
 	if !l.Owned {
 		return nil
 	}
+	return closeNodes(l.Nodes)
+}
+
+// closeNodes closes every node.
+func closeNodes(nodes []driver.Node) error {
 	var errs []error
-	for _, n := range l.Nodes {
+	for _, n := range nodes {
 		errs = append(errs, n.Close())
 	}
 	return errors.Join(errs...)
@@ -220,16 +231,22 @@ func (l *ToyLocker) Close() error {
 
 // all runs a script on every node at once and counts the replies equal to 1.
 func (l *ToyLocker) all(ctx context.Context, s *driver.Script, key string, args ...string) int {
+	return evalAll(ctx, l.Nodes, l.NodeTimeout, s, []string{key}, args...)
+}
+
+// evalAll runs a script on every node at once, each within timeout, and
+// counts the replies equal to 1.
+func evalAll(ctx context.Context, nodes []driver.Node, timeout time.Duration, s *driver.Script, keys []string, args ...string) int {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	yes := 0
-	for _, n := range l.Nodes {
+	for _, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, l.NodeTimeout)
+			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			if v, err := n.Eval(ctx, s, []string{key}, args); err == nil && v == int64(1) {
+			if v, err := n.Eval(ctx, s, keys, args); err == nil && v == int64(1) {
 				mu.Lock()
 				yes++
 				mu.Unlock()

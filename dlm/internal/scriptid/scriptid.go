@@ -22,6 +22,14 @@ const (
 	RaiseFence           = "raise-fence"
 	Status               = "status"
 	Leader               = "leader"
+	ReadAcquire          = "read-acquire"
+	GuardedReadAcquire   = "guarded-read-acquire"
+	ReadExtend           = "read-extend"
+	ReadRelease          = "read-release"
+	PermitAcquire        = "permit-acquire"
+	GuardedPermitAcquire = "guarded-permit-acquire"
+	PermitExtend         = "permit-extend"
+	PermitRelease        = "permit-release"
 )
 
 // WakeSuffix names a lock key's wake channel (the key plus the suffix), on
@@ -36,6 +44,14 @@ const (
 	// WakeRelease, followed by the number of clients listening on the
 	// channel in decimal, announces a release of the key.
 	WakeRelease = "r"
+)
+
+// ReadersMark is the value of a lock key held by readers, and
+// IntentSuffix names the key (the lock key plus the suffix) of a waiting
+// writer's intent, which keeps new readers out (see dlm's scripts_rw.go).
+const (
+	ReadersMark  = "dlm:readers"
+	IntentSuffix = ":wait"
 )
 
 var byHash = map[string]string{}

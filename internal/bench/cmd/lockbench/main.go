@@ -6,6 +6,7 @@
 //
 //	lockbench -out docs                 # what `make bench` runs
 //	lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out
+//	lockbench -run '^(read|semaphore)/'
 package main
 
 import (
@@ -36,7 +37,7 @@ func run() int {
 		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
 		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
-		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
 		memProfile  = flag.String("memprofile", "", "write an allocation profile of the measured cases to this file")
 		memRate     = flag.Int("memprofilerate", 0, "with -memprofile, sample one allocation per this many bytes (1: every allocation; 0: Go's default)")
@@ -51,6 +52,12 @@ func run() int {
 		cfg.Goroutines = n
 		return err
 	})
+	flag.Func("shared-goroutines", fmt.Sprintf("goroutines of the read lock and semaphore cases, comma-separated (default %s)", joinInts(cfg.SharedGoroutines)), func(v string) error {
+		n, err := parseInts(v)
+		cfg.SharedGoroutines = n
+		return err
+	})
+	flag.IntVar(&cfg.SemLimit, "sem-limit", cfg.SemLimit, "limit of the semaphore cases' semaphores")
 	flag.Func("contenders", fmt.Sprintf("contenders of the hot-key cases, comma-separated (default %s)", joinInts(cfg.Contenders)), func(v string) error {
 		n, err := parseInts(v)
 		cfg.Contenders = n
