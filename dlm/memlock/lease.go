@@ -15,7 +15,7 @@ import (
 
 // readAcquire is the read lock's acquire script, plain or guarded (the
 // guard is not modelled): KEYS are the lock key, the readers' set and the
-// writer's intent; ARGV the token and the TTL. The reader is let in unless
+// writer's intent; ARGV the secret and the TTL. The reader is let in unless
 // a writer holds the key, or waits for it and the reader is not in yet.
 // n.mu is held.
 func (n *Node) readAcquire(keys, args []string) (any, error) {
@@ -39,7 +39,7 @@ func (n *Node) readAcquire(keys, args []string) (any, error) {
 }
 
 // readExtend is the read lock's extend script: KEYS are the lock key and
-// the readers' set, ARGV the token and the TTL. n.mu is held.
+// the readers' set, ARGV the secret and the TTL. n.mu is held.
 func (n *Node) readExtend(keys, args []string) (any, error) {
 	ttl, err := number(args[1])
 	if err != nil {
@@ -52,7 +52,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 }
 
 // readRelease is the read lock's release script: KEYS are the lock key and
-// the readers' set, ARGV the token and announce's flag. The last reader out
+// the readers' set, ARGV the secret and announce's flag. The last reader out
 // deletes the key and announces the release. n.mu is held.
 func (n *Node) readRelease(keys, args []string) (any, error) {
 	now := nowMillis()
@@ -68,7 +68,7 @@ func (n *Node) readRelease(keys, args []string) (any, error) {
 }
 
 // permitAcquire is the semaphore's acquire script, plain or guarded (the
-// guard is not modelled): KEYS[0] is the set of permits; ARGV the token,
+// guard is not modelled): KEYS[0] is the set of permits; ARGV the secret,
 // the TTL, the limit and announce's flag last. The permit is granted when
 // it is held already or fewer than the limit are. n.mu is held.
 func (n *Node) permitAcquire(keys, args []string) (any, error) {
@@ -92,7 +92,7 @@ func (n *Node) permitAcquire(keys, args []string) (any, error) {
 }
 
 // permitExtend is the semaphore's extend script: KEYS[0] is the set of
-// permits, ARGV the token and the TTL. n.mu is held.
+// permits, ARGV the secret and the TTL. n.mu is held.
 func (n *Node) permitExtend(keys, args []string) (any, error) {
 	ttl, err := number(args[1])
 	if err != nil {
@@ -102,7 +102,7 @@ func (n *Node) permitExtend(keys, args []string) (any, error) {
 }
 
 // permitRelease is the semaphore's release script: KEYS[0] is the set of
-// permits, ARGV the token and announce's flag. A permit given back is
+// permits, ARGV the secret and announce's flag. A permit given back is
 // announced. n.mu is held.
 func (n *Node) permitRelease(keys, args []string) (any, error) {
 	now := nowMillis()
