@@ -3,6 +3,7 @@ package dlmtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,12 +79,26 @@ func testUnlockTwice(t *testing.T, lk dlm.Locker, key string) {
 
 func testLockWaitsForRelease(t *testing.T, lk dlm.Locker, key string) {
 	l := mustTryLock(t, lk, key)
-	got := make(chan error, 1)
+	err := obtainedAfterRelease(t, "the first holder", l, func(ctx context.Context) (*dlm.Lock, error) {
+		return lk.Lock(ctx, key)
+	})
+	if err != nil {
+		t.Errorf("Lock(%q) waiting for the release: %v", key, err)
+	}
+}
+
+// obtainedAfterRelease calls take on a goroutine while holder holds the
+// lock, releases holder after a pause, and returns take's error, or an
+// error if take obtained the lock before holder released it. What take
+// obtained is released.
+func obtainedAfterRelease(t *testing.T, what string, holder *dlm.Lock, take func(ctx context.Context) (*dlm.Lock, error)) error {
+	t.Helper()
 	released := make(chan time.Time, 1)
+	got := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
-		l2, err := lk.Lock(ctx, key)
+		l, err := take(ctx)
 		if err == nil {
 			select {
 			case at := <-released:
@@ -91,20 +106,16 @@ func testLockWaitsForRelease(t *testing.T, lk dlm.Locker, key string) {
 					err = errors.New("obtained before the release")
 				}
 			default:
-				err = errors.New("obtained while the first holder held it")
+				err = fmt.Errorf("obtained while %s held it", what)
 			}
-			l2.Unlock(context.Background())
+			l.Unlock(context.Background())
 		}
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // lets take's first attempt fail, if it is quick
 	released <- time.Now()
-	if err := l.Unlock(context.Background()); err != nil {
-		t.Fatalf("Unlock = %v", err)
-	}
-	if err := <-got; err != nil {
-		t.Errorf("Lock(%q) waiting for the release: %v", key, err)
-	}
+	unlock(t, what, holder)
+	return <-got
 }
 
 func testLockContextEnds(t *testing.T, lk dlm.Locker, key string) {

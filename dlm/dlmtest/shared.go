@@ -187,29 +187,10 @@ func testTryLockRecordsNoIntent(t *testing.T, m *dlm.Manager, key string) {
 
 func testReaderWaitsForWriter(t *testing.T, m *dlm.Manager, key string) {
 	w := mustTryLock(t, m, key)
-	released := make(chan time.Time, 1)
-	got := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		r, err := m.RLock(ctx, key)
-		if err == nil {
-			select {
-			case at := <-released:
-				if time.Now().Before(at) {
-					err = errors.New("obtained before the writer's release")
-				}
-			default:
-				err = errors.New("obtained while the writer held it")
-			}
-			r.Unlock(context.Background())
-		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // lets the reader's first attempt fail, if it is quick
-	released <- time.Now()
-	unlock(t, "the writer", w)
-	if err := <-got; err != nil {
+	err := obtainedAfterRelease(t, "the writer", w, func(ctx context.Context) (*dlm.Lock, error) {
+		return m.RLock(ctx, key)
+	})
+	if err != nil {
 		t.Errorf("RLock(%q) waiting for the writer: %v", key, err)
 	}
 }
