@@ -36,8 +36,8 @@ func TestRetryWaitAfterWakeIsFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.drain()
-		timer.Reset(delay) // as lockLoop does after the next attempt
-		start := time.Now()
+		start := time.Now() // before Reset: the timer cannot fire sooner than delay after it
+		timer.Reset(delay)  // as lockLoop does after the next attempt
 		if err := m.awaitTurn(ctx, timer, w, w.c, 0); err != nil {
 			t.Fatal(err)
 		}
