@@ -78,7 +78,10 @@ type Hook interface {
 	// the lock's internal mutex is held; an [EventLost] comes only after
 	// [Lock.Lost] was closed and Do's context cancelled, so a slow hook
 	// cannot delay the loss signal. It should still be quick, since it
-	// delays the operation. e is valid only during the call.
+	// delays the operation. e is valid only during the call. ctx carries
+	// the values of the operation's context but never its cancellation or
+	// deadline: an operation that ended with its context is reported like
+	// any other.
 	Observe(ctx context.Context, e *Event)
 }
 
@@ -111,6 +114,12 @@ func (c *config) wants(ctx context.Context, k EventKind, err error) bool {
 
 // emit sends e to the hook and the logger.
 func (c *config) emit(ctx context.Context, e *Event) {
+	if ctx.Done() != nil {
+		// The event reports what happened, also to an operation whose
+		// context ended: observers get its values (a trace's span), not
+		// its end, under which some drop what they record.
+		ctx = context.WithoutCancel(ctx)
+	}
 	if c.hook != nil {
 		c.hook.Observe(ctx, e)
 	}

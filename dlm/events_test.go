@@ -373,3 +373,41 @@ func TestDoEventLogged(t *testing.T) {
 		t.Errorf("log lacks the done record with its error:\n%s", out)
 	}
 }
+
+// ctxHook records, for each event, whether the context it came with was
+// done and whether it still carried the operation's values.
+type ctxHook struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+type ctxMark struct{}
+
+func (h *ctxHook) Observe(ctx context.Context, e *Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ctx.Err() != nil || ctx.Value(ctxMark{}) == nil {
+		h.seen = append(h.seen, fmt.Sprintf("%v (done: %v, values: %v)", e.Kind, ctx.Err(), ctx.Value(ctxMark{})))
+	}
+}
+
+// TestHookContextNotDone checks that a hook gets the operation's context
+// with its values but never done, also for an operation its context ended:
+// hooks such as OpenTelemetry's drop what they record under a done context,
+// and a Lock that stopped waiting is worth recording.
+func TestHookContextNotDone(t *testing.T) {
+	fs := newFakes(3)
+	setUp(fs, "k", "HHH") // held elsewhere: Lock waits
+	h := &ctxHook{}
+	m := newManager(t, fs, WithHook(h), WithRetry(0, FixedBackoff(5*time.Millisecond)))
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxMark{}, true))
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := m.Lock(ctx, "k"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock whose context was cancelled = %v; want context.Canceled", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.seen) > 0 {
+		t.Errorf("events observed with a done context or without its values: %v", h.seen)
+	}
+}

@@ -419,3 +419,36 @@ func TestNotRecording(t *testing.T) {
 		t.Errorf("acquire histogram has %d not_obtained points; want 1", n)
 	}
 }
+
+// TestStoppedWaitMeasured checks that a Lock that stopped waiting when its
+// context ended is measured and traced like any other: the hook gets the
+// operation's context without its end, under which the metrics SDK would
+// drop the measurement.
+func TestStoppedWaitMeasured(t *testing.T) {
+	r := newRig(t)
+	holder, err := r.m.TryLock(context.Background(), "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Unlock(context.Background())
+	ctx, parent := r.tracer.Start(context.Background(), "request")
+	wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := r.m.Lock(wait, "busy"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock of a held key bounded by its context = %v; want context.DeadlineExceeded", err)
+	}
+	parent.End()
+	locks := r.named(spanLock) // the holder's, then the stopped wait's
+	if len(locks) != 2 {
+		t.Fatalf("%d %s spans (all: %v); want the holder's and the stopped wait's", len(locks), spanLock, r.names())
+	}
+	wantChildOf(t, locks[1], parent)
+	wantAttrs(t, locks[1], "dlm.outcome", "canceled")
+	var n uint64
+	for _, dp := range histogram(t, r.collect(t), attrOutcome.String("canceled")) {
+		n += dp.Count
+	}
+	if n != 1 {
+		t.Errorf("%s{canceled} has %d samples; want the stopped wait's 1", metricAcquire, n)
+	}
+}
