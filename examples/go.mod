@@ -1,6 +1,6 @@
 module github.com/dlmgo/redlock/examples
 
-go 1.22
+go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
@@ -25,9 +25,9 @@ require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
-	github.com/redis/rueidis v1.0.10 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/otel v1.21.0 // indirect
 	go.opentelemetry.io/otel/metric v1.21.0 // indirect
-	golang.org/x/sys v0.14.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )

@@ -1,6 +1,6 @@
 module github.com/dlmgo/redlock/internal/chaos
 
-go 1.22
+go 1.25.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
@@ -17,5 +17,6 @@ require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
-	github.com/redis/rueidis v1.0.10 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
