@@ -14,17 +14,20 @@ import (
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
-// countingNode records the scripts a node runs, and how many are under way.
+// countingNode records the scripts a node runs, how many requests it has
+// started, and how many are under way.
 type countingNode struct {
 	driver.Node
 	mu       sync.Mutex
 	calls    map[string]int // by script hash
+	started  int
 	underWay int
 }
 
 func (c *countingNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	c.mu.Lock()
 	c.calls[s.Hash]++
+	c.started++
 	c.underWay++
 	c.mu.Unlock()
 	defer func() {
@@ -35,23 +38,36 @@ func (c *countingNode) Eval(ctx context.Context, s *driver.Script, keys, args []
 	return c.Node.Eval(ctx, s, keys, args)
 }
 
-// settle waits until the given nodes have answered every request sent to
-// them. A grant returns once a quorum said yes, and the requests to the other
-// nodes may still land afterwards; a test that changes those nodes' keys
-// waits for them first.
-func (c *fencingCluster) settle(t *testing.T, nodes ...int) {
+// mark returns how many requests each node has started so far, for settle.
+func (c *fencingCluster) mark() []int {
+	m := make([]int, len(c.nodes))
+	for i, n := range c.nodes {
+		n.mu.Lock()
+		m[i] = n.started
+		n.mu.Unlock()
+	}
+	return m
+}
+
+// settle waits until each of the given nodes has started at least want
+// requests since mark and answered every one. A grant returns once a
+// quorum said yes, and the requests to the other nodes may not even have
+// started by then: a test that changes those nodes' keys, or counts their
+// requests, waits for them first.
+func (c *fencingCluster) settle(t *testing.T, mark []int, want int, nodes ...int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, i := range nodes {
 		for {
-			c.nodes[i].mu.Lock()
-			n := c.nodes[i].underWay
-			c.nodes[i].mu.Unlock()
-			if n == 0 {
+			n := c.nodes[i]
+			n.mu.Lock()
+			started, underWay := n.started-mark[i], n.underWay
+			n.mu.Unlock()
+			if started >= want && underWay == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node %d still has %d requests under way", i, n)
+				t.Fatalf("node %d started %d of the %d requests expected, %d under way", i, started, want, underWay)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -204,12 +220,13 @@ func TestFencingRaisesDivergedCounters(t *testing.T) {
 // agree, a fenced acquire runs one script per node and nothing more.
 func TestFencingCommonCaseOneRoundTrip(t *testing.T) {
 	c := newFencingCluster(t)
+	mark := c.mark()
 	l, err := c.m.TryLock(context.Background(), "cheap")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let the requests still under way end, then count before Unlock.
-	c.settle(t, 0, 1, 2, 3, 4)
+	// Let every node's acquire end, then count before Unlock.
+	c.settle(t, mark, 1, 0, 1, 2, 3, 4)
 	for i, n := range c.nodes {
 		if got := n.scripts(); got != 1 {
 			t.Errorf("node %d ran %d different scripts for one fenced acquire; want 1", i, got)
@@ -386,12 +403,13 @@ func BenchmarkAcquire(b *testing.B) {
 func TestStatus(t *testing.T) {
 	c := newFencingCluster(t)
 	ctx := context.Background()
+	mark := c.mark()
 	l, err := c.m.TryLock(ctx, "st", dlm.WithTTL(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Unlock(ctx)
-	c.settle(t, 0, 1, 2, 3, 4) // TryLock returned on a quorum; let the rest land
+	c.settle(t, mark, 1, 0, 1, 2, 3, 4) // TryLock returned on a quorum; let the rest land
 	c.servers[4].Kill()
 	st, err := c.m.Status(ctx, "st")
 	if err != nil {
@@ -423,6 +441,7 @@ func TestFencingStaleEqualToken(t *testing.T) {
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	var stale *dlm.Lock
+	mark := c.mark()
 	for i := 0; i < 3; i++ {
 		l, err := c.m.TryLock(ctx, "equal")
 		if err != nil {
@@ -438,7 +457,7 @@ func TestFencingStaleEqualToken(t *testing.T) {
 	if err := first.Admit(stale.Token(), stale.GrantID()); err != nil {
 		t.Fatalf("the stale holder's first write = %v", err)
 	}
-	c.settle(t, 0, 1, 2, 3, 4)
+	c.settle(t, mark, 5, 0, 1, 2, 3, 4) // three acquires and two releases on each node
 	for _, s := range c.servers {
 		s.Restart() // empty, at once: the counters are lost
 	}

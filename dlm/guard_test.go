@@ -32,12 +32,13 @@ func TestRestartGuard(t *testing.T) {
 				time.Sleep(3 * time.Second)
 			}
 			c.do(t, []int{3, 4}, "SET", fencePrefix+"{k}", "someone-else", "PX", "60000")
+			mark := c.mark()
 			a, err := c.m.TryLock(ctx, "k")
 			if err != nil {
 				t.Fatalf("A's TryLock: %v", err)
 			}
 			defer a.Unlock(ctx)
-			c.settle(t, 3, 4) // A's refused requests must not land after the DEL
+			c.settle(t, mark, 1, 3, 4) // A's refused requests must not land after the DEL
 			c.do(t, []int{3, 4}, "DEL", fencePrefix+"{k}")
 			c.servers[2].Restart() // empty, at once
 			b, err := c.m.TryLock(ctx, "k")

@@ -22,6 +22,7 @@ func TestGuardKeyExpires(t *testing.T) {
 	guardKey := fencePrefix + "{k}:guard"
 	// Every node is new to the guard; INFO counts uptime in whole seconds.
 	time.Sleep(window + time.Second)
+	mark := c.mark()
 	l, err := c.m.TryLock(ctx, "k")
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
@@ -29,7 +30,7 @@ func TestGuardKeyExpires(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.settle(t, 0, 1, 2, 3, 4)
+	c.settle(t, mark, 2, 0, 1, 2, 3, 4) // an acquire and a release on each node
 	for i, s := range c.servers {
 		v, err := s.Do("PTTL", guardKey)
 		if ms, _ := v.(int64); err != nil || ms <= 0 || ms > window.Milliseconds() {
@@ -62,6 +63,7 @@ func TestFenceExpiry(t *testing.T) {
 	counter := fencePrefix + "{k}:fence"
 	grant := func(opts ...dlm.Option) uint64 {
 		t.Helper()
+		mark := c.mark()
 		l, err := c.m.TryLock(ctx, "k", opts...)
 		if err != nil {
 			t.Fatalf("TryLock: %v", err)
@@ -69,7 +71,7 @@ func TestFenceExpiry(t *testing.T) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		c.settle(t, 0, 1, 2, 3, 4)
+		c.settle(t, mark, 2, 0, 1, 2, 3, 4) // an acquire and a release on each node
 		return l.Token()
 	}
 	pttls := func() []int64 {

@@ -67,7 +67,10 @@ func TestWaitingLine(t *testing.T) {
 	holder := startRedlock(t, nil, runArgs("line", sh(`touch "$2"; `+boundedWait, release, ready), "--nodes", nodes)...)
 	waitFor(t, "the holder's command to start", func() bool { return exists(ready) })
 
-	quiet, quietScreen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes, "--wait", "1s", "--quiet")...)
+	// A node timeout of a second: an attempt that times out on a loaded
+	// machine would end the wait as "nodes unavailable" (69). The wait
+	// lets at least one attempt run to its end.
+	quiet, quietScreen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s", "--quiet")...)
 	quiet.expectExit(75)
 
 	waiter, screen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes)...)

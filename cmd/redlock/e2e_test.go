@@ -109,9 +109,11 @@ func TestRunWhileHeld(t *testing.T) {
 		}
 	})
 	t.Run("--wait runs out", func(t *testing.T) {
-		code, _, stderr := redlockRun(t, nil, runArgs("report", touchRan, "--nodes", nodes, "--wait", "1s")...)
+		// The node timeout of a second keeps a loaded machine's slow
+		// reply from reading as "nodes unavailable" (69).
+		code, _, stderr := redlockRun(t, nil, runArgs("report", touchRan, "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s")...)
 		if code != 75 || !strings.Contains(stderr, "when --wait ran out") {
-			t.Errorf("run --wait 1s = %d, stderr:\n%s\nwant 75 and a warning", code, stderr)
+			t.Errorf("run --wait 3s = %d, stderr:\n%s\nwant 75 and a warning", code, stderr)
 		}
 	})
 	t.Run("a signal ends the wait", func(t *testing.T) {

@@ -49,7 +49,7 @@ func startPair(t *testing.T, persist bool, opts ...dlm.Option) *pair {
 		for _, a := range n.Addrs(client) {
 			urls = append(urls, NodeURL(backend, a))
 		}
-		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithNodeTimeout(250 * time.Millisecond)}, opts...)...)
+		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithNodeTimeout(pairNodeTimeout)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,10 +96,18 @@ func (p *pair) dbsize(t *testing.T) []int64 {
 	return out
 }
 
+// pairNodeTimeout is the node timeout of a pair's managers.
+const pairNodeTimeout = 250 * time.Millisecond
+
 // lockOn makes client (0: A, 1: B) take key with ttl while it can reach only
 // the nodes in reach: the proxies to the others drop every connection, so
 // those nodes fail at once. It records the grant in the history and returns
 // the lock and its grant id, or the error.
+//
+// A grant returns once a quorum said yes, and the requests to the other
+// nodes may not have been sent yet; the proxies keep dropping until the
+// attempt's node timeout has passed, after which the client sends none of
+// them (its socket deadline is the request's deadline).
 func (p *pair) lockOn(t *testing.T, client int, key string, ttl time.Duration, reach ...int) (*dlm.Lock, int, error) {
 	t.Helper()
 	m, name := p.a, "A"
@@ -117,12 +125,13 @@ func (p *pair) lockOn(t *testing.T, client int, key string, ttl time.Duration, r
 			p.net.Proxies[client][i].Drop()
 		}
 	}
+	start := time.Now()
 	defer func() {
+		time.Sleep(time.Until(start.Add(pairNodeTimeout)))
 		for _, i := range cut {
 			p.net.Proxies[client][i].Heal()
 		}
 	}()
-	start := time.Now()
 	l, err := m.TryLock(context.Background(), key, dlm.WithTTL(ttl))
 	if err != nil {
 		return nil, -1, err
