@@ -107,7 +107,7 @@ const pairNodeTimeout = 250 * time.Millisecond
 // A grant returns once a quorum said yes, and the requests to the other
 // nodes may not have been sent yet; the proxies keep dropping until the
 // attempt's node timeout has passed, after which the client sends none of
-// them (its socket deadline is the request's deadline).
+// them: the backends send no request whose deadline has passed.
 func (p *pair) lockOn(t *testing.T, client int, key string, ttl time.Duration, reach ...int) (*dlm.Lock, int, error) {
 	t.Helper()
 	m, name := p.a, "A"
