@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,11 +375,12 @@ func TestDoEventLogged(t *testing.T) {
 	}
 }
 
-// ctxHook records, for each event, whether the context it came with was
-// done and whether it still carried the operation's values.
+// ctxHook records the kinds of the events it observes, and those that came
+// with a done context or without the operation's values.
 type ctxHook struct {
-	mu   sync.Mutex
-	seen []string
+	mu    sync.Mutex
+	kinds []EventKind
+	seen  []string
 }
 
 type ctxMark struct{}
@@ -386,6 +388,7 @@ type ctxMark struct{}
 func (h *ctxHook) Observe(ctx context.Context, e *Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.kinds = append(h.kinds, e.Kind)
 	if ctx.Err() != nil || ctx.Value(ctxMark{}) == nil {
 		h.seen = append(h.seen, fmt.Sprintf("%v (done: %v, values: %v)", e.Kind, ctx.Err(), ctx.Value(ctxMark{})))
 	}
@@ -407,6 +410,9 @@ func TestHookContextNotDone(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if !slices.Contains(h.kinds, EventNotObtained) {
+		t.Errorf("events observed: %v; want the stopped wait's %v among them", h.kinds, EventNotObtained)
+	}
 	if len(h.seen) > 0 {
 		t.Errorf("events observed with a done context or without its values: %v", h.seen)
 	}

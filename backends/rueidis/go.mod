@@ -2,12 +2,13 @@ module github.com/dlmgo/redlock/backends/rueidis
 
 go 1.25.0
 
-require github.com/dlmgo/redlock v0.1.0
-
-require golang.org/x/sys v0.47.0 // indirect
+require (
+	github.com/dlmgo/redlock v0.1.0
+	github.com/redis/rueidis v1.0.79
+)
 
 require (
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	github.com/redis/rueidis v1.0.79
+	golang.org/x/sys v0.47.0 // indirect
 )
