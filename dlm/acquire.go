@@ -278,7 +278,11 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	if waiting {
 		req.writerIntent()
 	}
+	req.plain = m.plainUsable(cfg, rkeys, fw)
 	v, pend := m.poll(ctx, req)
+	if v.no > 0 {
+		m.contend(rkeys)
+	}
 	if fw != nil {
 		fw.ticket = max(fw.ticket, v.ticket)
 	}

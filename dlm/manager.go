@@ -38,6 +38,9 @@ type Manager struct {
 	// clusterNodes marks the nodes that are Redis Clusters; nil when none
 	// is.
 	clusterNodes []bool
+	// plain takes free keys without a script; nil when no node implements
+	// driver.Setter (setnx.go).
+	plain *plainAcquire
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -74,6 +77,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
 	m.waker = newWaker(m)
+	m.plain = newPlainAcquire(nodes)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
 		if !cfg.loggerSet {

@@ -54,6 +54,9 @@ type request struct {
 	// need is the number of yes that makes a quorum; 0 means a majority
 	// (a semaphore's permits need more, see [SemaphoreQuorum]).
 	need int
+	// plain lets the nodes that implement driver.Setter run the acquire
+	// script as SET NX (setnx.go).
+	plain bool
 }
 
 // quorum is the number of yes among n nodes that makes req's quorum.

@@ -110,9 +110,16 @@ func acked(req *request) bool { return ackedScripts[req.script] }
 // eval runs req on node i, with WAIT under WithReplicaAck; a write
 // acknowledged by too few replicas is the node's failure.
 func (m *Manager) eval(ctx context.Context, i int, req *request) (any, error) {
+	if s := m.setter(i, req); s != nil {
+		return m.setNX(ctx, i, s, req)
+	}
 	a := m.cfg.replicaAck
 	if a == nil || !acked(req) {
-		return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
+		v, err := m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
+		if err == nil {
+			m.ran(i, req)
+		}
+		return v, err
 	}
 	ra, ok := m.nodes[i].(driver.ReplicaAcker)
 	if !ok { // checked by New

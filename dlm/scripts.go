@@ -82,14 +82,16 @@ if now < safe then return -1 end
 
 // releaseScript deletes the keys that still hold the secret and returns how
 // many it deleted. It never touches another holder's key. For each key it
-// deletes, it announces the release on the key's wake channel, when anyone
-// listens there, with the number of listeners: wakeRelease and "5" (see
-// [announce]).
+// deletes, it deletes a writer's intent, which a grant by SET NX left in
+// place (see [plainAcquire]), and announces the release on the key's wake
+// channel, when anyone listens there, with the number of listeners:
+// wakeRelease and "5" (see [announce]).
 var releaseScript = driver.NewScript(announce + `
 local n = 0
 for _, k in ipairs(KEYS) do
   if redis.call('GET', k) == ARGV[1] then
     n = n + redis.call('DEL', k)
+    clearIntent(k)
     announce(k, nil)
   end
 end

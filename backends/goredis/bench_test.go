@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,4 +31,43 @@ func BenchmarkEval(b *testing.B) {
 		}
 		cancel()
 	}
+}
+
+// BenchmarkNodeCall compares a script call with SET NX GET, both as package
+// dlm sends them: under a context of driver.WithNodeDeadline.
+func BenchmarkNodeCall(b *testing.B) {
+	s := dlmtest.StartServer(b)
+	n, err := dlm.OpenNode("redis+goredis://" + s.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	script := driver.NewScript("return ARGV[1]")
+	b.Run("Eval", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(time.Second))
+			if _, err := n.Eval(ctx, script, []string{"{k}a"}, []string{"token", "30000"}); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+		}
+	})
+	round := 0
+	b.Run("SetNXGet", func(b *testing.B) { // a free key each time, as a lock finds it
+		round++
+		keys := make([]string, b.N)
+		for i := range keys {
+			keys[i] = "{k}" + strconv.Itoa(round) + ":" + strconv.Itoa(i)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(time.Second))
+			if v, err := n.(driver.Setter).SetNXGet(ctx, keys[i], "token", "30000"); v != nil || err != nil {
+				b.Fatalf("SetNXGet = %v, %v; want nil, nil", v, err)
+			}
+			cancel()
+		}
+	})
 }

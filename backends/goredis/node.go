@@ -121,20 +121,56 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 // requests under way (see batcher), for a request that direct allows.
 func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
 	cmd := evalCmd(s, keys, args)
-	var v any
-	var err error
-	if batched {
-		c := redis.NewCmd(ctx, cmd...)
-		n.batch.do(ctx, c)
-		v, err = c.Result()
-	} else {
-		v, err = n.client.Do(ctx, cmd...).Result()
-	}
+	v, err := n.send(ctx, cmd, batched)
 	if driver.IsNoScript(err) {
 		cmd[0], cmd[1] = "eval", s.Source
 		v, err = n.client.Do(ctx, cmd...).Result()
 	}
 	return normalize(v, err)
+}
+
+// SetNXGet sets a free key as [driver.Setter] documents, by SET key value
+// NX PX ms and, only when that finds the key held, GET key. go-redis makes
+// an error of a nil reply (redis.Nil), which its retry checks then examine
+// at a cost of about 15 allocations, and the nil reply of SET … NX GET is
+// the common one, a free key; SET … NX answers OK there instead. It also
+// works on a Redis before 7.0.
+func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (any, error) {
+	if direct, err := n.direct(ctx); direct || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		v, err := n.safe(func(ctx context.Context) (any, error) { return n.setNX(ctx, key, val, ms, true) })(ctx)
+		return v, n.fail(ctx, err)
+	}
+	return n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.setNX(ctx, key, val, ms, false) }))
+}
+
+// setNX is SetNXGet's requests; batched as for eval.
+func (n *node) setNX(ctx context.Context, key, val, ms string, batched bool) (any, error) {
+	_, err := n.send(ctx, []any{"set", key, val, "nx", "px", ms}, batched)
+	if err == nil { // OK: set
+		return nil, nil
+	}
+	if err != redis.Nil {
+		return normalize(nil, err)
+	}
+	v, err := n.send(ctx, []any{"get", key}, batched)
+	if err == redis.Nil {
+		return "", nil // held when SET ran, expired since: not this value's
+	}
+	return normalize(v, err)
+}
+
+// send sends cmd; batched sends it in a batch with the other requests under
+// way (see batcher), for a request that direct allows.
+func (n *node) send(ctx context.Context, cmd []any, batched bool) (any, error) {
+	if batched {
+		c := redis.NewCmd(ctx, cmd...)
+		n.batch.do(ctx, c)
+		return c.Result()
+	}
+	return n.client.Do(ctx, cmd...).Result()
 }
 
 // evalCmd builds EVALSHA sha numkeys keys... args...; the caller turns it

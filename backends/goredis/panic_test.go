@@ -74,6 +74,12 @@ func TestClientPanic(t *testing.T) {
 		if err := n.(driver.Pinger).Ping(context.Background()); !errors.As(err, &perr) {
 			t.Errorf("%s: Ping = %v; want a *driver.PanicError", tc.name, err)
 		}
+		ctx, cancel = tc.ctx()
+		_, err = n.(driver.Setter).SetNXGet(ctx, "k", "v", "1000")
+		cancel()
+		if !errors.As(err, &perr) {
+			t.Errorf("%s: SetNXGet = %v; want a *driver.PanicError", tc.name, err)
+		}
 	}
 
 	m, err := dlm.New([]driver.Node{n}, dlm.WithRetry(1, nil))

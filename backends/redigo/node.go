@@ -83,6 +83,21 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	return value(v)
 }
 
+// SetNXGet sends SET key value NX GET PX ms, as [driver.Setter] documents.
+func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (_ any, err error) {
+	defer n.recoverTo(&err)
+	c, err := n.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	v, err := redis.DoContext(c, ctx, "SET", key, val, "NX", "GET", "PX", ms)
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	return value(v)
+}
+
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) (err error) {
 	defer n.recoverTo(&err)

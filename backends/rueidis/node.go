@@ -140,6 +140,38 @@ func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Scrip
 	return normalize(&msg)
 }
 
+// SetNXGet sends SET key value NX GET PX ms, as [driver.Setter] documents.
+func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, ctxError(ctx, err)
+	}
+	if n.healthy() {
+		return n.setNXGet(ctx, c, key, val, ms)
+	}
+	return n.guarded(ctx, func() (any, error) { return n.setNXGet(ctx, c, key, val, ms) })
+}
+
+func (n *node) setNXGet(ctx context.Context, c rueidisclient.Client, key, val, ms string) (_ any, err error) {
+	defer n.recoverTo(&err)
+	n.calls.RLock()
+	defer n.calls.RUnlock()
+	if n.closed.Load() {
+		return nil, errClosed
+	}
+	res := c.Do(n.callContext(ctx), c.B().Arbitrary("SET").Keys(key).Args(val, "NX", "GET", "PX", ms).Build())
+	if err := res.NonRedisError(); err != nil {
+		n.sawFailure(ctx)
+		return nil, ctxError(ctx, err)
+	}
+	n.sawReply()
+	msg, _ := res.ToMessage()
+	return normalize(&msg)
+}
+
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {

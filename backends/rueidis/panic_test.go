@@ -55,6 +55,9 @@ func TestClientPanic(t *testing.T) {
 	if err := n.(driver.Pinger).Ping(ctx); !errors.As(err, &perr) {
 		t.Errorf("Ping = %v; want a *driver.PanicError", err)
 	}
+	if _, err := n.(driver.Setter).SetNXGet(ctx, "k", "v", "1000"); !errors.As(err, &perr) {
+		t.Errorf("SetNXGet = %v; want a *driver.PanicError", err)
+	}
 
 	m, err := dlm.New([]driver.Node{n}, dlm.WithRetry(1, nil))
 	if err != nil {

@@ -21,7 +21,8 @@ import (
 //	                           or by EVAL when the node has not cached it
 //	+get +set +del +pexpire    what the scripts call: acquire GET and SET,
 //	+pttl                      release GET and DEL, extend GET and PEXPIRE,
-//	                           Status PTTL and GET
+//	                           Status PTTL and GET; SET is also sent alone
+//	                           (SET NX GET) to take a free key
 //	+time +info                the acquire scripts of WithRestartGuard read
 //	                           the node's clock and uptime
 //	+zadd +zrem +zrange        WithFairness keeps each lock's line of

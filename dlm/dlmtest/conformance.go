@@ -18,8 +18,9 @@ import (
 // first with the EVAL fallback on NOSCRIPT, error replies returned as errors
 // that start with the Redis error code, contexts honoured on a server that
 // does not answer, safe concurrent use, Addr and Close. It also checks Ping
-// when the node implements [driver.Pinger], and subscriptions, messages and
-// their end when it implements [driver.Subscriber].
+// when the node implements [driver.Pinger], SET NX GET when it implements
+// [driver.Setter] (which needs Redis 7.0 or later), and subscriptions,
+// messages and their end when it implements [driver.Subscriber].
 //
 // Each subtest calls open for a fresh node and closes it at the end, so open
 // must not close it. The Redis behind the node must be a master that lets
@@ -51,6 +52,7 @@ func TestNode(t *testing.T, open func(t *testing.T) driver.Node) {
 		{"DoneContext", testDoneContext},
 		{"Concurrency", testConcurrency},
 		{"Ping", testPing},
+		{"SetNXGet", testSetNXGet},
 		{"PubSub", testPubSub},
 		{"Addr", testAddr},
 	} {

@@ -10,7 +10,7 @@
 //
 // Extra powers are optional interfaces, detected by package dlm with a type
 // assertion at the call site, each documenting what happens without it:
-// [Pinger], [Subscriber], [Sharded], [ReplicaAcker].
+// [Pinger], [Subscriber], [Sharded], [ReplicaAcker], [Setter].
 //
 // # Panics
 //

@@ -107,6 +107,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && v == args[0] {
 				delete(n.keys, k)
+				delete(n.keys, k+scriptid.IntentSuffix)
 				deleted++
 				n.announceRelease(k, loud)
 			}

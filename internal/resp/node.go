@@ -30,6 +30,7 @@ type Node struct {
 var (
 	_ driver.Node   = (*Node)(nil)
 	_ driver.Pinger = (*Node)(nil)
+	_ driver.Setter = (*Node)(nil)
 )
 
 // errClosed is returned by a Node's methods after Close.
@@ -63,6 +64,11 @@ func evalArgs(cmd, script string, keys, args []string) []string {
 	out = append(out, cmd, script, strconv.Itoa(len(keys)))
 	out = append(out, keys...)
 	return append(out, args...)
+}
+
+// SetNXGet sends SET key value NX GET PX ms.
+func (n *Node) SetNXGet(ctx context.Context, key, value, ms string) (any, error) {
+	return n.do(ctx, func(c *Conn) (any, error) { return c.Do(ctx, "SET", key, value, "NX", "GET", "PX", ms) })
 }
 
 // Ping sends PING and checks for PONG.

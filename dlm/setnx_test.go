@@ -1,0 +1,257 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// setterNode is a fakeNode that also takes free keys by SET NX GET
+// (driver.Setter).
+type setterNode struct {
+	*fakeNode
+	smu  sync.Mutex
+	sets int
+	// err, when set, is what SetNXGet fails with, without setting the key.
+	err error
+	// again answers as the command sent a second time by a client's
+	// retry would: with the value it set.
+	again bool
+}
+
+var _ driver.Setter = (*setterNode)(nil)
+
+func (s *setterNode) SetNXGet(ctx context.Context, key, value, ms string) (any, error) {
+	s.smu.Lock()
+	s.sets++
+	err, again := s.err, s.again
+	s.smu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, perr := strconv.Atoi(ms)
+	if perr != nil || n <= 0 {
+		return nil, errors.New("ERR invalid expire time in 'set' command")
+	}
+	f := s.fakeNode
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.getLocked(key); ok {
+		return v, nil
+	}
+	f.keys[key] = fakeEntry{val: value, exp: time.Now().Add(time.Duration(n) * time.Millisecond)}
+	if again {
+		return value, nil
+	}
+	return nil, nil
+}
+
+func (s *setterNode) setCount() int {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	return s.sets
+}
+
+// setterManager returns n setterNodes and a Manager over them, closed when
+// the test ends. Every node has run the acquire script once, for a lock on
+// another key; the counts start after it.
+func setterManager(t *testing.T, n int, opts ...Option) ([]*setterNode, []*fakeNode, *Manager) {
+	t.Helper()
+	ss := make([]*setterNode, n)
+	fs := newFakes(n)
+	nodes := make([]driver.Node, n)
+	for i, f := range fs {
+		ss[i] = &setterNode{fakeNode: f}
+		nodes[i] = ss[i]
+	}
+	m, err := New(nodes, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx := context.Background()
+	l, err := m.Lock(ctx, "warm-up")
+	if err != nil {
+		t.Fatalf("Lock(warm-up): %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil { // after every node's reply
+		t.Fatalf("Unlock(warm-up): %v", err)
+	}
+	if got, acq := setsAll(ss), countAll(fs, "acquire"); got != 0 || acq != n {
+		t.Fatalf("first Lock: SetNXGet sent %d times, acquire script %d; want 0 and %d", got, acq, n)
+	}
+	for _, f := range fs {
+		f.mu.Lock()
+		f.calls = map[string]int{}
+		f.mu.Unlock()
+	}
+	return ss, fs, m
+}
+
+func setsAll(ss []*setterNode) int {
+	n := 0
+	for _, s := range ss {
+		n += s.setCount()
+	}
+	return n
+}
+
+// TestPlainAcquireOnlyForPlainLocks checks which attempts take the key by
+// SET NX instead of the acquire script: a lock over one key without
+// fencing, fairness or the restart guard does; the others, whose scripts
+// do more than SET, never send the command.
+func TestPlainAcquireOnlyForPlainLocks(t *testing.T) {
+	checkLeaks(t)
+	for _, tc := range []struct {
+		name      string
+		keys      []string
+		opts      []Option
+		wantSets  int // over 3 nodes
+		wantGrant bool
+	}{
+		{"one key", []string{"k"}, nil, 3, true},
+		{"two keys", []string{"k1", "k2"}, nil, 0, true},
+		{"fencing", []string{"k"}, []Option{WithFencing()}, 0, false},
+		{"fairness", []string{"k"}, []Option{WithFairness(Fairness{})}, 0, false},
+		{"restart guard", []string{"k"}, []Option{WithRestartGuard(time.Second)}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss, fs, m := setterManager(t, 3)
+			ctx := context.Background()
+			l, err := m.TryLockAll(ctx, tc.keys, tc.opts...)
+			if (err == nil) != tc.wantGrant {
+				t.Fatalf("TryLockAll = %v; want a grant: %v", err, tc.wantGrant)
+			}
+			if l != nil {
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock: %v", err)
+				}
+			}
+			if got := setsAll(ss); got != tc.wantSets {
+				t.Errorf("SetNXGet sent %d times; want %d", got, tc.wantSets)
+			}
+			if got, want := countAll(fs, "acquire"), 3-tc.wantSets; tc.wantGrant && got != want {
+				t.Errorf("acquire script sent %d times; want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestPlainAcquireNeverTakesHeldKey checks the grant by SET NX against a key
+// another holder has on a majority: the attempt is refused, the holder's
+// keys are untouched, and the key taken on the free node is released (the
+// nodes that refused are not sent the release), so there are never two
+// holders.
+func TestPlainAcquireNeverTakesHeldKey(t *testing.T) {
+	checkLeaks(t)
+	ss, fs, m := setterManager(t, 3)
+	fs[0].set(rkey("k"), "other", time.Minute)
+	fs[1].set(rkey("k"), "other", time.Minute)
+	_, err := m.TryLock(context.Background(), "k")
+	if !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("TryLock = %v; want ErrNotObtained", err)
+	}
+	waitFor(t, "the refused attempt's release", func() bool { return countAll(fs, "release") == 1 })
+	if got := setsAll(ss); got != 3 {
+		t.Errorf("SetNXGet sent %d times; want 3", got)
+	}
+	if got := holders(fs, rkey("k")); got[0] != "other" || got[1] != "other" || got[2] != "" {
+		t.Errorf("holders after the refused attempt = %q; want [other other \"\"]", got)
+	}
+}
+
+// TestPlainAcquireNotForContendedKey checks that a key refused by a node
+// goes through the acquire script afterwards, which announces its grants to
+// waiters, while other keys keep the command.
+func TestPlainAcquireNotForContendedKey(t *testing.T) {
+	checkLeaks(t)
+	ss, fs, m := setterManager(t, 3)
+	ctx := context.Background()
+	for _, f := range fs {
+		f.set(rkey("k"), "other", time.Minute)
+	}
+	if _, err := m.TryLock(ctx, "k"); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("TryLock = %v; want ErrNotObtained", err)
+	}
+	// The attempt stops at two refusals; the third request may be under way.
+	waitFor(t, "the refused attempt's third request", func() bool { return setsAll(ss) == 3 })
+	for _, f := range fs {
+		f.set(rkey("k"), "other", 0) // released
+	}
+	l, err := m.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("TryLock after the release: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil { // after the attempt's last reply
+		t.Fatalf("Unlock: %v", err)
+	}
+	if got, acq := setsAll(ss), countAll(fs, "acquire"); got != 3 || acq != 3 {
+		t.Errorf("contended key: SetNXGet sent %d times, acquire script %d; want 3 and 3", got, acq)
+	}
+	l2, err := m.TryLock(ctx, "other-key")
+	if err != nil {
+		t.Fatalf("TryLock(other-key): %v", err)
+	}
+	if err := l2.Unlock(ctx); err != nil { // after the attempt's last reply
+		t.Fatalf("Unlock(other-key): %v", err)
+	}
+	if got := setsAll(ss); got != 6 {
+		t.Errorf("uncontended key: SetNXGet sent %d times in all; want 6", got)
+	}
+}
+
+// TestPlainAcquireFallsBackToScript checks a node whose SET NX GET fails
+// with an error reply, as a Redis before 7.0 does: the attempt runs the
+// script there and is granted, and the node is sent only the script
+// afterwards.
+func TestPlainAcquireFallsBackToScript(t *testing.T) {
+	checkLeaks(t)
+	ss, fs, m := setterManager(t, 3)
+	for _, s := range ss {
+		s.err = errors.New("ERR syntax error")
+	}
+	ctx := context.Background()
+	for i, key := range []string{"a", "b"} {
+		l, err := m.Lock(ctx, key)
+		if err != nil {
+			t.Fatalf("Lock(%s): %v", key, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock(%s): %v", key, err)
+		}
+		if got, acq := setsAll(ss), countAll(fs, "acquire"); got != 3 || acq != 3*(i+1) {
+			t.Errorf("after Lock(%s): SetNXGet sent %d times, acquire script %d; want 3 and %d", key, got, acq, 3*(i+1))
+		}
+	}
+}
+
+// TestPlainAcquireOwnValue checks that a node answering with the attempt's
+// own secret, as a client that sent the command twice would, counts as a
+// grant: the first of the two set it within the attempt.
+func TestPlainAcquireOwnValue(t *testing.T) {
+	checkLeaks(t)
+	ss, fs, m := setterManager(t, 3)
+	for _, s := range ss {
+		s.again = true
+	}
+	ctx := context.Background()
+	l, err := m.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	waitFor(t, "the lock's secret on every node", func() bool {
+		got := holders(fs, rkey("k"))
+		return got[0] == l.secret && got[1] == l.secret && got[2] == l.secret
+	})
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
