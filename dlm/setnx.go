@@ -12,9 +12,14 @@ import (
 
 // The plain acquire: a node that implements [driver.Setter] takes a free key
 // by SET key secret NX GET PX ttl instead of the acquire script, which costs
-// the server several times as much (12–18 µs against about 3 µs a call). Both set the key only where it is
-// free or holds the attempt's own secret, so the grant is the same; what the
-// command skips is what only contention needs:
+// the server several times as much (12–18 µs against about 3 µs a call).
+//
+// Invariant: a node counts as a grant only where the key was free when the
+// request ran, and then holds the secret with the full TTL, or where it
+// already holds the attempt's own secret (set by an earlier copy of the same
+// request, within the attempt, hence after its start). That is what the
+// script grants, so quorum, validity and the proof in docs/design.md are
+// unchanged. What the command skips is what only contention needs:
 //   - the grant is not announced, so a waiter woken by the previous release
 //     is not sent back to sleep and tries once in vain;
 //   - a writer refused by readers does not record its intent, so it keeps
@@ -40,7 +45,8 @@ type plainAcquire struct {
 	rest []atomic.Int64
 	// contended holds, by a hash of the key, the time (since born) until
 	// which keys of that hash go through the script. Keys that share a slot
-	// share it: a collision only costs the cheaper command.
+	// share it: a collision only sends the script where the command would
+	// have done.
 	contended [contendedSlots]atomic.Int64
 	seed      maphash.Seed
 	born      time.Time
@@ -84,8 +90,8 @@ func (p *plainAcquire) slot(key string) *atomic.Int64 {
 	return &p.contended[maphash.String(p.seed, key)%contendedSlots]
 }
 
-// usable reports whether an attempt of cfg on rkeys may send the command:
-// see [plainAcquire].
+// plainUsable reports whether an attempt of cfg on rkeys may send the
+// command: see [plainAcquire].
 func (m *Manager) plainUsable(cfg *config, rkeys []string, fw *fairWaiter) bool {
 	p := m.plain
 	return p != nil && len(rkeys) == 1 && !cfg.fencing && fw == nil && cfg.restartGuard == 0 &&
