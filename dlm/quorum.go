@@ -206,8 +206,20 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secr
 // nodes whose acquire failed (likely slow or unreachable) and those still
 // due are released in the background, which ends within two node timeouts,
 // so an unreachable node does not cost the caller a second timeout.
+//
+// When a node refused the attempt, the release is not announced (but with
+// fairness, whose release wakes the next in line): another holder has the
+// lock, and its release is what waiters wait for. Announced, the release of
+// keys the attempt took on nodes that holder lacks would wake every waiter,
+// this caller too, which would try again at once, take the same keys and
+// release them again: attempts at the pace of a round trip instead of the
+// retry delay, for as long as the holder keeps the lock.
 func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, secret string, v *vote, p *pending) {
-	m.releaseAttemptWith(ctx, releaseRequest(cfg, rkeys, secret, "", v.granted), v, p) // the waiter keeps its place
+	req := releaseRequest(cfg, rkeys, secret, "", v.granted) // the waiter keeps its place
+	if v.no > 0 && cfg.fair == nil {
+		req.loud = 0
+	}
+	m.releaseAttemptWith(ctx, req, v, p)
 }
 
 // releaseAttemptWith is releaseAttempt with the release request req.

@@ -2,6 +2,7 @@ package dlm_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,5 +218,36 @@ func TestWaiterNotWokenByOtherKeys(t *testing.T) {
 	}
 	if made > int64(paced) {
 		t.Errorf("the waiter made %d attempts in %v while another key was released %d times; want at most %d, the retry pace", made, window, released, paced)
+	}
+}
+
+// TestFailedAttemptDoesNotWakeItself checks a waiter for a lock whose holder
+// lacks the key on node 0, one of the nodes that announce releases: each
+// attempt takes the key there, is refused by the others and releases it. Were
+// that release announced, it would wake the waiter itself, which would try
+// again at once, at the pace of a round trip; it keeps to its retry pace.
+func TestFailedAttemptDoesNotWakeItself(t *testing.T) {
+	const (
+		backoff = 100 * time.Millisecond // FixedBackoff: waits of 50 to 100ms
+		window  = time.Second
+	)
+	srvs, nodes := startNodes(t, 3)
+	for _, s := range srvs[1:] { // another holder, on nodes 1 and 2 only
+		if _, err := s.Do("SET", "redlock:{half}", "other", "PX", "60000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(backoff)))
+	ctx, cancel := context.WithTimeout(context.Background(), window)
+	defer cancel()
+	var c attemptCounter
+	_, err := m.Lock(ctx, "half", dlm.WithHook(&c))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v; want the context's deadline", err)
+	}
+	paced := int64(window/(backoff/2)) + 2 // the first two attempts come at once
+	t.Logf("%d attempts in %v; bound %d", c.n.Load(), window, paced)
+	if c.n.Load() > paced {
+		t.Errorf("the waiter made %d attempts in %v; want at most %d, the retry pace", c.n.Load(), window, paced)
 	}
 }
