@@ -13,6 +13,7 @@ import (
 // goroutine started afterwards that is still running after a grace period.
 type Snapshot struct {
 	before map[string]bool
+	scope  string // the label of a [Scoped] snapshot, "" for all goroutines
 }
 
 // Take records the goroutines running now.
@@ -48,6 +49,9 @@ func (s *Snapshot) Wait(grace time.Duration) []string {
 }
 
 func (s *Snapshot) leaked() []string {
+	if s.scope != "" {
+		return labelled(s.scope)
+	}
 	var out []string
 	for id, stack := range goroutines() {
 		if !s.before[id] && !ignored(stack) {
