@@ -43,6 +43,7 @@ func setUp(fs []*fakeNode, key string, states string) {
 // out nodes that had not answered yet: each count is at most the table's,
 // and enough nodes said no or failed to rule out a quorum.
 func TestTryLockVote(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, tc := range []struct {
 		states                string
@@ -147,6 +148,7 @@ func TestTryLockVote(t *testing.T) {
 // ErrUnavailable (not ErrNotObtained) carrying a *NodeError for each failure
 // counted, only refusing nodes, in node order, with no secret in the message.
 func TestTryLockRefusingNodes(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for n := 1; n <= 7; n++ {
 		for k := 0; k <= n; k++ {
@@ -212,6 +214,7 @@ func TestTryLockRefusingNodes(t *testing.T) {
 
 // TestSingleNode checks that N=1 is the plain single-instance lock.
 func TestSingleNode(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(1)
 	m := newManager(t, fs)
@@ -244,6 +247,7 @@ func TestSingleNode(t *testing.T) {
 // TestTryLockCancelledContext checks that an attempt under a cancelled
 // context reports the context's error, not ErrNotObtained, and leaves no key.
 func TestTryLockCancelledContext(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs)
@@ -259,6 +263,7 @@ func TestTryLockCancelledContext(t *testing.T) {
 // TestNoSecretInLogs checks that node failures are logged by address, without
 // the secret.
 func TestNoSecretInLogs(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	logger, buf := newLogger()
 	fs := newFakes(3)
@@ -281,6 +286,7 @@ func TestNoSecretInLogs(t *testing.T) {
 // TestMutualExclusion runs 32 goroutines taking and releasing one lock over
 // five nodes; an overlap detector must never see two holders at once.
 func TestMutualExclusion(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	// Node timeouts long enough that a slow machine under -race never
@@ -337,6 +343,7 @@ func TestMutualExclusion(t *testing.T) {
 // retried until the context ends; while a quorum remains possible Lock
 // keeps trying. The refusal is recognised in every form a node reports it.
 func TestCrossSlotIsInvalid(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		states string // setUp letters, and X: the node refuses the keys' slots
@@ -396,6 +403,7 @@ func TestCrossSlotIsInvalid(t *testing.T) {
 // when they leave no quorum possible, rather than waiting for its context.
 // While a quorum remains possible it keeps trying.
 func TestPermissionIsNotContention(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		states   string // setUp letters, and P: the node answers NOPERM

@@ -161,6 +161,7 @@ func lockErr(l *dlm.Lock, err error) error {
 // TestBadInputRefused checks the inputs refused before any round trip: bad
 // keys, options, contexts, node lists and URLs.
 func TestBadInputRefused(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	m, err := dlm.New(nodes)
 	if err != nil {
@@ -269,6 +270,7 @@ func TestBadInputRefused(t *testing.T) {
 // control characters, NUL, glob characters and hash-tag braces. Each locks,
 // conflicts with itself and with no other, and unlocks leaving no key.
 func TestBadInputOddKeys(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	m, err := dlm.New(nodes, dlm.WithTTL(30*time.Second))
 	if err != nil {
@@ -320,6 +322,7 @@ func TestBadInputOddKeys(t *testing.T) {
 // TestBadInputLockUse checks the misuse of a held lock: nil or done
 // contexts, bad TTLs, Unlock twice, Extend after Unlock.
 func TestBadInputLockUse(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	m, err := dlm.New(nodes, dlm.WithTTL(5*time.Second))
 	if err != nil {
@@ -410,6 +413,7 @@ func TestBadInputLockUse(t *testing.T) {
 
 // TestBadInputClosedManager checks every operation after Manager.Close.
 func TestBadInputClosedManager(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	const ttl = 5 * time.Second
 	m, err := dlm.New(nodes, dlm.WithTTL(ttl))
@@ -462,6 +466,7 @@ func TestBadInputClosedManager(t *testing.T) {
 // the bound, without showing a password and without leaving the key on the
 // healthy node.
 func TestBadInputNotRedis(t *testing.T) {
+	t.Parallel()
 	httpNode := func(t *testing.T) driver.Node {
 		s := httptest.NewServer(http.NotFoundHandler())
 		t.Cleanup(s.Close)

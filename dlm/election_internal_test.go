@@ -11,6 +11,7 @@ import (
 
 // TestLeaderScriptHash checks the leader script's digest against its source.
 func TestLeaderScriptHash(t *testing.T) {
+	t.Parallel()
 	sum := sha1.Sum([]byte(leaderScript.Source))
 	if got := hex.EncodeToString(sum[:]); got != leaderScript.Hash {
 		t.Errorf("leader script: Hash = %s; want %s", leaderScript.Hash, got)
@@ -21,6 +22,7 @@ func TestLeaderScriptHash(t *testing.T) {
 // their own names, and that the key names memlock shares with dlm's
 // scripts (wake channel, readers' mark, writer's intent) are dlm's.
 func TestScriptNames(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s    *driver.Script
 		name string

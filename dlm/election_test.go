@@ -59,6 +59,7 @@ func (c *electionCluster) manager(t *testing.T) *dlm.Manager {
 // for one election over and over: no two lead at once, and each resign
 // lets another lead.
 func TestCampaignOneLeaderAtATime(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 3, dlm.WithTTL(2*time.Second))
 	var (
 		leaders atomic.Int32
@@ -159,6 +160,7 @@ func TestLeadershipOutlivesCampaignContext(t *testing.T) {
 // TestCampaignContextEndsWait checks that Campaign stops waiting when its
 // context ends, with the context's error.
 func TestCampaignContextEndsWait(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 1)
 	m := c.manager(t)
 	ld, err := m.Campaign(context.Background(), "wait", "a")
@@ -271,6 +273,7 @@ func TestObserve(t *testing.T) {
 // TestObserveSameValueNewLeader checks that a new leader is reported even
 // when its value is the one of the leader before it.
 func TestObserveSameValueNewLeader(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 1)
 	m := c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -310,6 +313,7 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 // from caller to caller in the manager keeps its secret, which here carries
 // the value: observers would go on seeing the first leader's.
 func TestCampaignSameManagerNoHandOver(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 3)
 	m, observer := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -355,6 +359,7 @@ func TestCampaignSameManagerNoHandOver(t *testing.T) {
 
 // TestObserveCloseEnds checks that Manager.Close closes Observe's channel.
 func TestObserveCloseEnds(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 1)
 	m := c.manager(t)
 	obs, err := m.Observe(context.Background(), "closing")
@@ -375,6 +380,7 @@ func TestObserveCloseEnds(t *testing.T) {
 
 // TestElectionBadInput checks the refusals at the API edge.
 func TestElectionBadInput(t *testing.T) {
+	t.Parallel()
 	m, err := dlm.New([]driver.Node{downNode("down:1")})
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +411,7 @@ type plainNode struct{ driver.Node }
 // TestObservePollsWithoutPubSub observes through nodes that cannot
 // subscribe: changes are still reported, by polling, within ObservePoll.
 func TestObservePollsWithoutPubSub(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 3)
 	var nodes []driver.Node
 	for _, s := range c.servers {
@@ -461,6 +468,7 @@ func TestObservePollsWithoutPubSub(t *testing.T) {
 // a majority: the leader is reported with one node of three down, and with
 // two down the last state stands rather than a guess.
 func TestObserveNodesDown(t *testing.T) {
+	t.Parallel()
 	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(200*time.Millisecond))
 	observer, candidate := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())

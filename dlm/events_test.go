@@ -38,6 +38,7 @@ func (h *recordingHook) kinds() []string {
 }
 
 func TestHookSeesEvents(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	h := &recordingHook{}
@@ -105,6 +106,7 @@ func TestHookSeesEvents(t *testing.T) {
 // TestNoEventsWithoutListeners checks that with no hook and the default
 // logger no event is wanted, so none is built.
 func TestNoEventsWithoutListeners(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(1)
 	m := newManager(t, fs)
 	ctx := context.Background()
@@ -117,6 +119,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 }
 
 func TestEventKindString(t *testing.T) {
+	t.Parallel()
 	for k, want := range map[EventKind]string{
 		EventAttempt: "attempt", EventNodeError: "node_error", EventDone: "done", 0: "unknown", EventDone + 1: "unknown",
 	} {
@@ -162,6 +165,7 @@ func nodesOf(e Event) []string {
 // carry the node failures of that vote, the same ones sent just before as
 // EventNodeError, and none when no node failed.
 func TestVoteEventsCarryNodeErrors(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	h := &recordingHook{}
@@ -220,6 +224,7 @@ func TestVoteEventsCarryNodeErrors(t *testing.T) {
 // timing the whole call and carrying its error, and none for invalid
 // arguments.
 func TestDoEvent(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	ctx := context.Background()
 	done := func(t *testing.T, h *recordingHook) Event {
@@ -363,6 +368,7 @@ func TestDoEvent(t *testing.T) {
 // TestDoEventLogged checks that EventDone reaches the logger at Debug, and
 // that the default logger does not want it.
 func TestDoEventLogged(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	logger, buf := newLogger()
 	m := newManager(t, newFakes(3), WithLogger(logger))
@@ -399,6 +405,7 @@ func (h *ctxHook) Observe(ctx context.Context, e *Event) {
 // hooks such as OpenTelemetry's drop what they record under a done context,
 // and a Lock that stopped waiting is worth recording.
 func TestHookContextNotDone(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	setUp(fs, "k", "HHH") // held elsewhere: Lock waits
 	h := &ctxHook{}

@@ -78,6 +78,7 @@ func awaitHeld(t *testing.T, srvs []*dlmtest.Server, key string) {
 // obtain a lock in the order they asked for it, each woken by the release
 // before it, and that the lines are empty afterwards.
 func TestFairOrder(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	ctx := context.Background()
 	holder := newWakeManager(t, srvs, fairOpts...)
@@ -120,6 +121,7 @@ func TestFairOrder(t *testing.T) {
 // TestFairReleaserWaitsItsTurn checks that a client that releases a lock and
 // asks for it again at once queues behind the waiter already in line.
 func TestFairReleaserWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	ctx := context.Background()
 	a, b := newWakeManager(t, srvs, fairOpts...), newWakeManager(t, srvs, fairOpts...)
@@ -154,6 +156,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 // TestFairDeadWaiter checks that a waiter that died holds the line up only
 // until its place expires, and that TryLock does not jump the line.
 func TestFairDeadWaiter(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	ctx := context.Background()
 	m := newWakeManager(t, srvs, dlm.WithFairness(dlm.Fairness{Expiry: time.Second}))
@@ -193,6 +196,7 @@ func TestFairDeadWaiter(t *testing.T) {
 // TestFairLineBound checks that a full line takes no more waiters, and that
 // a waiter without a place still obtains the lock once there is room.
 func TestFairLineBound(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	ctx := context.Background()
 	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
@@ -231,6 +235,7 @@ func TestFairLineBound(t *testing.T) {
 }
 
 func TestFairnessOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		f  dlm.Fairness
 		ok bool
@@ -282,6 +287,7 @@ func (f hookFunc) Observe(_ context.Context, e *dlm.Event) { f(e) }
 // of the line behind a holder, or asked for a free lock, with nobody in
 // line, and the second asked while that attempt was under way.
 func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		held bool // the lock is held when the first waiter asks

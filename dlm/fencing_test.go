@@ -132,6 +132,7 @@ func (c *fencingCluster) counter(t *testing.T, i int, key string) string {
 }
 
 func TestFencingTokensIncrease(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	var last uint64
@@ -159,6 +160,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 }
 
 func TestTokenZeroWithoutFencing(t *testing.T) {
+	t.Parallel()
 	servers := dlmtest.StartServers(t, 1)
 	cfg, _ := driver.ParseURL("redis://" + servers[0].Addr())
 	n := resp.NewNode(cfg)
@@ -185,6 +187,7 @@ func TestTokenZeroWithoutFencing(t *testing.T) {
 // ours must exceed the first, because the first grant raised node 2's
 // counter before it was reported.
 func TestFencingRaisesDivergedCounters(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	c.do(t, []int{0}, "SET", fencePrefix+"{k}:fence", "41")
@@ -219,6 +222,7 @@ func TestFencingRaisesDivergedCounters(t *testing.T) {
 // TestFencingCommonCaseOneRoundTrip checks that when the nodes' counters
 // agree, a fenced acquire runs one script per node and nothing more.
 func TestFencingCommonCaseOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	mark := c.mark()
 	l, err := c.m.TryLock(context.Background(), "cheap")
@@ -240,6 +244,7 @@ func TestFencingCommonCaseOneRoundTrip(t *testing.T) {
 // rejoin at once can hand out a token that is not greater than an earlier
 // one.
 func TestFencingFailsWhenCountersAreLost(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	var last uint64
@@ -270,6 +275,7 @@ func TestFencingFailsWhenCountersAreLost(t *testing.T) {
 // A holds token t and is frozen past its validity, B obtains t' > t and
 // writes; when A wakes up its write is rejected by the fence.
 func TestFencingStopsPausedHolder(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t, dlm.WithTTL(300*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
 	ctx := context.Background()
 	var resource dlm.Fence
@@ -302,6 +308,7 @@ func TestFencingStopsPausedHolder(t *testing.T) {
 }
 
 func TestFenceAdmit(t *testing.T) {
+	t.Parallel()
 	var f dlm.Fence
 	for _, tc := range []struct {
 		token, grant uint64
@@ -335,6 +342,7 @@ func TestFenceAdmit(t *testing.T) {
 // grants and survives a Resume from its Handle (0 without fencing:
 // TestTokenZeroWithoutFencing).
 func TestGrantID(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	a, err := c.m.TryLock(ctx, "ids")
@@ -401,6 +409,7 @@ func BenchmarkAcquire(b *testing.B) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	mark := c.mark()
@@ -438,6 +447,7 @@ func TestStatus(t *testing.T) {
 // count up from 1 again and one of them gets t. The resource must not admit
 // the writes of both.
 func TestFencingStaleEqualToken(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	ctx := context.Background()
 	var stale *dlm.Lock

@@ -15,6 +15,7 @@ import (
 // violation the delayed-restart rule exists for. With the guard, node 2 is
 // not counted until the window has passed, and B is refused.
 func TestRestartGuard(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		opts    []dlm.Option
@@ -63,6 +64,7 @@ func TestRestartGuard(t *testing.T) {
 }
 
 func TestRestartGuardWindowCoversTTL(t *testing.T) {
+	t.Parallel()
 	c := newFencingCluster(t)
 	_, err := c.m.TryLock(context.Background(), "k", dlm.WithTTL(5*time.Second), dlm.WithRestartGuard(time.Second))
 	if !errors.Is(err, dlm.ErrInvalid) {

@@ -18,6 +18,7 @@ import (
 // the keys' TTL on the nodes are at most what its own options give, never
 // the holder's longer lease.
 func TestHandOverHonoursReceiverTTL(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	const ttl = 2 * time.Second
 	m := newWakeManager(t, srvs, dlm.WithTTL(ttl))

@@ -22,6 +22,7 @@ import (
 // and the second waits for that caller's lock. Two holders at once would
 // follow otherwise.
 func TestLostLockNotHandedOver(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(3)
 		m := newManager(t, fs, WithTTL(time.Minute))

@@ -24,6 +24,7 @@ func queued(m *Manager, key string) int {
 // and that while the lock is held elsewhere only the first of them sends
 // requests to the nodes.
 func TestLocalQueueOrder(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs, WithRetry(0, FixedBackoff(100*time.Millisecond)))
@@ -79,6 +80,7 @@ func TestLocalQueueOrder(t *testing.T) {
 // TestLocalQueueHolderNeverUnlocks checks that a caller waiting behind a
 // lock that is never unlocked gets its turn when that lock's validity ends.
 func TestLocalQueueHolderNeverUnlocks(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs, WithTTL(200*time.Millisecond))
@@ -99,6 +101,7 @@ func TestLocalQueueHolderNeverUnlocks(t *testing.T) {
 // manager closes, leaves the line at once, and that the line goes on
 // without it.
 func TestLocalQueueLeaving(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs)
@@ -153,6 +156,7 @@ func TestLocalQueueLeaving(t *testing.T) {
 // TestTryLockSkipsLocalQueue checks that TryLock does not wait in line: it
 // makes its one attempt at once.
 func TestTryLockSkipsLocalQueue(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	m := newManager(t, fs)
 	ctx := context.Background()
@@ -172,6 +176,7 @@ func TestTryLockSkipsLocalQueue(t *testing.T) {
 // fencing token), a lease too short for the next caller, a lock passed around for
 // longer than handOverSlice, and no one in line.
 func TestLocalHandOver(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		ttl    time.Duration
@@ -233,6 +238,7 @@ func TestLocalHandOver(t *testing.T) {
 // lock; holding the lock, its Unlock releases it on the nodes rather than
 // handing it to the caller in line.
 func TestRetryBudgetOutOfLine(t *testing.T) {
+	t.Parallel()
 	budget := WithRetry(1000, FixedBackoff(5*time.Millisecond))
 	for _, tc := range []struct {
 		name          string
@@ -284,6 +290,7 @@ func TestRetryBudgetOutOfLine(t *testing.T) {
 // the head was still competing for the lock get their turn when its
 // validity ends, even though the holder never unlocks.
 func TestLocalQueueWaitersBeforeGrant(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs, WithTTL(200*time.Millisecond), WithRetry(0, FixedBackoff(20*time.Millisecond)))

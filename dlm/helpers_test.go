@@ -32,10 +32,11 @@ func TestMain(m *testing.M) {
 
 // checkLeaks fails t if a goroutine started during the test is still there
 // when the test's cleanups run. Call it first, so that it runs after the
-// other cleanups (managers closed).
+// other cleanups (managers closed). It sees only the test's own goroutines,
+// so the test may run in parallel with others.
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	snap := leakcheck.Take()
+	snap := leakcheck.Scoped()
 	t.Cleanup(func() { snap.Check(t, 2*time.Second) })
 }
 

@@ -16,6 +16,7 @@ import (
 // a window after the lock key's last use, and a node whose guard key
 // expired, but which did not restart, is counted at once.
 func TestGuardKeyExpires(t *testing.T) {
+	t.Parallel()
 	const window = 1500 * time.Millisecond
 	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithRestartGuard(window))
 	ctx := context.Background()
@@ -57,6 +58,7 @@ func TestGuardKeyExpires(t *testing.T) {
 // The last grant goes through the guarded fenced script, whose arguments
 // differ.
 func TestFenceExpiry(t *testing.T) {
+	t.Parallel()
 	const expiry = 2 * time.Second
 	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithFencing())
 	ctx := context.Background()
@@ -131,6 +133,7 @@ func TestFenceExpiry(t *testing.T) {
 // waiter in line obtains the lock after its holder releases it, with a
 // greater token and a counter that expires.
 func TestFenceExpiryFair(t *testing.T) {
+	t.Parallel()
 	const expiry = 5 * time.Second
 	opts := []dlm.Option{
 		dlm.WithTTL(time.Second), dlm.WithFencing(), dlm.WithFenceExpiry(expiry),
@@ -180,6 +183,7 @@ func TestFenceExpiryFair(t *testing.T) {
 // within the longer of the place expiry and the TTL; and a line begun after
 // the counter expired serves its waiters in order.
 func TestFairLineExpires(t *testing.T) {
+	t.Parallel()
 	const (
 		expiry = 1500 * time.Millisecond // Fairness.Expiry
 		ttl    = time.Second

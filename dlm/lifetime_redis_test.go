@@ -56,6 +56,7 @@ func closedChan(ch <-chan struct{}) bool {
 // shortens Until and closes Lost before a rival can obtain the lock: there
 // are never two holders.
 func TestFailedExtendShortensValidityRedis(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	// A node timeout well above a loaded machine's stalls under -race, so
 	// that every node runs the grant and the first extension.
@@ -129,6 +130,7 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // the nodes and stops its extension before the panic goes on, so that a
 // recovered panic higher up does not leave the lock held.
 func TestDoReleasesOnPanic(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	m := redisManager(t, srvs, dlm.WithTTL(5*time.Second))
 	ctx := context.Background()
@@ -157,6 +159,7 @@ func TestDoReleasesOnPanic(t *testing.T) {
 // goes on until Unlock. Do keeps its own contract: cancelling its context
 // cancels fn and releases the lock once fn returns.
 func TestAutoExtendOutlivesLockContext(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	// Node timeouts well above a loaded machine's stalls under -race.
 	const ttl = time.Second
@@ -209,6 +212,7 @@ func TestAutoExtendOutlivesLockContext(t *testing.T) {
 // past, its Handle does not resume, and a second Unlock (or an Extend) says
 // ErrNotHeld, not ErrLockLost.
 func TestUnlockedLockRefusesHandle(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	m := redisManager(t, srvs)
 	ctx := context.Background()

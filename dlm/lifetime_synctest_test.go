@@ -27,6 +27,7 @@ func lostAt(l *Lock, start time.Time) time.Duration {
 // a loss guard before Until — a twentieth of the validity, at most one node
 // timeout — so never after Until, and that the lock then counts as lost.
 func TestLostAtValidityEnd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl, guard time.Duration
 	}{
@@ -66,6 +67,7 @@ func TestLostAtValidityEnd(t *testing.T) {
 // that the extension, when it succeeds after the signal, does not take the
 // loss back.
 func TestLostWhileExtensionHangs(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(5*time.Second))
@@ -96,6 +98,7 @@ func TestLostWhileExtensionHangs(t *testing.T) {
 // TestLostRearmedByExtend checks that a Lost channel taken before an Extend
 // stays open past the old validity and closes at the new one's guard.
 func TestLostRearmedByExtend(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithTTL(100*time.Millisecond))
@@ -125,6 +128,7 @@ func TestLostRearmedByExtend(t *testing.T) {
 // TestLostAlreadyEnded checks that Lost, first taken after the lock ended,
 // is closed at once however it ended.
 func TestLostAlreadyEnded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		end  func(fs []*fakeNode, l *Lock)
@@ -161,6 +165,7 @@ func TestLostAlreadyEnded(t *testing.T) {
 // keeps the key, and an extension is sent about every two thirds of the
 // validity (less jitter), bounded by two node timeouts before Until.
 func TestAutoExtendHoldsLock(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		const ttl = 100 * time.Millisecond
 		fs := newFakes(5)
@@ -210,6 +215,7 @@ func TestAutoExtendHoldsLock(t *testing.T) {
 // Remaining of the validity is left (default 1/3), but no later than two node
 // timeouts before Until, and at most a tenth of the wait earlier for jitter.
 func TestAutoExtendTiming(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		opts   []Option
@@ -268,6 +274,7 @@ func TestAutoExtendTiming(t *testing.T) {
 // the whole validity, extensions still come at intervals, not back to back
 // as fast as the nodes answer, and keep the lock.
 func TestAutoExtendShortValidity(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		for _, f := range fs {
@@ -297,6 +304,7 @@ func TestAutoExtendShortValidity(t *testing.T) {
 // than the validity left, are retried until one succeeds: the watchdog does
 // not silently stop renewing, and the lock survives. Each failure is logged.
 func TestAutoExtendRetries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault fault
@@ -361,6 +369,7 @@ func TestAutoExtendRetries(t *testing.T) {
 // (one after Until could revive a lock another client holds by now), and
 // Unlock reports the loss.
 func TestAutoExtendGivesUp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		fl   fault
@@ -409,6 +418,7 @@ func TestAutoExtendGivesUp(t *testing.T) {
 // the next extension finds out and Lost closes then, with an error wrapping
 // ErrLockLost; a minority losing it does not end the lock.
 func TestAutoExtendQuorumGone(t *testing.T) {
+	t.Parallel()
 	for _, gone := range []int{2, 3, 5} {
 		t.Run(fmt.Sprintf("%d of 5", gone), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -458,6 +468,7 @@ func TestAutoExtendQuorumGone(t *testing.T) {
 // extension ends the keys' TTL at obtained+MaxHold, Lost closes before it,
 // and no extension is sent afterwards.
 func TestAutoExtendMaxHold(t *testing.T) {
+	t.Parallel()
 	for _, maxHold := range []time.Duration{250 * time.Millisecond, 1 * time.Second, 1010 * time.Millisecond} {
 		t.Run(maxHold.String(), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -505,6 +516,7 @@ func TestAutoExtendMaxHold(t *testing.T) {
 // returns, and no key is left on any node (a renewal racing with the unlock
 // must not keep a released lock alive).
 func TestAutoExtendStopsOnUnlock(t *testing.T) {
+	t.Parallel()
 	for _, stubborn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stubborn=%v", stubborn), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -555,6 +567,7 @@ func TestAutoExtendStopsOnUnlock(t *testing.T) {
 // stops it, after which no extension is sent and Lost closes at the
 // validity's guard.
 func TestAutoExtendStopsWithClose(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m, ss := spyManager(t, fs, WithTTL(time.Second))
@@ -592,6 +605,7 @@ func TestAutoExtendStopsWithClose(t *testing.T) {
 // wrapping ErrLockLost; and that Do's error then wraps both ErrLockLost and
 // fn's error.
 func TestDoLockLost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		lose  func(fs []*fakeNode)
@@ -651,6 +665,7 @@ func TestDoLockLost(t *testing.T) {
 // TestDoOutlivesTTL checks that Do keeps the lock while fn runs ten times
 // the TTL, with fn's context live throughout, and releases it after.
 func TestDoOutlivesTTL(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		const ttl = 100 * time.Millisecond
 		fs := newFakes(5)
@@ -678,6 +693,7 @@ func TestDoOutlivesTTL(t *testing.T) {
 // context (with the caller's cause, not a loss), stops extension and
 // releases the lock.
 func TestDoCallerCancels(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m, ss := spyManager(t, fs, WithTTL(100*time.Millisecond))
@@ -714,6 +730,7 @@ func TestDoCallerCancels(t *testing.T) {
 // TestResumeAutoExtend checks that WithAutoExtend on Resume keeps the
 // handed-over lock extended in the receiving Manager until Unlock.
 func TestResumeAutoExtend(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		const ttl = 100 * time.Millisecond
 		fs := newFakes(5)

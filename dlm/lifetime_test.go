@@ -130,6 +130,7 @@ var errWork = errors.New("work failed")
 // by the time Unlock returns, with or without auto-extension, and that
 // Lost taken afterwards is closed at once.
 func TestLostOnUnlock(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, tc := range []struct {
 		name string
@@ -165,6 +166,7 @@ func TestLostOnUnlock(t *testing.T) {
 // TestLostAfterQuorumGone checks that an Extend finding the key gone on a
 // quorum closes Lost, taken before or after it.
 func TestLostAfterQuorumGone(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, before := range []bool{true, false} {
 		fs := newFakes(5)
@@ -199,6 +201,7 @@ func TestLostAfterQuorumGone(t *testing.T) {
 // with LockFromContext), returns fn's error unchanged, and releases the lock
 // on every node before returning.
 func TestDoReturnsFnError(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	wrapped := errors.Join(errWork, errors.New("more"))
 	for _, want := range []error{nil, errWork, wrapped, context.Canceled} {
@@ -235,6 +238,7 @@ func TestDoReturnsFnError(t *testing.T) {
 // TestDoNotObtained checks that Do does not run fn when the lock cannot be
 // taken, and returns the acquire error.
 func TestDoNotObtained(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	setUp(fs, "job", "HHH")
@@ -251,6 +255,7 @@ func TestDoNotObtained(t *testing.T) {
 // TestDoInvalid checks that Do rejects a nil fn and bad auto-extension
 // options before any round trip.
 func TestDoInvalid(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)

@@ -32,6 +32,7 @@ func lockOn(t *testing.T, n int, opts ...Option) ([]*fakeNode, *Manager, *Lock) 
 // our keys expired and another client took them, they survive, and Unlock
 // reports the lock lost.
 func TestUnlockKeepsNewHolder(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
 	for _, f := range fs {
@@ -50,6 +51,7 @@ func TestUnlockKeepsNewHolder(t *testing.T) {
 // TestUnlock checks a plain Unlock, a second Unlock, and that Unlock ignores
 // a cancelled context.
 func TestUnlock(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, cancelled := range []bool{false, true} {
 		fs, _, l := lockOn(t, 5)
@@ -81,6 +83,7 @@ func TestUnlock(t *testing.T) {
 // ErrUnavailable naming the nodes, without the secret, and the nodes that
 // answered are released.
 func TestUnlockUnavailable(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
 	secret, _, _ := fs[0].get(rkey("k"))
@@ -108,6 +111,7 @@ func TestUnlockUnavailable(t *testing.T) {
 
 // TestExtend checks an Extend that succeeds.
 func TestExtend(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5, WithTTL(time.Second))
 	before := l.Until()
@@ -136,6 +140,7 @@ func TestExtend(t *testing.T) {
 // without our key reports ErrLockLost, recreates nothing, and that later
 // Extends fail at once.
 func TestExtendQuorumLost(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
 	before := l.Until()
@@ -168,6 +173,7 @@ func TestExtendQuorumLost(t *testing.T) {
 // Extend fail with ErrUnavailable, leave Until alone, and do not mark the
 // lock lost: once the nodes recover, Extend works.
 func TestExtendUnavailable(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 5)
 	secret, _, _ := fs[0].get(rkey("k"))
@@ -198,6 +204,7 @@ func TestExtendUnavailable(t *testing.T) {
 
 // TestExtendInvalid checks that Extend validates its TTL before any request.
 func TestExtendInvalid(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs, _, l := lockOn(t, 3)
 	var nilCtx context.Context

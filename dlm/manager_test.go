@@ -13,6 +13,7 @@ import (
 )
 
 func TestQuorum(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ n, want int }{
 		{1, 1}, {2, 2}, {3, 2}, {4, 3}, {5, 3}, {6, 4}, {7, 4},
 	} {
@@ -25,6 +26,7 @@ func TestQuorum(t *testing.T) {
 // TestNewRejects checks that New refuses node lists that would break the
 // quorum arithmetic, with ErrInvalid.
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	dup := newFakeNode(1) // a second node named fake-1
 	for _, tc := range []struct {
@@ -50,6 +52,7 @@ func TestNewRejects(t *testing.T) {
 
 // TestNewWarnsOnEvenNodes checks the warning about an even number of nodes.
 func TestNewWarnsOnEvenNodes(t *testing.T) {
+	t.Parallel()
 	for n := 1; n <= 6; n++ {
 		logger, buf := newLogger()
 		m, err := New(asNodes(newFakes(n)), WithLogger(logger))
@@ -67,6 +70,7 @@ func TestNewWarnsOnEvenNodes(t *testing.T) {
 // TestNewCopiesNodes checks that the Manager does not share the caller's
 // slice: changing it after New changes nothing.
 func TestNewCopiesNodes(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	nodes := asNodes(fs)
 	m2, err := New(nodes)
@@ -92,6 +96,7 @@ func TestNewCopiesNodes(t *testing.T) {
 // TestClosed checks that every operation after Close returns ErrClosed
 // without a round trip, and that Close leaves nodes given to New open.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m, err := New(asNodes(fs))
@@ -136,6 +141,7 @@ func TestClosed(t *testing.T) {
 // TestLockStopsWhenClosed checks that a Lock waiting between attempts
 // returns ErrClosed once the Manager is closed.
 func TestLockStopsWhenClosed(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(1)
 	fs[0].set(rkey("k"), "other", time.Minute)

@@ -12,6 +12,7 @@ import (
 // TestLockAllKeys checks that LockAll sorts and de-duplicates its keys, names
 // the lock after them, and writes every key with one secret on every node.
 func TestLockAllKeys(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, tc := range []struct {
 		in   []string
@@ -57,6 +58,7 @@ func TestLockAllKeys(t *testing.T) {
 // leaves none of the other keys on any node; held on a minority, the lock
 // is obtained but the nodes holding that key grant none of the others.
 func TestLockAllAllOrNothing(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	keys := []string{"a", "b", "c"}
 	for _, tc := range []struct {
@@ -116,6 +118,7 @@ func TestLockAllAllOrNothing(t *testing.T) {
 // lock of any of its keys and a multi-key lock sharing one, but not a
 // disjoint one; and the other way round.
 func TestLockAllConflicts(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, tc := range []struct {
 		held, want []string
@@ -162,6 +165,7 @@ func TestLockAllConflicts(t *testing.T) {
 // TestLockAllExtendUnlock checks that Extend and Unlock of a multi-key lock
 // cover every key on every node.
 func TestLockAllExtendUnlock(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	keys := []string{"c", "a", "b"}
 	fs := newFakes(5)
@@ -195,6 +199,7 @@ func TestLockAllExtendUnlock(t *testing.T) {
 // TestLockAllPartlyLost checks that a node counts for a multi-key Extend
 // only if it still holds every key: one key gone on a quorum loses the lock.
 func TestLockAllPartlyLost(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)
@@ -218,6 +223,7 @@ func TestLockAllPartlyLost(t *testing.T) {
 // TestDoAll checks that DoAll runs fn with every key held, and releases
 // them all after.
 func TestDoAll(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)
@@ -242,6 +248,7 @@ func TestDoAll(t *testing.T) {
 // TestLockAllInvalid checks that an empty key list, or an empty key in it,
 // is rejected before any round trip.
 func TestLockAllInvalid(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)

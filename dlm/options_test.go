@@ -12,6 +12,7 @@ import (
 // TestInvalidInput checks that bad options, contexts and keys are rejected
 // with ErrInvalid before any round trip, by New, TryLock and Lock alike.
 func TestInvalidInput(t *testing.T) {
+	t.Parallel()
 	var nilCtx context.Context
 	ctx := context.Background()
 	longKey := strings.Repeat("k", MaxKeyLen+1)
@@ -69,6 +70,7 @@ func TestInvalidInput(t *testing.T) {
 
 // TestValidInputBoundaries checks the smallest values that are accepted.
 func TestValidInputBoundaries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		key  string
@@ -96,6 +98,7 @@ func TestValidInputBoundaries(t *testing.T) {
 // TestDerivedNodeTimeout checks the node timeout: a twentieth of the TTL
 // within [20ms, 250ms] unless WithNodeTimeout sets it.
 func TestDerivedNodeTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl, set, want time.Duration
 	}{
@@ -122,6 +125,7 @@ func TestDerivedNodeTimeout(t *testing.T) {
 
 // TestDrift checks the drift allowance: ttl×factor + 2ms.
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl    time.Duration
 		factor float64
@@ -143,6 +147,7 @@ func TestDrift(t *testing.T) {
 // milliseconds, as Redis applies it, less the drift allowance of the TTL as
 // given.
 func TestValidityOfTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl    time.Duration
 		factor float64
@@ -172,6 +177,7 @@ func TestValidityOfTTL(t *testing.T) {
 // braces (a Redis Cluster hash tag), from the manager's default or a call's
 // own option.
 func TestKeyPrefix(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs, WithKeyPrefix("app:"))

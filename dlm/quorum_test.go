@@ -59,6 +59,7 @@ func newDeadlineManager(t *testing.T, fs []*fakeNode, opts ...Option) (*Manager,
 // its context is cancelled although the nodes' requests run on until their
 // deadline, the node timeout: the manager stops waiting by itself.
 func TestLockReturnsOnCancelBeforeNodeDeadline(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	const nodeTimeout = 2 * time.Second
 	fs := newFakes(5)
@@ -91,6 +92,7 @@ func TestLockReturnsOnCancelBeforeNodeDeadline(t *testing.T) {
 // after its caller gave up are released, not left holding the key for its
 // TTL.
 func TestLateGrantAfterCancelReleased(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	for _, f := range fs {

@@ -76,6 +76,7 @@ func panicMessage(f func()) (msg string) {
 }
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	withDrivers(t, nil)
 	for _, tc := range []struct {
 		name string
@@ -101,6 +102,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestOpenNode(t *testing.T) {
+	t.Parallel()
 	one := &fakeDriver{name: "one"}
 	two := &fakeDriver{name: "two"}
 	for _, tc := range []struct {
@@ -149,6 +151,7 @@ func TestOpenNode(t *testing.T) {
 // TestOpenNodeRedacts checks that a driver's error quoting the password is
 // redacted, and that a bad URL is reported without it.
 func TestOpenNodeRedacts(t *testing.T) {
+	t.Parallel()
 	withDrivers(t, map[string]driver.Driver{"bad": &fakeDriver{fail: true}})
 	for _, url := range []string{
 		"redis+bad://user:s3cr3tpw@h:1",
@@ -166,6 +169,7 @@ func TestOpenNodeRedacts(t *testing.T) {
 // opened nodes, that Close closes them, and that a failing URL closes the
 // nodes opened before it.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	good := &fakeDriver{name: "good"}
 	withDrivers(t, map[string]driver.Driver{"good": good, "bad": &fakeDriver{fail: true}})

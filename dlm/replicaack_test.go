@@ -10,6 +10,7 @@ import (
 )
 
 func TestReplicaAckInvalid(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []Option
@@ -31,6 +32,7 @@ func TestReplicaAckInvalid(t *testing.T) {
 // grant and extension, of locks, read locks and permits, and the raise of
 // fencing counters; not releases, the line's departures or inspections.
 func TestAckedScripts(t *testing.T) {
+	t.Parallel()
 	m, err := New(asNodes(newFakes(1)))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func roundTrip(t *testing.T, l *Lock) Handle {
 // TestHandleJSON checks that a Handle carries the lock's keys, secret and
 // validity, and survives a JSON round trip unchanged.
 func TestHandleJSON(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, keys := range [][]string{{"k"}, {"b", "a"}} {
 		fs := newFakes(5)
@@ -69,6 +70,7 @@ func TestHandleJSON(t *testing.T) {
 // nodes can be extended and unlocked there, and that the original holder
 // can no longer extend it once the new holder unlocked it.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, keys := range [][]string{{"k"}, {"c", "a", "b"}} {
 		fs := newFakes(5)
@@ -116,6 +118,7 @@ func TestResume(t *testing.T) {
 // TestResumeInvalid checks that Resume rejects a handle without a secret or
 // keys, and one whose validity has ended, without a round trip.
 func TestResumeInvalid(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)

@@ -17,6 +17,7 @@ import (
 // select picks the wake-up or the tick at random, so the case is tried
 // several times.
 func TestRetryWaitAfterWakeIsFull(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("DLM_TEST_OLD_TIMERS") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRetryWaitAfterWakeIsFull$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "GODEBUG=asynctimerchan=1", "DLM_TEST_OLD_TIMERS=1")

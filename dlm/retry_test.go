@@ -7,6 +7,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	const ms = time.Millisecond
 	for _, tc := range []struct {
 		name string
@@ -40,6 +41,7 @@ func TestBackoff(t *testing.T) {
 
 // TestJitter checks that waits are drawn from [d/2, d] and spread over it.
 func TestJitter(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{-time.Second, 0, 1, 2, 3, time.Millisecond, time.Second, math.MaxInt64} {
 		lo, hi := d/2, d
 		if d <= 0 {

@@ -36,6 +36,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 // refused while any reader holds it, that a reader is refused while the
 // writer holds it, and that the keys are gone once everyone has left.
 func TestRWLockExclusion(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes)
@@ -87,6 +88,7 @@ func TestRWLockExclusion(t *testing.T) {
 // new readers out, gets the lock when the reader leaves, and lets readers in
 // again once it is done.
 func TestRWLockWriterPreferred(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
@@ -134,6 +136,7 @@ func TestRWLockWriterPreferred(t *testing.T) {
 // TestRWLockTryWriterLeavesNoIntent checks that a writer refused by TryLock
 // does not keep readers out.
 func TestRWLockTryWriterLeavesNoIntent(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes)
@@ -180,6 +183,7 @@ func awaitKey(t *testing.T, srvs []*dlmtest.Server, key string, exists bool) {
 // writer out until its TTL ends, and no longer, even when other readers
 // with shorter leases came and went.
 func TestRWLockCrashedReader(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes)
@@ -215,6 +219,7 @@ func TestRWLockCrashedReader(t *testing.T) {
 // auto-extension outlives its TTL, and that its loss on the nodes is
 // signalled by Lost and cancels RDo's function.
 func TestRWLockAutoExtendAndLoss(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	// A TTL long enough for extensions to succeed on a loaded machine.
@@ -252,6 +257,7 @@ func TestRWLockAutoExtendAndLoss(t *testing.T) {
 // TestRWLockUpgradeRefused checks that a write lock asked for with RDo's
 // context, and a read lock asked for with Do's, are refused at once.
 func TestRWLockUpgradeRefused(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes)

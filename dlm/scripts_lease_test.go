@@ -12,6 +12,7 @@ import (
 // scripts carry the SHA-1 of their sources, and that every script of the
 // package has a digest of its own.
 func TestLeaseScriptHashes(t *testing.T) {
+	t.Parallel()
 	scripts := map[string]*driver.Script{
 		"read acquire": readAcquireScript, "guarded read acquire": guardedReadAcquireScript,
 		"read extend": readExtendScript, "read release": readReleaseScript,

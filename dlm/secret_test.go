@@ -9,6 +9,7 @@ import (
 
 // TestSecret checks that secrets are 128 random bits, distinct every time.
 func TestSecret(t *testing.T) {
+	t.Parallel()
 	seen := make(map[string]bool, 1000)
 	for i := 0; i < 1000; i++ {
 		tok, err := newSecret()
@@ -30,6 +31,7 @@ func TestSecret(t *testing.T) {
 // that the three scripts are distinct (the fake node tells them apart by
 // digest).
 func TestScriptHashes(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]*struct{ src, hash string }{
 		"acquire": {acquireScript.Source, acquireScript.Hash},
 		"release": {releaseScript.Source, releaseScript.Hash},

@@ -30,6 +30,7 @@ const secretsPassword = "Sh0wn-N0where/#@%"
 // published wake-up message or in any error returned (any string it
 // reaches); nor may the servers' password.
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", secretsPassword))
 	sp := &secretSpy{}
 	log := &secretLog{}

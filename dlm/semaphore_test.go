@@ -20,6 +20,7 @@ import (
 // holders can be placed (round robin), so q is safe exactly when that is at
 // most limit, and the derived q is the least safe one.
 func TestSemaphoreQuorum(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ nodes, limit, want int }{
 		{5, 1, 3}, {5, 2, 4}, {5, 3, 4}, {5, 4, 5}, {5, 10, 5}, {1, 1, 1}, {1, 7, 1},
 		{3, 1, 2}, {3, 2, 3}, {2, 1, 2}, {7, 2, 5}, {7, 3, 6}, {0, 1, 0}, {5, 0, 0},
@@ -45,6 +46,7 @@ func TestSemaphoreQuorum(t *testing.T) {
 // TestSemaphoreRefusesUnsafe checks that a limit or quorum that cannot keep
 // the limit is refused before any round trip, with the reason.
 func TestSemaphoreRefusesUnsafe(t *testing.T) {
+	t.Parallel()
 	nodes := make([]driver.Node, 5)
 	for i := range nodes {
 		nodes[i] = deadNode(fmt.Sprintf("dead-%d", i))
@@ -90,6 +92,7 @@ func (d deadNode) Close() error { return nil }
 // permit given back lets a waiter in at once, and that a crashed holder's
 // permit frees itself at its TTL.
 func TestSemaphoreLimit(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)))
@@ -158,6 +161,7 @@ func TestSemaphoreLimit(t *testing.T) {
 // q the holder after them is refused on a full cluster; with q-1 the same
 // placement lets limit+1 holders in, which is why q-1 is refused.
 func TestSemaphoreBoundary(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 5)
 	ctx := context.Background()
 	for limit := 1; limit <= 4; limit++ {
@@ -219,6 +223,7 @@ func TestSemaphoreBoundary(t *testing.T) {
 // the permit is given back afterwards, and that no more than the limit run
 // at once.
 func TestSemaphoreDo(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)))
@@ -264,6 +269,7 @@ func TestSemaphoreDo(t *testing.T) {
 // TestLeaseResume checks that a read lease and a permit handed over with
 // Handle are released by the receiver with their own scripts.
 func TestLeaseResume(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	a, b := rwManager(t, nodes), rwManager(t, nodes)
@@ -310,6 +316,7 @@ func TestLeaseResume(t *testing.T) {
 // semaphores need no rule beyond dlmtest.LeastPrivilegeRules, the ACL
 // docs/security.md documents.
 func TestLeasesLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	line := "user locker on >pw-locker " + strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " ")
 	nodes := make([]driver.Node, 3)
 	for i := range nodes {
@@ -366,6 +373,7 @@ func TestLeasesLeastPrivilege(t *testing.T) {
 // TestLeaseBadInput checks that read locks and semaphores refuse bad input
 // with ErrInvalid before any round trip.
 func TestLeaseBadInput(t *testing.T) {
+	t.Parallel()
 	nodes := make([]driver.Node, 3)
 	for i := range nodes {
 		nodes[i] = deadNode(fmt.Sprintf("dead-%d", i)) // a round trip would fail otherwise

@@ -22,6 +22,7 @@ import (
 // a key it saw contended), against the grants of others made either way:
 // there is never more than one holder.
 func TestPlainAcquireMutualExclusion(t *testing.T) {
+	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	const workers, rounds = 16, 6
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -80,6 +81,7 @@ func TestPlainAcquireMutualExclusion(t *testing.T) {
 // release deletes it, so readers get in at once afterwards instead of after
 // the intent's TTL.
 func TestPlainAcquireReleaseClearsIntent(t *testing.T) {
+	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
 	for _, s := range srvs {

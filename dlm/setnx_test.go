@@ -109,6 +109,7 @@ func setsAll(ss []*setterNode) int {
 // fencing, fairness or the restart guard does; the others, whose scripts
 // do more than SET, never send the command.
 func TestPlainAcquireOnlyForPlainLocks(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	for _, tc := range []struct {
 		name      string
@@ -151,6 +152,7 @@ func TestPlainAcquireOnlyForPlainLocks(t *testing.T) {
 // nodes that refused are not sent the release), so there are never two
 // holders.
 func TestPlainAcquireNeverTakesHeldKey(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	ss, fs, m := setterManager(t, 3)
 	fs[0].set(rkey("k"), "other", time.Minute)
@@ -172,6 +174,7 @@ func TestPlainAcquireNeverTakesHeldKey(t *testing.T) {
 // goes through the acquire script afterwards, which announces its grants to
 // waiters, while other keys keep the command.
 func TestPlainAcquireNotForContendedKey(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	ss, fs, m := setterManager(t, 3)
 	ctx := context.Background()
@@ -213,6 +216,7 @@ func TestPlainAcquireNotForContendedKey(t *testing.T) {
 // script there and is granted, and the node is sent only the script
 // afterwards.
 func TestPlainAcquireFallsBackToScript(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	ss, fs, m := setterManager(t, 3)
 	for _, s := range ss {
@@ -237,6 +241,7 @@ func TestPlainAcquireFallsBackToScript(t *testing.T) {
 // own secret, as a client that sent the command twice would, counts as a
 // grant: the first of the two set it within the attempt.
 func TestPlainAcquireOwnValue(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	ss, fs, m := setterManager(t, 3)
 	for _, s := range ss {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestKeySlot(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key  string
 		want uint16
@@ -44,6 +45,7 @@ var _ driver.Sharded = shardedNode{}
 // sending nothing, when a node is a Redis Cluster; that keys sharing a tag
 // are locked; and that a manager of plain nodes takes any keys.
 func TestMultiKeyAcrossSlotsOnCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := newFakes(3)
 	nodes := asNodes(fs)
@@ -103,6 +105,7 @@ func (f flagNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 // Redis Cluster to announce with flag "2" (publish without counting local
 // subscribers) and a plain node with "1".
 func TestAnnounceFlagOnCluster(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	nodes := []flagNode{{fs[0], true, make(chan string, 1)}, {fs[1], false, make(chan string, 1)}, {fs[2], false, make(chan string, 1)}}
 	m, err := New([]driver.Node{nodes[0], nodes[1], nodes[2]})

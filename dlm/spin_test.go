@@ -42,6 +42,7 @@ func reopensWithin(d time.Duration) int {
 // permit behind a full semaphore. (Opened again at once, each subscription
 // woke the waiter into an attempt: thousands a second.)
 func TestWaiterNotSpunBySubscriptionChurn(t *testing.T) {
+	t.Parallel()
 	const (
 		backoff = 100 * time.Millisecond // FixedBackoff: waits of 50 to 100ms
 		window  = 2 * time.Second
@@ -158,6 +159,7 @@ func TestWaiterNotSpunBySubscriptionChurn(t *testing.T) {
 // waits for those keys too), do not wake a waiter: it keeps to its retry
 // pace.
 func TestWaiterNotWokenByOtherKeys(t *testing.T) {
+	t.Parallel()
 	const (
 		backoff = 100 * time.Millisecond // FixedBackoff: waits of 50 to 100ms
 		window  = 2 * time.Second
@@ -227,6 +229,7 @@ func TestWaiterNotWokenByOtherKeys(t *testing.T) {
 // that release announced, it would wake the waiter itself, which would try
 // again at once, at the pace of a round trip; it keeps to its retry pace.
 func TestFailedAttemptDoesNotWakeItself(t *testing.T) {
+	t.Parallel()
 	const (
 		backoff = 100 * time.Millisecond // FixedBackoff: waits of 50 to 100ms
 		window  = time.Second

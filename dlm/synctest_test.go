@@ -42,6 +42,7 @@ func elapsed(f func()) time.Duration {
 // 2ms, whatever the round trip took, and that a quorum answering after the
 // validity is used up does not obtain the lock.
 func TestValidity(t *testing.T) {
+	t.Parallel()
 	const ttl = 100 * time.Millisecond
 	drift := ttl/100 + 2*time.Millisecond // 3ms
 	for _, delay := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 96 * time.Millisecond, 97 * time.Millisecond, 98 * time.Millisecond, 200 * time.Millisecond} {
@@ -95,6 +96,7 @@ func TestValidity(t *testing.T) {
 // background, each as soon as its acquire request timed out (not before,
 // lest the release overtake it).
 func TestFailFast(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		for i, f := range fs {
@@ -134,6 +136,7 @@ func TestFailFast(t *testing.T) {
 // that an Unlock right after it waits for the slow nodes' acquire requests,
 // so that no late request leaves the key behind.
 func TestSlowMinority(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		fs[1].inject(healthy, 40*time.Millisecond)
@@ -162,6 +165,7 @@ func TestSlowMinority(t *testing.T) {
 // release alike, and its default: a twentieth of the TTL within [20ms,
 // 250ms], unless WithNodeTimeout sets it.
 func TestNodeTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		opts []Option
 		ttl  time.Duration
@@ -223,6 +227,7 @@ func TestNodeTimeout(t *testing.T) {
 // TestNodeErrorsInNodeOrder checks that node errors are listed in the order
 // the nodes were given, not the order they answered in.
 func TestNodeErrorsInNodeOrder(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		for i, f := range fs {
@@ -250,6 +255,7 @@ func TestNodeErrorsInNodeOrder(t *testing.T) {
 // first: failures beyond tolerance make it ErrUnavailable even when the
 // nodes held by another client answer before them.
 func TestOutcomeIndependentOfReplyOrder(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		states string
 		want   error
@@ -284,6 +290,7 @@ func TestOutcomeIndependentOfReplyOrder(t *testing.T) {
 // TestUnlockAfterValidity checks that Unlock after the validity ended
 // reports ErrLockLost, and still deletes keys that had not yet expired.
 func TestUnlockAfterValidity(t *testing.T) {
+	t.Parallel()
 	for _, wait := range []time.Duration{97 * time.Millisecond, 99 * time.Millisecond, 150 * time.Millisecond} {
 		t.Run(fmt.Sprint(wait), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -311,6 +318,7 @@ func TestUnlockAfterValidity(t *testing.T) {
 // TestExtendMovesUntil checks that Extend sets Until to the extension's
 // start (before the round trip) + ttl - drift, and the keys' TTL to ttl.
 func TestExtendMovesUntil(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithTTL(time.Second))
@@ -346,6 +354,7 @@ func TestExtendMovesUntil(t *testing.T) {
 // TestExtendAfterValidity checks that Extend after the local validity ended
 // fails with ErrLockLost without sending anything, and recreates no key.
 func TestExtendAfterValidity(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithTTL(100*time.Millisecond))
@@ -373,6 +382,7 @@ func TestExtendAfterValidity(t *testing.T) {
 // TestPerCallTTL checks that WithTTL on a call overrides the manager's
 // default in the PX sent to the nodes and in the validity.
 func TestPerCallTTL(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(3)
 		m := newManager(t, fs, WithTTL(10*time.Second))
@@ -407,6 +417,7 @@ func TestPerCallTTL(t *testing.T) {
 // WithRetry allows, waiting a jittered backoff between them, and returns an
 // error wrapping ErrNotObtained.
 func TestLockRetries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		tries    int
@@ -449,6 +460,7 @@ func TestLockRetries(t *testing.T) {
 // TestLockContextEnds checks that a Lock whose context ends while waiting
 // returns at once with the context's error, not ErrNotObtained.
 func TestLockContextEnds(t *testing.T) {
+	t.Parallel()
 	for _, cancel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancel=%v", cancel), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -485,6 +497,7 @@ func TestLockContextEnds(t *testing.T) {
 // after the holder releases it, within one backoff: nodes that announce no
 // releases leave the retries to find it free.
 func TestLockObtainedAfterRelease(t *testing.T) {
+	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		m := newManager(t, fs, WithRetry(0, FixedBackoff(100*time.Millisecond)))

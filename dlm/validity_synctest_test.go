@@ -51,6 +51,7 @@ func quorumExpiry(fs []*fakeNode, key string) time.Time {
 // another client in: two holders. The real-Redis form is in
 // lifetime_redis_test.go.
 func TestFailedExtendShortensValidity(t *testing.T) {
+	t.Parallel()
 	const ttl = 10 * time.Second
 	t.Run("replies lost", func(t *testing.T) {
 		inBubble(t, func(t *testing.T) {
@@ -202,6 +203,7 @@ func (h slowEnabled) WithGroup(string) slog.Handler           { return h }
 // the cancellation of Do's context: both come exactly a loss guard before
 // Until.
 func TestLostNotDelayedBySlowHook(t *testing.T) {
+	t.Parallel()
 	const ttl = 100 * time.Millisecond
 	for _, tc := range []struct {
 		name string
@@ -255,6 +257,7 @@ func TestLostNotDelayedBySlowHook(t *testing.T) {
 // not speak of extensions that were never asked for; Do's error carries the
 // last extension's QuorumError.
 func TestErrorMessages(t *testing.T) {
+	t.Parallel()
 	t.Run("ended ago", func(t *testing.T) {
 		inBubble(t, func(t *testing.T) {
 			fs := newFakes(3)

@@ -10,6 +10,7 @@ import (
 // and a count) to all of them with the count, and a fair release naming a
 // waiter to that waiter only.
 func TestNotifyPayloads(t *testing.T) {
+	t.Parallel()
 	w := &waker{pumps: make([]*pump, 1), chans: map[string]*wakeChan{}}
 	any := w.watch([]string{"k"}, "")
 	fair := w.watch([]string{"k"}, "waiter-id-of-twenty-two")
@@ -54,6 +55,7 @@ func TestNotifyPayloads(t *testing.T) {
 // none with at most two listeners, at most half an attempt per other
 // listener beyond two, and never more than maxSpread.
 func TestSpread(t *testing.T) {
+	t.Parallel()
 	wt := &watcher{}
 	for _, tc := range []struct {
 		listening int64

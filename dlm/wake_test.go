@@ -93,6 +93,7 @@ type lockResult struct {
 // that this still holds after the waiter's subscriptions were cut and had to
 // be made again.
 func TestWaiterWokenByRelease(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
 	ctx := context.Background()
@@ -132,6 +133,7 @@ func TestWaiterWokenByRelease(t *testing.T) {
 // TestOneSubscriptionPerNode checks that a manager's many waiters, on many
 // keys, share one subscription connection per node.
 func TestOneSubscriptionPerNode(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
 	ctx := context.Background()
@@ -184,6 +186,7 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 // keep another process's waiter out: within a short slice the lock is
 // released on the nodes, which wakes that waiter.
 func TestHandOverServesOtherProcesses(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	busy, other := newWakeManager(t, srvs, dlm.WithTTL(10*time.Second)), newWakeManager(t, srvs, dlm.WithTTL(10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -224,6 +227,7 @@ func TestHandOverServesOtherProcesses(t *testing.T) {
 // the next caller in the manager: each grant gets a greater fencing token
 // from the nodes.
 func TestFencedLockNotHandedOver(t *testing.T) {
+	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
 	m := newWakeManager(t, srvs, dlm.WithFencing())
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // of the locks it still holds, obtained or resumed, and waits for it: no
 // watchdog outlives its Manager.
 func TestCloseStopsWatchdogs(t *testing.T) {
+	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(3)
 	m := newManager(t, fs, WithTTL(10*time.Second))
@@ -47,6 +48,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 // clock's now plus the validity left by the monotonic clock: after the wall
 // clock stepped back an hour, it is not an hour too late.
 func TestUntilMonotonicAfterClockStep(t *testing.T) {
+	t.Parallel()
 	fs := newFakes(3)
 	m := newManager(t, fs, WithTTL(10*time.Second))
 	l, err := m.TryLock(context.Background(), "k")
@@ -74,6 +76,7 @@ func TestUntilMonotonicAfterClockStep(t *testing.T) {
 // nodes on slog.Default when no logger was given, and that WithLogger(nil)
 // silences it.
 func TestEvenNodesWarnByDefault(t *testing.T) {
+	t.Parallel()
 	var buf logBuffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
@@ -93,6 +96,7 @@ func TestEvenNodesWarnByDefault(t *testing.T) {
 // TestOpenBareAddress checks that Open and OpenNode refuse a bare
 // host:port as a bad URL, with an error that says which URL to write.
 func TestOpenBareAddress(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"127.0.0.1:6379", "localhost:6379", "[::1]:6379"} {
 		_, err := Open([]string{addr})
 		if !errors.Is(err, driver.ErrBadURL) || !strings.Contains(err.Error(), "write redis://"+addr) {

@@ -16,6 +16,7 @@ import (
 // TestConformance runs the driver.Node conformance suite on nodes opened
 // from URLs.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		n, err := dlm.OpenNode("redis+goredis://" + s.Addr())
@@ -29,6 +30,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceWrapped runs it on nodes wrapping one client built with
 // go-redis' defaults, ContextTimeoutEnabled unset among them.
 func TestConformanceWrapped(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { c.Close() })
@@ -37,6 +39,7 @@ func TestConformanceWrapped(t *testing.T) {
 
 // TestManager runs the manager-level integration suite on 1, 3 and 5 nodes.
 func TestManager(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+goredis://" + addr)
 		if err != nil {
@@ -49,6 +52,7 @@ func TestManager(t *testing.T) {
 // TestManagerOnClusters runs the suite on nodes opened from cluster URLs,
 // each a ClusterClient over a local three-master Redis Cluster.
 func TestManagerOnClusters(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
 		addrs := strings.Split(addr, ",")
 		n, err := dlm.OpenNode("redis+goredis://" + addrs[0] + "?cluster=true&addr=" + strings.Join(addrs[1:], "&addr="))
@@ -63,6 +67,7 @@ func TestManagerOnClusters(t *testing.T) {
 // it names itself by the seed addresses, says it is a cluster, so that a
 // lock over keys of two slots is refused up front, and takes locks.
 func TestNewNodeCluster(t *testing.T) {
+	t.Parallel()
 	rc := dlmtest.StartRedisCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
 	defer c.Close()
@@ -96,6 +101,7 @@ func TestNewNodeCluster(t *testing.T) {
 
 // TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
 func TestReplicaAck(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+goredis://" + addr)
 		if err != nil {
@@ -108,6 +114,7 @@ func TestReplicaAck(t *testing.T) {
 // TestSentinelFailover runs Do across a Sentinel failover on a node opened
 // from a Sentinel URL.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+goredis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
 		if err != nil {

@@ -24,6 +24,7 @@ type wrappedCluster struct{ *redis.ClusterClient }
 // fails Lock at once with ErrInvalid instead of being retried as an
 // unavailable node until the context ends; single-key locks work.
 func TestUndetectedClusterCrossSlot(t *testing.T) {
+	t.Parallel()
 	rc := dlmtest.StartRedisCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), MaxRetries: -1})
 	defer c.Close()
@@ -55,6 +56,7 @@ func TestUndetectedClusterCrossSlot(t *testing.T) {
 // TestNewNodeRing checks that a Ring is refused as a node: every call fails
 // with ErrInvalid naming the Ring, and Lock returns at once, unretried.
 func TestNewNodeRing(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": s.Addr()}, MaxRetries: -1})
 	defer ring.Close()
@@ -85,6 +87,7 @@ func TestNewNodeRing(t *testing.T) {
 // answers MOVED, which EvalAck reports as an error reply saying so, at
 // once, rather than hanging or panicking.
 func TestEvalAckMoved(t *testing.T) {
+	t.Parallel()
 	rc := dlmtest.StartRedisCluster(t)
 	stale := rc.Addrs()[0]
 	c := redis.NewClusterClient(&redis.ClusterOptions{

@@ -15,6 +15,7 @@ func (replyErr) RedisError()     {}
 // that will not go away, not those of a server (or cluster) not ready yet,
 // nor connection errors.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool

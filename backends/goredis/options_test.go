@@ -10,6 +10,7 @@ import (
 )
 
 func TestClientOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url               string
 		addr, user, pass  string
@@ -59,6 +60,7 @@ func TestClientOptions(t *testing.T) {
 }
 
 func TestOpenBadURL(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{
 		"redis+goredis://u:s3cret@h:notaport",
 		"redis+goredis://u:s3cret@h:1/x",

@@ -47,6 +47,7 @@ func (panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // driver.PanicError, which a manager reports as the node's failure, with
 // and without a context that can end, and on the pub/sub path.
 func TestClientPanic(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	newPanicky := func(h panicHook) driver.Node {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
@@ -129,6 +130,7 @@ func closePanicDialer(ctx context.Context, network, addr string) (net.Conn, erro
 // the Close of a subscription and of a node that owns its client with a
 // driver.PanicError, and that the subscription's reader still ends.
 func TestClosePanic(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // TestBatchedRequests sends many requests at once, as package dlm does, and
 // checks that each gets its own reply: the batches keep them apart.
 func TestBatchedRequests(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	n := openNode(t, "redis+goredis://"+s.Addr())
 	incr := driver.NewScript(`return redis.call('INCR', KEYS[1])`)
@@ -50,6 +51,7 @@ func TestBatchedRequests(t *testing.T) {
 // batch under way returns at its own deadline, not the batch's, and that the
 // batch and later requests still get their replies.
 func TestBatchedRequestLeavesQueue(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	n := openNode(t, "redis+goredis://"+s.Addr()+"?read_timeout=10s&write_timeout=10s")
 	echoScript := driver.NewScript(echo)
@@ -117,6 +119,7 @@ func (h panicky) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // forever; the panic itself goes to the request that sent the batch, as a
 // [driver.PanicError] (it never escapes the adapter).
 func TestBatchPanicReleasesWaiters(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	var armed atomic.Bool
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})

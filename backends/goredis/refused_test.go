@@ -37,6 +37,7 @@ func refusedAddr(t *testing.T) string {
 // after a refused dial (DialerRetries) would otherwise spend the node
 // timeout on one attempt.
 func TestRefusedNodeReported(t *testing.T) {
+	t.Parallel()
 	addr := refusedAddr(t)
 	tests := []struct {
 		name string
@@ -101,6 +102,7 @@ func TestRefusedNodeReported(t *testing.T) {
 // TestDialOnce checks that the options of a go-redis release with
 // DialerRetries get one dial, and that a release without it is left alone.
 func TestDialOnce(t *testing.T) {
+	t.Parallel()
 	type withField struct {
 		Addr          string
 		DialerRetries int

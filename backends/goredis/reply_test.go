@@ -6,6 +6,7 @@ import (
 )
 
 func TestFormatFloat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		f    float64
 		want string

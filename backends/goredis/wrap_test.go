@@ -11,6 +11,7 @@ import (
 )
 
 func TestNewNodeKeepsClient(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
@@ -33,6 +34,7 @@ func TestNewNodeKeepsClient(t *testing.T) {
 }
 
 func TestNewNodeAddr(t *testing.T) {
+	t.Parallel()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000"}})
 	defer cc.Close()
 	if got, want := NewNode(cc).Addr(), "10.0.0.1:7000,10.0.0.2:7000"; got != want {

@@ -14,6 +14,7 @@ import (
 // TestConformance runs the driver.Node conformance suite on nodes opened
 // from URLs.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		n, err := dlm.OpenNode("redis+redigo://" + s.Addr())
@@ -27,6 +28,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceWrapped runs it on nodes wrapping one pool built as
 // redigo's documentation shows, with a DialContext and no bound.
 func TestConformanceWrapped(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	p := &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", s.Addr()) },
@@ -38,6 +40,7 @@ func TestConformanceWrapped(t *testing.T) {
 
 // TestManager runs the manager-level integration suite on 1, 3 and 5 nodes.
 func TestManager(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+redigo://" + addr)
 		if err != nil {
@@ -49,6 +52,7 @@ func TestManager(t *testing.T) {
 
 // TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
 func TestReplicaAck(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+redigo://" + addr)
 		if err != nil {

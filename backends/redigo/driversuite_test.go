@@ -10,6 +10,7 @@ import (
 // users and databases from the URL, a server down, restarted or busy,
 // reply normalization, contexts on a paused server, and TLS.
 func TestDriver(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestDriver(t, Name)
 }
 
@@ -18,6 +19,7 @@ func TestDriver(t *testing.T) {
 // cannot reach; the calls do. (The rueidis driver fails Open instead, so the
 // driver suite leaves this case out.)
 func TestUntrustedCertificate(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t, dlmtest.WithTLS())
 	n := openNode(t, "rediss+redigo://"+s.Addr())
 	if v, err := eval(n, echo, nil, []string{"tls"}); err == nil {
@@ -29,6 +31,7 @@ func TestUntrustedCertificate(t *testing.T) {
 // a RESP2 connection, which this driver uses. (The rueidis driver speaks
 // RESP3 and reads it as nil, so the driver suite leaves this case out.)
 func TestRESP3False(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	n := openNode(t, "redis+redigo://"+s.Addr())
 	src := "redis.setresp(3); return false"

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConnOptions(t *testing.T) {
+	t.Parallel()
 	defaultPool := 10 * runtime.GOMAXPROCS(0)
 	for _, tc := range []struct {
 		url               string
@@ -68,6 +69,7 @@ func TestConnOptions(t *testing.T) {
 }
 
 func TestOpenBadURL(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{
 		"redis+redigo://u:s3cret@h:notaport",
 		"redis+redigo://u:s3cret@h:1/x",

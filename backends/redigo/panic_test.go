@@ -42,6 +42,7 @@ func (nopHandler) Subscribed(string)      {}
 // reports as the node's failure, and ends a subscription rather than the
 // program.
 func TestClientPanic(t *testing.T) {
+	t.Parallel()
 	pool := &redis.Pool{DialContext: func(context.Context) (redis.Conn, error) { return panicConn{}, nil }}
 	n := NewNode(pool, "fake:1")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -109,6 +110,7 @@ func (c closePanicConn) Close() error {
 // of a subscription and of a node that owns its pool with a
 // driver.PanicError, and that the subscription's reader still ends.
 func TestClosePanic(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 // TestPlainURL relies on this test binary linking no driver but this one.
 func TestPlainURL(t *testing.T) {
+	t.Parallel()
 	if got := dlm.Drivers(); !slices.Equal(got, []string{Name}) {
 		t.Fatalf("Drivers() = %v; want [%s]", got, Name)
 	}

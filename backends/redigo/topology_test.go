@@ -12,6 +12,7 @@ import (
 // refused with ErrUnsupported, naming the backends that support them,
 // before any connection.
 func TestOpenRefusesTopologies(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{
 		"redis+redigo://:s3cret@127.0.0.1:1?cluster=true&addr=127.0.0.1:2",
 		"redis+redigo://:s3cret@127.0.0.1:1?sentinel_master=mymaster",

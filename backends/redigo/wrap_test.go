@@ -11,6 +11,7 @@ import (
 )
 
 func TestNewNodeKeepsPool(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	p := &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", s.Addr()) },

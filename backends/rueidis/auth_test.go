@@ -27,6 +27,7 @@ func evalOne(t *testing.T, n driver.Node) {
 // TestACLUser checks a user restricted to a key pattern and a few commands,
 // unlike the users of TestDriver, which may run every command.
 func TestACLUser(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	const password = "locker-pw"
 	s := dlmtest.StartServer(t)
@@ -59,6 +60,7 @@ func TestACLUser(t *testing.T) {
 }
 
 func TestBadURLErrorHidesPassword(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{
 		"redis+rueidis://:s3cret@127.0.0.1:99999",
 		"redis+rueidis://u:s3cret@127.0.0.1:6379?nope=1",

@@ -34,6 +34,7 @@ func newClient(t testing.TB, opt rueidisclient.ClientOption) rueidisclient.Clien
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	t.Run("Open", func(t *testing.T) {
 		dlmtest.TestNode(t, func(t *testing.T) driver.Node {
@@ -52,6 +53,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestManager(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		return openURL(t, "redis+rueidis://"+addr)
 	})
@@ -60,6 +62,7 @@ func TestManager(t *testing.T) {
 // TestManagerOnClusters runs the suite on nodes opened from cluster URLs,
 // each a client in cluster mode over a local three-master Redis Cluster.
 func TestManagerOnClusters(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestManagerOnClusters(t, func(t *testing.T, addr string) driver.Node {
 		addrs := strings.Split(addr, ",")
 		n := openURL(t, "redis+rueidis://"+addrs[0]+"?cluster=true&addr="+strings.Join(addrs[1:], "&addr="))
@@ -72,6 +75,7 @@ func TestManagerOnClusters(t *testing.T) {
 
 // TestReplicaAck runs the WithReplicaAck suite on a master with a replica.
 func TestReplicaAck(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestReplicaAck(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+rueidis://" + addr)
 		if err != nil {
@@ -84,6 +88,7 @@ func TestReplicaAck(t *testing.T) {
 // TestSentinelFailover runs Do across a Sentinel failover on a node opened
 // from a Sentinel URL.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
 		n, err := dlm.OpenNode("redis+rueidis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
 		if err != nil {

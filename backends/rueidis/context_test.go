@@ -11,6 +11,7 @@ import (
 // TestCtxError checks that a context.DeadlineExceeded of rueidis' own passes
 // for the caller's only when the caller's deadline has passed.
 func TestCtxError(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))

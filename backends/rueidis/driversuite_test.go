@@ -12,6 +12,7 @@ import (
 // reply normalization, contexts on a paused server, and TLS. No goroutine
 // of rueidis or of this package may outlive it.
 func TestDriver(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	dlmtest.TestDriver(t, rueidis.Name)
 }

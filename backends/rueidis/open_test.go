@@ -16,6 +16,7 @@ import (
 )
 
 func TestRegistered(t *testing.T) {
+	t.Parallel()
 	for _, name := range dlm.Drivers() {
 		if name == rueidis.Name {
 			return
@@ -28,6 +29,7 @@ func TestRegistered(t *testing.T) {
 // reach: Open succeeds, calls fail with the connection error until the
 // server is back, then the node connects on its own.
 func TestOpenDownNode(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	s.Kill()
@@ -60,6 +62,7 @@ func TestOpenDownNode(t *testing.T) {
 // connects on first use, and calls in between end with their context. The
 // dial timeout outlasts the checks, so they all wait on one attempt.
 func TestOpenPausedNode(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	s.Pause()
@@ -81,6 +84,7 @@ func TestOpenPausedNode(t *testing.T) {
 // call. Calls must still end with their context, whether it reaches its
 // deadline or is cancelled before it.
 func TestPausedServer(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=200ms&dial_timeout=3s")
@@ -142,6 +146,7 @@ func checkPrompt(t *testing.T, n driver.Node, when string) {
 // QUIT; the node's Close gives up after the write timeout and closes the
 // connections.
 func TestClosePausedServer(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=300ms")
@@ -158,6 +163,7 @@ func TestClosePausedServer(t *testing.T) {
 }
 
 func TestNewNodeDoesNotCloseClient(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
@@ -184,6 +190,7 @@ func TestNewNodeDoesNotCloseClient(t *testing.T) {
 }
 
 func TestCloseIdempotent(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())
@@ -203,6 +210,7 @@ func TestCloseIdempotent(t *testing.T) {
 // calls instead, so the driver suite, which checks TLS with the CA and
 // without verification, leaves this case out.)
 func TestUntrustedCertificate(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t, dlmtest.WithTLS())
 	if n, err := dlm.OpenNode("rediss+rueidis://" + s.Addr()); err == nil {

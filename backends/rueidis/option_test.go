@@ -8,6 +8,7 @@ import (
 )
 
 func TestClientOption(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		addr, user, password string
 		db                   int

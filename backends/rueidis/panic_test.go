@@ -43,6 +43,7 @@ func (nopHandler) Subscribed(string)      {}
 // driver.PanicError, which a manager reports as the node's failure, on
 // every path into the client: Eval, Ping, and a subscription's requests.
 func TestClientPanic(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
 	n := rueidis.NewNode(panicClient{c})
@@ -89,6 +90,7 @@ func TestClientPanic(t *testing.T) {
 // driver.PanicError; it says it is a cluster, so that a manager refuses
 // such a lock up front with ErrInvalid instead of sending it.
 func TestClusterMultiSlot(t *testing.T) {
+	t.Parallel()
 	rc := dlmtest.StartRedisCluster(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: rc.Addrs(), DisableCache: true})
 	n := rueidis.NewNode(c)

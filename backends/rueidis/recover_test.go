@@ -16,6 +16,7 @@ import (
 // driver.PanicError, for a server and for a cluster URL, rather than taking
 // the program down.
 func TestOpenPanic(t *testing.T) {
+	t.Parallel()
 	defer func(f func(rueidisclient.ClientOption) (rueidisclient.Client, error)) { newRueidisClient = f }(newRueidisClient)
 	newRueidisClient = func(rueidisclient.ClientOption) (rueidisclient.Client, error) { panic("NewClient panicked") }
 	for _, url := range []string{"redis+rueidis://127.0.0.1:1", "redis+rueidis://127.0.0.1:1?cluster=true"} {
@@ -64,6 +65,7 @@ func (dc closePanicDedicated) Close() {
 // subscription's connections, fails that Close with a driver.PanicError,
 // and leaves the subscription refusing requests rather than locked.
 func TestClosePanic(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 // TestReplies checks the normalization of Lua replies over RESP3 (the
 // default against Redis 7) and RESP2, which must agree.
 func TestReplies(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	nodes := map[string]driver.Node{
@@ -66,6 +67,7 @@ func TestReplies(t *testing.T) {
 }
 
 func TestErrorReplies(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())
@@ -103,6 +105,7 @@ func TestErrorReplies(t *testing.T) {
 // TestNoScriptFallback checks that a script flushed from the server's cache
 // is sent again with EVAL.
 func TestNoScriptFallback(t *testing.T) {
+	t.Parallel()
 	checkNoLeak(t)
 	s := dlmtest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())

@@ -11,5 +11,6 @@ import (
 // users, the least-privilege rules, refusals reported as dlm.ErrPermission,
 // and no password or token in errors, events or logs.
 func TestSecurity(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestSecurity(t, rueidis.Name)
 }

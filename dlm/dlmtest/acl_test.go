@@ -28,6 +28,7 @@ func doAs(t *testing.T, s *dlmtest.Server, user, password string, args ...string
 // the harness still authenticates while anyone else must, and that Restart
 // loads the file again, over TLS as in the clear.
 func TestACLFile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []dlmtest.ServerOption
@@ -68,6 +69,7 @@ func TestACLFile(t *testing.T) {
 // TestLeastPrivilegeRulesEscape checks on a server that the key pattern of
 // a prefix with glob characters matches that prefix alone.
 func TestLeastPrivilegeRulesEscape(t *testing.T) {
+	t.Parallel()
 	const prefix = "a*b?[c]:"
 	s := dlmtest.StartServer(t, dlmtest.WithACLFile(t, "user u on >pw "+strings.Join(dlmtest.LeastPrivilegeRules(prefix), " ")))
 	get := "return redis.call('GET', KEYS[1])"

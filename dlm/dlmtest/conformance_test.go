@@ -17,8 +17,9 @@ import (
 )
 
 func TestNodeOnResp(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
-	snap := leakcheck.Take()
+	snap := leakcheck.Scoped()
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		return resp.NewNode(&driver.Config{Addr: s.Addr()})
 	})
@@ -26,6 +27,7 @@ func TestNodeOnResp(t *testing.T) {
 }
 
 func TestNodeOnRespTLSPasswordDB(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t, dlmtest.WithTLS(), dlmtest.WithArgs("--requirepass", "s3cret"))
 	cfg, err := driver.ParseURL("rediss://:s3cret@" + s.Addr() + "/3?tls_ca_file=" + s.CAFile())
 	if err != nil {
@@ -54,6 +56,7 @@ const brokenAdapterEnv = "DLMTEST_BROKEN_ADAPTER"
 // child process, and checks that exactly the subtests meant to catch the
 // fault fail, with a passing one for contrast.
 func TestSuiteCatchesBrokenAdapters(t *testing.T) {
+	t.Parallel()
 	for name, b := range brokenAdapters {
 		subtests := append([]string{"Addr"}, b.catches...)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -82,6 +85,7 @@ func TestSuiteCatchesBrokenAdapters(t *testing.T) {
 // $DLMTEST_BROKEN_ADAPTER, in the child process of
 // TestSuiteCatchesBrokenAdapters. Without it, it does nothing.
 func TestBrokenAdapterChild(t *testing.T) {
+	t.Parallel()
 	name := os.Getenv(brokenAdapterEnv)
 	if name == "" {
 		return

@@ -45,14 +45,17 @@ const echoScript = "return ARGV[1]"
 // Ping is checked when the node implements [driver.Pinger]. What a driver
 // does with an untrusted certificate, fail Open or the calls, is its own
 // choice; the suite leaves it to the driver's tests. The suite checks that
-// no goroutine outlives the Close of its nodes.
+// no goroutine outlives the Close of its nodes. Its subtests run in parallel,
+// each on a server of its own.
 //
 // A driver's test is one line:
 //
 //	func TestDriver(t *testing.T) { dlmtest.TestDriver(t, "mydriver") }
 func TestDriver(t *testing.T, name string) {
 	d := driverSuite{plain: "redis+" + name + "://", tls: "rediss+" + name + "://"}
-	snap := leakcheck.Take()
+	snap := leakcheck.Scoped()
+	// Cleanups run once the parallel subtests have ended.
+	t.Cleanup(func() { snap.Check(t, 5*time.Second) })
 	for _, st := range []struct {
 		name string
 		fn   func(*testing.T)
@@ -70,9 +73,11 @@ func TestDriver(t *testing.T, name string) {
 		{"LateReplyNotReused", d.testLateReplyNotReused},
 		{"TLS", d.testTLS},
 	} {
-		t.Run(st.name, st.fn)
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			st.fn(t)
+		})
 	}
-	snap.Check(t, 5*time.Second)
 }
 
 // driverSuite is the driver suite's URL schemes, with "://".

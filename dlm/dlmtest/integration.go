@@ -32,10 +32,13 @@ const suitePrefix = "dlmtest:"
 // a waiter is woken by the release of the lock it waits for (see
 // [driver.Subscriber]). Backend modules run it; so can the author of a
 // custom adapter. It checks that no goroutine outlives
-// [dlm.Manager.Close] and the nodes' Close.
+// [dlm.Manager.Close] and the nodes' Close. Its subtests run in parallel
+// (t.Parallel), each on servers of its own, so dial must be safe to call
+// from several goroutines at once; go test's -parallel flag bounds them.
 func TestManager(t *testing.T, dial Dial) {
 	for _, n := range []int{1, 3, 5} {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			t.Parallel()
 			for _, tc := range []struct {
 				name string
 				fn   func(*testing.T, *cluster)
@@ -52,6 +55,7 @@ func TestManager(t *testing.T, dial Dial) {
 				{"WakeOnRelease", testWakeOnRelease},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
 					c := startCluster(t, n, dial)
 					tc.fn(t, c)
 					c.close(t)
@@ -103,7 +107,7 @@ func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 func startOn(t *testing.T, targets []target, dial Dial, opts ...dlm.Option) *cluster {
 	t.Helper()
 	n := len(targets)
-	c := &cluster{servers: targets, snap: leakcheck.Take(), dial: dial}
+	c := &cluster{servers: targets, snap: leakcheck.Scoped(), dial: dial}
 	for _, s := range c.servers {
 		c.nodes = append(c.nodes, dial(t, s.Addr()))
 	}

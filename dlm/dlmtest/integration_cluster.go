@@ -21,6 +21,7 @@ import (
 // ([RedisCluster.Addr]) and must return a node for the whole cluster, such
 // as go-redis' ClusterClient; the node's Addr must be that same string.
 // Killing or pausing a node kills or pauses every master of its cluster.
+// Like [TestManager]'s, its subtests run in parallel on clusters of their own.
 func TestManagerOnClusters(t *testing.T, dial Dial) {
 	for _, tc := range []struct {
 		name string
@@ -43,6 +44,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"RestartGuard", testClusterGuard, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			clusters := StartRedisClusters(t, 3)
 			targets := make([]target, len(clusters))
 			for i, rc := range clusters {

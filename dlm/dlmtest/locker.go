@@ -14,7 +14,8 @@ import (
 // TestLocker runs the suite of a [dlm.Locker]'s semantics against the
 // lockers open returns: contention and its errors, waiting and its context,
 // expiry, extension, Do, and bad input. Each subtest gets a fresh locker
-// from open and uses keys of its own. It runs against a manager on real
+// from open and uses keys of its own; the subtests
+// run in parallel, so open must be safe to call from several goroutines. It runs against a manager on real
 // redis-servers and against package memlock's in-memory manager, so that
 // users' tests written against memlock behave as production does. Timings
 // are generous: it is meant to pass on a loaded machine.
@@ -35,6 +36,7 @@ func TestLocker(t *testing.T, open func(t *testing.T) dlm.Locker) {
 		{"BadInput", testLockerBadInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, open(t), "locker-"+strings.ToLower(tc.name))
 		})
 	}

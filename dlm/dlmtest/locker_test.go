@@ -13,6 +13,7 @@ import (
 // TestLockerOnRedis runs the Locker suite on a manager over three real
 // redis-servers; package memlock runs the same suite in memory.
 func TestLockerOnRedis(t *testing.T) {
+	t.Parallel()
 	servers := dlmtest.StartServers(t, 3)
 	dlmtest.TestLocker(t, func(t *testing.T) dlm.Locker {
 		return openManager(t, servers, dlm.WithKeyPrefix("locker:"), dlm.WithNodeTimeout(200*time.Millisecond))
@@ -25,6 +26,7 @@ func TestLockerOnRedis(t *testing.T) {
 // needs all three nodes: the node timeout is generous, so that one slow
 // answer on a loaded machine does not fail it.
 func TestSharedOnRedis(t *testing.T) {
+	t.Parallel()
 	servers := dlmtest.StartServers(t, 3)
 	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
 		return openManager(t, servers, dlm.WithKeyPrefix("shared:"), dlm.WithNodeTimeout(500*time.Millisecond))

@@ -32,6 +32,7 @@ var lossTrials = flag.Int("loss.trials", 4, "trials per kind of loss in TestLoss
 // Every trial is bounded by trialBound: a lock that is not declared lost by
 // then fails the test with a message rather than hangs it.
 func TestLossSignalLatency(t *testing.T) {
+	t.Parallel()
 	trials := *lossTrials
 	// The TTL sets the margins: the cancellation is due a loss guard
 	// before the validity ends, and must get through the scheduler within

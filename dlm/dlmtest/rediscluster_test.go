@@ -8,6 +8,7 @@ import (
 // TestStartRedisCluster checks that the harness's cluster is up, spreads
 // keys over its masters, and routes Do by key.
 func TestStartRedisCluster(t *testing.T) {
+	t.Parallel()
 	c := StartRedisCluster(t)
 	owners := map[string]bool{}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

@@ -67,7 +67,7 @@ func secretOf(user string) string { return user + "-S3cret/#@%" }
 // It checks that no goroutine outlives the managers' Close.
 func TestSecurity(t *testing.T, driverName string) {
 	s := startSecure(t, driverName)
-	snap := leakcheck.Take()
+	snap := leakcheck.Scoped()
 	t.Run("LeastPrivilege", s.testLeastPrivilege)
 	t.Run("MissingPermission", s.testMissingPermission)
 	t.Run("WithoutPubSub", s.testWithoutPubSub)

@@ -26,10 +26,12 @@ func (respDriver) Open(url string) (driver.Node, error) {
 func init() { dlm.Register("resp", respDriver{}) }
 
 func TestSecurityOnResp(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestSecurity(t, "resp")
 }
 
 func TestLeastPrivilegeRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ prefix, keys, channels string }{
 		{"redlock:", "~redlock:*", "&redlock:*"},
 		{"a*b?[c]\\:", `~a\*b\?\[c\]\\:*`, `&a\*b\?\[c\]\\:*`},

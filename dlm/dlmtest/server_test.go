@@ -17,6 +17,7 @@ import (
 )
 
 func TestStartServers(t *testing.T) {
+	t.Parallel()
 	servers := dlmtest.StartServers(t, 3)
 	ports, pids := map[int]bool{}, map[int]bool{}
 	for _, s := range servers {
@@ -44,6 +45,7 @@ func TestStartServers(t *testing.T) {
 }
 
 func TestKillRestart(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	port, pid := s.Port(), s.Pid()
 	node := resp.NewNode(&driver.Config{Addr: s.Addr()})
@@ -86,6 +88,7 @@ func TestKillRestart(t *testing.T) {
 }
 
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t)
 	node := resp.NewNode(&driver.Config{Addr: s.Addr()})
 	defer node.Close()
@@ -105,6 +108,7 @@ func TestPauseResume(t *testing.T) {
 // TestCleanup checks that every server is gone once its test ends,
 // whatever state the test left it in.
 func TestCleanup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		leave func(*dlmtest.Server)
@@ -134,6 +138,7 @@ func TestCleanup(t *testing.T) {
 }
 
 func TestRequirePass(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t, dlmtest.WithArgs("--requirepass", "s3cret"))
 	if v := mustDo(t, s, "PING"); v != "PONG" {
 		t.Errorf("Do(PING) on a server with a password = %#v; want PONG", v)
@@ -157,6 +162,7 @@ func TestRequirePass(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	s := dlmtest.StartServer(t, dlmtest.WithTLS())
 	if v := mustDo(t, s, "PING"); v != "PONG" {
 		t.Errorf("Do(PING) over TLS = %#v; want PONG", v)
@@ -178,6 +184,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestStartFailureShowsOutput(t *testing.T) {
+	t.Parallel()
 	ft := &fatalRecorder{TB: t}
 	runFatal(func() { dlmtest.StartServer(ft, dlmtest.WithArgs("--no-such-option", "1")) })
 	if !strings.Contains(ft.msg, "no-such-option") {

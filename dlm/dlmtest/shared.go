@@ -15,7 +15,8 @@ import (
 // excluding writers, writers preferred over new readers, read leases and
 // permits that expire, extend and are released, RDo and Semaphore.Do, the
 // refused upgrade, the limit of a semaphore, and bad input. Each subtest
-// gets a fresh manager from open and uses keys of its own. The semaphores
+// gets a fresh manager from open and uses keys of its own; the subtests
+// run in parallel, so open must be safe to call from several goroutines. The semaphores
 // have a limit of 2 at most, whose permits need every node of a manager of
 // up to 3 nodes (see [dlm.SemaphoreQuorum]): give it nodes that answer. It
 // runs against managers on real redis-servers and against package
@@ -47,6 +48,7 @@ func TestShared(t *testing.T, open func(t *testing.T) *dlm.Manager) {
 		{"SharedBadInput", testSharedBadInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, open(t), "shared-"+strings.ToLower(tc.name))
 		})
 	}
@@ -199,6 +201,7 @@ func testReadLeaseExpiry(t *testing.T, m *dlm.Manager, key string) {
 	ctx := context.Background()
 	start := time.Now()
 	r := mustTryRLock(t, m, key, dlm.WithTTL(lockerTTL))
+	granted := time.Now() // the nodes' leases end by a TTL after this
 	if until := r.Until(); !until.After(start) || until.After(start.Add(lockerTTL)) {
 		t.Errorf("Until = %v after the start; want within the TTL %v", until.Sub(start), lockerTTL)
 	}
@@ -207,7 +210,7 @@ func testReadLeaseExpiry(t *testing.T, m *dlm.Manager, key string) {
 	case <-time.After(lockerTTL + waitLimit):
 		t.Fatalf("Lost still open %v after a read lease of %v without extension", lockerTTL+waitLimit, lockerTTL)
 	}
-	for !time.Now().After(start.Add(lockerTTL + 10*time.Millisecond)) {
+	for !time.Now().After(granted.Add(lockerTTL + 10*time.Millisecond)) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := r.Extend(ctx, lockerTTL); !errors.Is(err, dlm.ErrLockLost) {
@@ -371,8 +374,10 @@ func testAcquireWaitsForRelease(t *testing.T, m *dlm.Manager, key string) {
 func testPermitExpiry(t *testing.T, m *dlm.Manager, key string) {
 	ctx := context.Background()
 	s := mustSemaphore(t, m, key, 1)
-	start := time.Now()
 	p := mustTryAcquire(t, s, dlm.WithTTL(lockerTTL))
+	// The nodes granted the permit before its reply came: their records
+	// end by a TTL after now, however long the request took to reach them.
+	granted := time.Now()
 	select {
 	case <-p.Lost():
 	case <-time.After(lockerTTL + waitLimit):
@@ -381,7 +386,7 @@ func testPermitExpiry(t *testing.T, m *dlm.Manager, key string) {
 	if time.Now().After(p.Until()) {
 		t.Errorf("Lost closed %v after Until; want before", time.Since(p.Until()))
 	}
-	for !time.Now().After(start.Add(lockerTTL + 10*time.Millisecond)) {
+	for !time.Now().After(granted.Add(lockerTTL + 10*time.Millisecond)) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := p.Extend(ctx, lockerTTL); !errors.Is(err, dlm.ErrLockLost) {

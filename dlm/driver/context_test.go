@@ -13,6 +13,7 @@ import (
 type ctxKey struct{}
 
 func TestWithNodeDeadline(t *testing.T) {
+	t.Parallel()
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	defer cancelParent()
 	d := time.Now().Add(time.Hour)
@@ -45,6 +46,7 @@ func TestWithNodeDeadline(t *testing.T) {
 }
 
 func TestDeadlineOnlyOtherContexts(t *testing.T) {
+	t.Parallel()
 	nd, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(time.Hour))
 	defer cancel()
 	derived, cancelDerived := context.WithCancel(nd)
@@ -72,6 +74,7 @@ type pastDeadline struct{ context.Context }
 func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
 
 func TestContextError(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	var err error
 	func() {
 		defer func() {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"redis://h:6379", "redis://h:6379"},
@@ -51,6 +52,7 @@ type quotingError struct{ url string }
 func (e *quotingError) Error() string { return "redis: invalid URL " + e.url }
 
 func TestRedactError(t *testing.T) {
+	t.Parallel()
 	const pw = "p@ss/w rd%"
 	for _, tc := range []struct {
 		name     string

@@ -9,6 +9,7 @@ import (
 )
 
 func TestNewScript(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src, hash string // hash as `printf %s "$src" | sha1sum` prints it
 	}{
@@ -29,6 +30,7 @@ type noScriptReply struct{}
 func (noScriptReply) Error() string { return "NOSCRIPT No matching script. Please use EVAL." }
 
 func TestIsNoScript(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error

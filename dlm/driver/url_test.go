@@ -38,6 +38,7 @@ func defaults(edit func(*driver.Config)) *driver.Config {
 }
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url        string
 		want       *driver.Config // TLS aside
@@ -126,6 +127,7 @@ type badURLRow struct {
 }
 
 func TestParseURLErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
@@ -299,6 +301,7 @@ func writeCert(t *testing.T, dir, name string) certFiles {
 
 // TestParseURLTLS checks the TLS configuration built from files.
 func TestParseURLTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := writeCert(t, dir, "ca")
 	client := writeCert(t, dir, "client")

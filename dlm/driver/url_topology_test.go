@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseURLTopology(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url      string
 		cluster  bool
@@ -33,6 +34,7 @@ func TestParseURLTopology(t *testing.T) {
 }
 
 func TestParseURLTopologyErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ url, want string }{
 		{"redis://:s3cret@h1?addr=h2", "needs cluster=true or sentinel_master"},
 		{"redis://:s3cret@h1?cluster=true&sentinel_master=m", "exclude each other"},

@@ -17,7 +17,9 @@ import (
 // TestLocker runs dlmtest's Locker suite, which a manager on real Redis
 // passes too, on the in-memory manager.
 func TestLocker(t *testing.T) {
-	snap := leakcheck.Take()
+	t.Parallel()
+	snap := leakcheck.Scoped()
+	t.Cleanup(func() { snap.Check(t, 5*time.Second) }) // after the parallel subtests
 	dlmtest.TestLocker(t, func(t *testing.T) dlm.Locker {
 		m, err := memlock.New()
 		if err != nil {
@@ -26,13 +28,14 @@ func TestLocker(t *testing.T) {
 		t.Cleanup(func() { m.Close() })
 		return m
 	})
-	snap.Check(t, 5*time.Second)
 }
 
 // TestShared runs dlmtest's suite of the read-write lock and the semaphore,
 // which a manager on real Redis passes too, on the in-memory manager.
 func TestShared(t *testing.T) {
-	snap := leakcheck.Take()
+	t.Parallel()
+	snap := leakcheck.Scoped()
+	t.Cleanup(func() { snap.Check(t, 5*time.Second) }) // after the parallel subtests
 	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
 		m, err := memlock.New()
 		if err != nil {
@@ -41,7 +44,6 @@ func TestShared(t *testing.T) {
 		t.Cleanup(func() { m.Close() })
 		return m
 	})
-	snap.Check(t, 5*time.Second)
 }
 
 // TestSharedFiveNodes runs the suite over five in-memory nodes, one of them
@@ -49,6 +51,7 @@ func TestShared(t *testing.T) {
 // limit of 2 four of the five (dlm.SemaphoreQuorum), which the nodes up
 // still give.
 func TestSharedFiveNodes(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
 		var nodes []driver.Node
 		for i := range 5 {
@@ -68,6 +71,7 @@ func TestSharedFiveNodes(t *testing.T) {
 // TestLockerThreeNodes runs the suite over three in-memory nodes, one of
 // them down: a minority of failed nodes changes nothing.
 func TestLockerThreeNodes(t *testing.T) {
+	t.Parallel()
 	dlmtest.TestLocker(t, func(t *testing.T) dlm.Locker {
 		nodes := []*memlock.Node{memlock.NewNode("a:1"), memlock.NewNode("b:1"), memlock.NewNode("c:1")}
 		nodes[2].SetDown(true)
@@ -83,6 +87,7 @@ func TestLockerThreeNodes(t *testing.T) {
 // TestUnavailable checks that a majority of nodes down gives
 // ErrUnavailable, as on Redis, and that the nodes serve again once up.
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	nodes := []*memlock.Node{memlock.NewNode("a:1"), memlock.NewNode("b:1"), memlock.NewNode("c:1")}
 	m, err := dlm.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
 	if err != nil {
@@ -112,6 +117,7 @@ func TestUnavailable(t *testing.T) {
 // in-memory node as on Redis: a node that loses its keys lets a second
 // client take a lock still held.
 func TestFlushAllDoubleGrant(t *testing.T) {
+	t.Parallel()
 	n := memlock.NewNode("a:1")
 	m, err := dlm.New([]driver.Node{n})
 	if err != nil {
@@ -136,6 +142,7 @@ func TestFlushAllDoubleGrant(t *testing.T) {
 // TestFairnessRefused checks that the scripts memlock does not run are
 // refused with a node error, never mistaken for another script.
 func TestFairnessRefused(t *testing.T) {
+	t.Parallel()
 	m, err := memlock.New()
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +158,7 @@ func TestFairnessRefused(t *testing.T) {
 // TestElection runs an election in memory: Observe sees the leader's
 // value, and its end.
 func TestElection(t *testing.T) {
+	t.Parallel()
 	m, err := memlock.New(dlm.WithTTL(300 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +192,7 @@ func TestElection(t *testing.T) {
 // caller waits: the subscription, ended with the node, is opened again, and
 // the release wakes the waiter long before its backoff would.
 func TestWakeAfterNodeDown(t *testing.T) {
+	t.Parallel()
 	n := memlock.NewNode("a:1")
 	m, err := dlm.New([]driver.Node{n}, dlm.WithRetry(0, dlm.ExponentialBackoff(time.Minute, time.Minute)))
 	if err != nil {
@@ -234,6 +243,7 @@ func TestWakeAfterNodeDown(t *testing.T) {
 // as on Redis: Observe reports the new leader at once, long before its
 // next poll.
 func TestObserveHearsWaitingGrant(t *testing.T) {
+	t.Parallel()
 	m, err := memlock.New()
 	if err != nil {
 		t.Fatal(err)
