@@ -6,6 +6,7 @@ import (
 )
 
 func TestCommandEnv(t *testing.T) {
+	t.Parallel()
 	environ := []string{"PATH=/bin", "REDLOCK_KEY=outer", "REDLOCK_FENCE=41", "REDLOCK_FENCE_GRANT=7", "REDLOCK_KEYS=kept", "HOME=/root"}
 	tests := []struct {
 		fence, grant uint64

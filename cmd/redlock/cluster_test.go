@@ -15,6 +15,7 @@ import (
 // Redis Cluster, named by its seed addresses, next to a plain node: one
 // cluster opened through go-redis, one through rueidis, one plain server.
 func TestStatusClusterNode(t *testing.T) {
+	t.Parallel()
 	clusters := dlmtest.StartRedisClusters(t, 2)
 	plain := dlmtest.StartServer(t)
 	urls := []string{clusters[0].URL("goredis"), clusters[1].URL("rueidis"), "redis+goredis://" + plain.Addr()}

@@ -20,6 +20,7 @@ func env(vars ...string) func(string) string {
 }
 
 func TestParseRun(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -143,6 +144,7 @@ func TestParseRun(t *testing.T) {
 const dlmDefaultTTL = 10 * time.Second
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cmd  string
@@ -184,6 +186,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"job", "--help"}} {
 		_, _, err := parse("run", runOptions(defaultConfig()), args, 1, env())
 		if !errors.Is(err, errHelp) {
@@ -193,6 +196,7 @@ func TestParseHelp(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args     []string
 		env      []string
@@ -218,6 +222,7 @@ func TestParseStatus(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration
@@ -242,6 +247,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestCheckKey(t *testing.T) {
+	t.Parallel()
 	if err := checkKey("job"); err != nil {
 		t.Errorf("checkKey(%q) = %v; want nil", "job", err)
 	}

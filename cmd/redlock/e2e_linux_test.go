@@ -61,6 +61,7 @@ func startOnTerminal(t *testing.T, args ...string) (*proc, *syncBuffer) {
 }
 
 func TestWaitingLine(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	dir := t.TempDir()
 	ready, release := filepath.Join(dir, "ready"), filepath.Join(dir, "release")
@@ -99,6 +100,7 @@ func TestWaitingLine(t *testing.T) {
 }
 
 func TestCommandDiesWithRedlock(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	p := startRedlock(t, nil, runArgs("orphan", sh(`echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 60`, pidFile), "--nodes", nodes)...)

@@ -13,6 +13,7 @@ import (
 // keep the writer out, that --limit N lets N runs in and turns the next one
 // away, and that the modes refuse to be combined.
 func TestRunSharedAndLimit(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	for _, tc := range []struct {
 		name     string

@@ -38,6 +38,7 @@ func statusJSON(t *testing.T, nodes, key string) (int, statusReport) {
 }
 
 func TestRunOneAtATime(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	log := filepath.Join(t.TempDir(), "log")
 	const copies = 3
@@ -66,6 +67,7 @@ func TestRunOneAtATime(t *testing.T) {
 }
 
 func TestRunWhileHeld(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	dir := t.TempDir()
 	ready, release, ran := filepath.Join(dir, "ready"), filepath.Join(dir, "release"), filepath.Join(dir, "ran")
@@ -150,6 +152,7 @@ func TestRunWhileHeld(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	noExec := filepath.Join(t.TempDir(), "not-executable")
 	writeFile(t, noExec, "#!/bin/sh\nexit 0\n")
@@ -177,6 +180,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestRunLockLostTerminates(t *testing.T) {
+	t.Parallel()
 	servers, nodes := startServers(t, 3)
 	marker := filepath.Join(t.TempDir(), "marker")
 	script := `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; sleep 60; echo finished >> "$1"`
@@ -195,6 +199,7 @@ func TestRunLockLostTerminates(t *testing.T) {
 }
 
 func TestRunLockLostKills(t *testing.T) {
+	t.Parallel()
 	servers, nodes := startServers(t, 3)
 	dir := t.TempDir()
 	marker, pidFile := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
@@ -232,6 +237,7 @@ func TestRunLockLostKills(t *testing.T) {
 }
 
 func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	marker := filepath.Join(t.TempDir(), "marker")
 	script := `for s in USR1 USR2 HUP INT QUIT; do trap "echo $s >> $1" $s; done
@@ -253,6 +259,7 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
 }
 
 func TestRunKeepsIgnoredSignals(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	dir := t.TempDir()
 	marker, release := filepath.Join(dir, "marker"), filepath.Join(dir, "release")
@@ -277,6 +284,7 @@ func TestRunKeepsIgnoredSignals(t *testing.T) {
 }
 
 func TestStatusNodeDown(t *testing.T) {
+	t.Parallel()
 	servers, nodes := startServers(t, 3)
 	code, rep := statusJSON(t, nodes, "never-taken")
 	if code != 0 || rep.Held || rep.HeldOn != 0 || rep.Failed != 0 || len(rep.Nodes) != 3 {
@@ -294,6 +302,7 @@ func TestStatusNodeDown(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	servers, nodes := startServers(t, 3)
 	out := filepath.Join(t.TempDir(), "env")
 	writeEnv := sh(`echo "$REDLOCK_KEY/$REDLOCK_FENCE" > "$1"`, out)
@@ -354,6 +363,7 @@ func TestEnvironment(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	const password = "pw-right-7c1e"
 	guarded := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
 	down := dlmtest.StartServers(t, 3)
@@ -415,6 +425,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args   []string
 		want   int

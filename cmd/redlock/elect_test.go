@@ -17,6 +17,7 @@ import (
 // for a moment: no two commands overlap, and each leader's term, passed as
 // REDLOCK_FENCE, is greater than the one before.
 func TestElectTakesTurns(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	log := filepath.Join(t.TempDir(), "log")
 	const candidates = 3
@@ -50,6 +51,7 @@ func TestElectTakesTurns(t *testing.T) {
 // TestElectObserve follows an election with --observe --json: no leader,
 // then the leader's value, then none once it resigns.
 func TestElectObserve(t *testing.T) {
+	t.Parallel()
 	_, nodes := startServers(t, 3)
 	dir := t.TempDir()
 	ready, release := filepath.Join(dir, "ready"), filepath.Join(dir, "release")
@@ -95,6 +97,7 @@ func TestElectObserve(t *testing.T) {
 // TestElectUsage checks the command line's refusals, and that the help
 // fits the terminal and every option is documented.
 func TestElectUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"elect"},
 		{"elect", "name"},

@@ -20,6 +20,7 @@ var (
 )
 
 func TestAcquireExitCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		err, cause, last error
@@ -50,6 +51,7 @@ func TestAcquireExitCode(t *testing.T) {
 }
 
 func TestStartExitCode(t *testing.T) {
+	t.Parallel()
 	_, notFound := exec.LookPath("redlock-test-no-such-command")
 	_, noFile := exec.LookPath("/no/such/file")
 	_, notExec := exec.LookPath("/etc/hostname")
@@ -71,6 +73,7 @@ func TestStartExitCode(t *testing.T) {
 }
 
 func TestCommandExitCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		script string
 		want   int
@@ -94,6 +97,7 @@ func TestCommandExitCode(t *testing.T) {
 }
 
 func TestStatusExitCode(t *testing.T) {
+	t.Parallel()
 	down := &dlm.NodeError{Node: "h:2", Err: errors.New("connection refused")}
 	refused := &dlm.NodeError{Node: "h:3", Err: errors.New("NOPERM this user has no permissions to run the 'evalsha' command")}
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDedupHandler(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	h := &dedupHandler{
 		next:  slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}),
@@ -49,6 +50,7 @@ func TestDedupHandler(t *testing.T) {
 }
 
 func TestNewLogger(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cfg     func(c *config)

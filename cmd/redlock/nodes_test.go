@@ -10,6 +10,7 @@ import (
 )
 
 func TestNodeURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		entry, backend, want string
 	}{
@@ -33,6 +34,7 @@ func TestNodeURL(t *testing.T) {
 }
 
 func TestNodeURLs(t *testing.T) {
+	t.Parallel()
 	urls, pw, err := nodeURLs([]string{"redis://:first@h1:1", "h2:2", "redis+redigo://u:second@h3:3"}, "goredis")
 	if err != nil {
 		t.Fatalf("nodeURLs = %v; want no error", err)
@@ -51,6 +53,7 @@ func TestNodeURLs(t *testing.T) {
 }
 
 func TestNodeURLsErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		entries []string
 		want    string
@@ -76,6 +79,7 @@ func TestNodeURLsErrors(t *testing.T) {
 }
 
 func TestRedactAll(t *testing.T) {
+	t.Parallel()
 	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2"})
 	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2"}
 	if !slices.Equal(got, want) {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestHelpFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	for _, topic := range []string{"", "run", "status", "version"} {
 		var b bytes.Buffer
 		if !writeHelp(&b, topic) {
@@ -28,6 +29,7 @@ func TestHelpFitsTheTerminal(t *testing.T) {
 // TestEveryOptionDocumented checks that the help, the package
 // documentation and docs/cli.md name every flag and environment variable.
 func TestEveryOptionDocumented(t *testing.T) {
+	t.Parallel()
 	docs := map[string]string{}
 	for _, path := range []string{"doc.go", "../../docs/cli.md"} {
 		b, err := os.ReadFile(path)
@@ -62,6 +64,7 @@ func TestEveryOptionDocumented(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
+	t.Parallel()
 	got := wrap("one two three four five", 2, 12)
 	want := "  one two\n  three four\n  five\n"
 	if got != want {

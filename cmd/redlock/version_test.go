@@ -7,6 +7,7 @@ import (
 )
 
 func TestVersionText(t *testing.T) {
+	t.Parallel()
 	bi := &debug.BuildInfo{
 		GoVersion: "go1.22.5",
 		Main:      debug.Module{Path: "github.com/dlmgo/redlock/cmd/redlock", Version: "v1.2.3"},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestWaitText(t *testing.T) {
+	t.Parallel()
 	held := func(ttl time.Duration) dlm.NodeStatus {
 		return dlm.NodeStatus{Node: "n", Held: true, TTL: ttl, Fence: 4}
 	}
@@ -55,6 +56,7 @@ func TestWaitText(t *testing.T) {
 }
 
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	c := &console{w: &out}
 	c.Write([]byte("first record\n"))
@@ -76,6 +78,7 @@ func TestConsole(t *testing.T) {
 }
 
 func TestFit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s     string
 		width int

@@ -22,6 +22,7 @@ import (
 // the caller's span, over the operation's real time, with its attributes;
 // and the acquire histogram's sample.
 func TestLockExtendUnlock(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx, parent := r.tracer.Start(context.Background(), "request")
 	before := time.Now()
@@ -94,6 +95,7 @@ func TestLockExtendUnlock(t *testing.T) {
 // TestContention checks a TryLock and a Lock on a held key: their spans
 // fail with the vote, and the metrics count the contention.
 func TestContention(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	held, err := r.m.Lock(ctx, "k")
@@ -157,6 +159,7 @@ func TestContention(t *testing.T) {
 
 // TestLockAll checks that a multi-key lock's spans name its keys, sorted.
 func TestLockAll(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	l, err := r.m.LockAll(ctx, []string{"b", "a"})
@@ -176,6 +179,7 @@ func TestLockAll(t *testing.T) {
 // TestNodeKilled checks that a dead node's failures become span events and
 // metrics naming its address, and never its password.
 func TestNodeKilled(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx, parent := r.tracer.Start(context.Background(), "request")
 	dead := r.servers[2].Addr()
@@ -259,6 +263,7 @@ func TestNodeKilled(t *testing.T) {
 // TestLostLock checks a Do whose lock is lost while fn runs: every node
 // forgets it. The loss is counted, and the Do span fails.
 func TestLostLock(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx, parent := r.tracer.Start(context.Background(), "job")
 	var secret string
@@ -321,6 +326,7 @@ func TestLostLock(t *testing.T) {
 // TestDefaultProviders checks that with no options the hook records to the
 // global providers.
 func TestDefaultProviders(t *testing.T) {
+	t.Parallel()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	reader := sdkmetric.NewManualReader()
@@ -351,6 +357,7 @@ func TestDefaultProviders(t *testing.T) {
 }
 
 func TestNilOption(t *testing.T) {
+	t.Parallel()
 	if h, err := NewHook(nil); err == nil || h != nil {
 		t.Errorf("NewHook(nil) = %v, %v; want an error", h, err)
 	}
@@ -358,6 +365,7 @@ func TestNilOption(t *testing.T) {
 
 // TestOutcome checks the outcome of each kind of event and error.
 func TestOutcome(t *testing.T) {
+	t.Parallel()
 	notObtained := fmt.Errorf("dlm: gave up after 3 attempts: %w", dlm.ErrNotObtained)
 	for _, tc := range []struct {
 		kind dlm.EventKind
@@ -392,6 +400,7 @@ func TestOutcome(t *testing.T) {
 // TestNotRecording checks that with a tracer that samples nothing every
 // kind of event still reaches the metrics, and no span is recorded.
 func TestNotRecording(t *testing.T) {
+	t.Parallel()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(spans))
 	defer tp.Shutdown(context.Background())
@@ -425,6 +434,7 @@ func TestNotRecording(t *testing.T) {
 // operation's context without its end, under which the metrics SDK would
 // drop the measurement.
 func TestStoppedWaitMeasured(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	holder, err := r.m.TryLock(context.Background(), "busy")
 	if err != nil {

@@ -42,6 +42,7 @@ func runLongjob(t *testing.T, args ...string) (code int, stdout, stderr string) 
 // to its end because Do extends the lock, and worker B gets the lock only
 // after the job.
 func TestJobRunsToItsEnd(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runLongjob(t)
 	if code != exitOK {
 		t.Fatalf("exit status %d; want %d", code, exitOK)
@@ -77,6 +78,7 @@ func TestJobRunsToItsEnd(t *testing.T) {
 // job's context is cancelled on the next extension, and the program exits
 // with status 3.
 func TestLoseStopsJob(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runLongjob(t, "-lose")
 	if code != exitLockLost {
 		t.Fatalf("exit status %d; want %d", code, exitLockLost)
@@ -105,6 +107,7 @@ func TestLoseStopsJob(t *testing.T) {
 // TestBadArgs checks that wrong arguments fail with status 2 before any
 // node is started.
 func TestBadArgs(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-nosuchflag"}, {"stray"}, {"-lose=maybe"}} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), &out, &errOut, args); code != exitUsage {
@@ -119,6 +122,7 @@ func TestBadArgs(t *testing.T) {
 // TestExitStatus runs the program as a process, through main and os.Exit,
 // and checks its exit status for -lose and for a bad argument.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want int

@@ -16,6 +16,7 @@ import (
 var schemes = []string{"redis+goredis://", "redis+redigo://", "redis+rueidis://"}
 
 func TestManagerMixingBackends(t *testing.T) {
+	t.Parallel()
 	var next atomic.Int64
 	dlmtest.TestManager(t, func(t *testing.T, addr string) driver.Node {
 		scheme := schemes[next.Add(1)%int64(len(schemes))]
@@ -28,6 +29,7 @@ func TestManagerMixingBackends(t *testing.T) {
 }
 
 func TestAllDriversRegistered(t *testing.T) {
+	t.Parallel()
 	got := dlm.Drivers()
 	want := []string{"goredis", "redigo", "rueidis"}
 	if len(got) != len(want) {

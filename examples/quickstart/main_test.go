@@ -56,6 +56,7 @@ func TestEmbedded(t *testing.T) {
 
 // TestOneWorker runs with one worker, the smallest case.
 func TestOneWorker(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, []string{"-workers", "1"}); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
@@ -67,6 +68,7 @@ func TestOneWorker(t *testing.T) {
 
 // TestBadArgs checks that wrong flags fail before any node is touched.
 func TestBadArgs(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"-workers", "0"},
 		{"-nodes", " , "},
@@ -83,6 +85,7 @@ func TestBadArgs(t *testing.T) {
 // TestParseNodes checks that URLs naming no backend get one by their
 // position, as the embedded nodes do, and the others are left alone.
 func TestParseNodes(t *testing.T) {
+	t.Parallel()
 	got, err := parseNodes("a:1, redis://b:2,rediss://u:p@c:3,redis+redigo://d:4,e")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +109,7 @@ func TestParseNodes(t *testing.T) {
 // validity still covers, and waits for the expiry with Lock, bounded by
 // another TTL, instead of one TryLock at a guessed moment.
 func TestEmbeddedExpiry(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	c, err := embedded.Start(3)
 	if err != nil {

@@ -30,6 +30,7 @@ func numbered(gs ...Grant) []Grant {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name              string
 		grants            []Grant
@@ -90,6 +91,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckOverlapDuration(t *testing.T) {
+	t.Parallel()
 	r := Check(numbered(g("k", "a", 0, 10, 100, 30, 0), g("k", "b", 5, 20, 110, 40, 0)))
 	if len(r.Violations) != 1 || r.Violations[0].Overlap != 10*ms || r.Violations[0].First.Client != "a" {
 		t.Fatalf("violations %v; want one of 10ms with a first", r.Violations)
@@ -151,6 +153,7 @@ func history(r *rand.Rand, keys, n, clients, overlaps, badTokens int) []Grant {
 // TestCheckersAgree runs the exact checker and porcupine on the same random
 // histories, safe and unsafe, and wants the same verdict from both.
 func TestCheckersAgree(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	unsafe := 0
 	for i := 0; i < 400; i++ {
@@ -183,6 +186,7 @@ func TestCheckersAgree(t *testing.T) {
 // TestCheckerScaling times both checkers on one key's history of up to 20k
 // operations, safe and with one overlap in it.
 func TestCheckerScaling(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{500, 2500, 10000} {
 		for _, overlaps := range []int{0, 1} {

@@ -74,6 +74,7 @@ func newProxy(t *testing.T, target string) *Proxy {
 }
 
 func TestProxyForwardsAndDelays(t *testing.T) {
+	t.Parallel()
 	srv := dlmtest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	c := dialPing(t, p.Addr())
@@ -107,6 +108,7 @@ func TestProxyForwardsAndDelays(t *testing.T) {
 }
 
 func TestProxyBlackHole(t *testing.T) {
+	t.Parallel()
 	srv := dlmtest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	old := dialPing(t, p.Addr())
@@ -139,6 +141,7 @@ func TestProxyBlackHole(t *testing.T) {
 }
 
 func TestProxyDrop(t *testing.T) {
+	t.Parallel()
 	srv := dlmtest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	old := dialPing(t, p.Addr())
@@ -163,6 +166,7 @@ func TestProxyDrop(t *testing.T) {
 }
 
 func TestProxyTargetDown(t *testing.T) {
+	t.Parallel()
 	srv := dlmtest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	srv.Kill()
@@ -176,6 +180,7 @@ func TestProxyTargetDown(t *testing.T) {
 }
 
 func TestPartition(t *testing.T) {
+	t.Parallel()
 	servers := dlmtest.StartServers(t, 3)
 	addrs := []string{servers[0].Addr(), servers[1].Addr(), servers[2].Addr()}
 	n, err := NewNet(addrs, 2)
