@@ -18,11 +18,38 @@ MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {
 # builds them as users do.
 unexport GOWORK
 
-.PHONY: test deps vet staticcheck unit bench fuzz release-check test-load
+.PHONY: test deps covered vet staticcheck unit unit-workspace unit-bench unit-release unit-refusal bench fuzz release-check test-load
 
-test: deps vet staticcheck unit release-check
+# Bash, so that a pipeline fails when go test does.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
-deps: $(BIN)/staticcheck
+# The workspace's modules, as one go test, go vet or staticcheck pattern; the
+# two modules with workspaces of their own run beside it. make test fails if a
+# module is in neither (see covered).
+WORKSPACE   := github.com/dlmgo/redlock/...
+OWN_WORK    := internal/bench internal/release
+# Test binaries run at once (go test -p) and parallel tests at once within
+# one (-parallel). The suites wait on TTLs, expiries and failovers far more
+# than they compute, so both are above the core count; the tests take their
+# margins from the configured timeouts and hold under this load.
+TEST_P        ?= 6
+TEST_PARALLEL ?= 8
+REPORT      := $(BIN)/report
+# timed runs its command and appends "TARGET SECONDS EXIT" to the report's
+# steps, keeping the command's exit status.
+timed = start=$$(date +%s); rc=0; ( $(1) ) || rc=$$?; \
+	echo "$@ $$(( $$(date +%s) - start )) $$rc" >> $(REPORT)/steps; exit $$rc
+
+# make test runs the steps at once (their output line by line as it comes),
+# then prints one table: each package and step with its seconds and tests,
+# and the total. It fails when any step did.
+test: deps
+	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
+	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line vet staticcheck $(UNIT_STEPS) release-check || rc=$$?; \
+	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
+
+deps: $(BIN)/staticcheck $(BIN)/testreport
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing redis-server and redis-sentinel with apt-get"; \
@@ -33,25 +60,51 @@ deps: $(BIN)/staticcheck
 	@redis-server --version
 	@redis-sentinel --version
 
+$(BIN)/testreport: internal/testreport/main.go
+	@mkdir -p $(BIN) && $(GO) build -o $@ ./internal/testreport
+
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) GOFLAGS= $(GO) install $(STATICCHECK)
 
-vet:
-	@set -e; for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...); done
-	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+# covered: every module (MODULES) is in the root go.work or in OWN_WORK, so
+# that the workspace pattern and the OWN_WORK steps test them all.
+covered:
+	@used=" $(OWN_WORK) "; for u in $$($(GO) work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p'); do used="$$used$${u#./} "; done; \
+	for m in $(MODULES); do case "$$used" in *" $${m#./} "*) ;; \
+	  *) echo "module $${m#./} is neither in go.work nor in OWN_WORK: make test would not test it" >&2; exit 1;; esac; done
+
+vet: covered
+	@mkdir -p $(REPORT); $(call timed,echo "== vet"; $(GO) vet $(WORKSPACE) && \
+	  for m in $(OWN_WORK); do (cd $$m && $(GO) vet ./...) || exit 1; done && \
+	  { test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; })
 
 staticcheck: $(BIN)/staticcheck
-	@set -e; for m in $(MODULES); do echo "== staticcheck $$m"; (cd $$m && $(BIN)/staticcheck ./...); done
+	@mkdir -p $(REPORT); $(call timed,echo "== staticcheck"; $(BIN)/staticcheck $(WORKSPACE) && \
+	  for m in $(OWN_WORK); do (cd $$m && $(BIN)/staticcheck ./...) || exit 1; done)
 
-# The chaos suite appends its figures (operations checked, faults injected,
+# unit: every module's race-enabled tests, the workspace's in one go test and
+# the benchmark harness's (its unit tests and a seconds-long smoke run of
+# every case; make bench is the real measurement) in another, at once. The
+# chaos suite appends its figures (operations checked, faults injected,
 # violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
-unit:
-	@rm -f $(BIN)/chaos-figures.txt
-	@failed=; for m in $(MODULES); do echo "== test $$m"; (cd $$m && CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GO) test -race -count=1 ./...) || failed="$$failed $$m"; done; \
-	  if [ -n "$$failed" ]; then echo "== FAIL in:$$failed"; exit 1; fi
-	@echo "== test backends/goredis refusal with internal/bench's newer go-redis"
-	@cd internal/bench && $(GO) test -race -count=1 -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis
-	@if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
+UNIT_STEPS := unit-workspace unit-bench unit-release unit-refusal
+chaos_figures = if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
+unit: deps
+	@rm -f $(BIN)/chaos-figures.txt; mkdir -p $(REPORT)
+	@rc=0; $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
+
+GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
+unit-workspace:
+	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
+unit-bench:
+	@$(call timed,echo "== test internal/bench"; cd internal/bench && $(GOTEST) ./... | $(BIN)/testreport -stream -o $(REPORT)/bench.json)
+unit-release:
+	@$(call timed,echo "== test internal/release"; cd internal/release && $(GOTEST) ./... | $(BIN)/testreport -stream -o $(REPORT)/release.json)
+# The goredis backend's refusal tests again, with internal/bench's newer go-redis.
+unit-refusal:
+	@$(call timed,echo "== test backends/goredis refusal with internal/bench's newer go-redis"; cd internal/bench && \
+	  $(GOTEST) -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis | \
+	  $(BIN)/testreport -stream -o $(REPORT)/refusal.json)
 
 # make fuzz: each fuzz target for FUZZTIME; make test already runs their
 # committed corpora (testdata/fuzz) as regression tests. Minimizing is
@@ -93,7 +146,7 @@ chaos: deps
 # needed. RELEASE_REF=v0.2.0 checks a tag or another commit.
 RELEASE_REF ?= HEAD
 release-check:
-	cd internal/release && $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF)
+	@mkdir -p $(REPORT); $(call timed,echo "== release-check"; cd internal/release && $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF))
 
 # make test-load: every module's race-enabled tests while LOAD_HOGS busy
 # loops (one per core by default) keep every core busy: the timing tests
@@ -103,5 +156,7 @@ test-load: deps
 	@pids=; for i in $$(seq $(LOAD_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
 	trap 'kill $$pids' EXIT; \
 	echo "== load: $(LOAD_HOGS) busy loops (pids$$pids)"; \
+	rm -rf $(REPORT) && mkdir -p $(REPORT) && date +%s > $(REPORT)/start; \
 	start=$$(date +%s); $(MAKE) --no-print-directory unit; rc=$$?; \
+	$(BIN)/testreport -report $(REPORT) || rc=1; \
 	echo "== test-load: exit $$rc after $$(( $$(date +%s) - start ))s"; exit $$rc

@@ -16,7 +16,6 @@ import (
 // driver.PanicError, for a server and for a cluster URL, rather than taking
 // the program down.
 func TestOpenPanic(t *testing.T) {
-	t.Parallel()
 	defer func(f func(rueidisclient.ClientOption) (rueidisclient.Client, error)) { newRueidisClient = f }(newRueidisClient)
 	newRueidisClient = func(rueidisclient.ClientOption) (rueidisclient.Client, error) { panic("NewClient panicked") }
 	for _, url := range []string{"redis+rueidis://127.0.0.1:1", "redis+rueidis://127.0.0.1:1?cluster=true"} {
