@@ -11,41 +11,34 @@ import (
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 )
 
-// hostileWakes are payloads any client allowed to publish on a wake channel
-// can send: counts whose product with an attempt's duration overflows,
-// which are read and capped, then negative and malformed counts, a count
-// too long to be one, garbage of a fair waiter id's length, bytes that are
-// not ASCII and a long payload, which are ignored.
-var hostileWakes = []struct {
-	payload   string
-	malformed bool
-}{
-	{"r" + strings.Repeat("9", 18), false},
-	{"r922337203685477580", false},
-	{"r-9223372036854775808", true},
-	{"r-1", true},
-	{"r", true},
-	{"r+5", true},
-	{"r0x10", true},
-	{"r" + strings.Repeat("9", 40), true},
-	{"r99999999999999999999", true},
-	{"\xff\xfe\xfd", true},
-	{"r\u0661\u0662", true},
-	{"not a waiter's id!!!!!", true},
-	{strings.Repeat("x", 1<<16), true},
-}
+// Payloads any client allowed to publish on a wake channel can send.
+var (
+	// overflowingCounts are releases whose counts, times an attempt's
+	// duration, overflow: for 2^59+2, to a product that is not positive for
+	// about half of all attempts. Waiters read them, capped.
+	overflowingCounts = []string{"r" + strings.Repeat("9", 18), "r922337203685477580", "r576460752303423490"}
+	// malformedWakes are negative and malformed counts, counts too long to
+	// be one, garbage of a fair waiter id's length, bytes that are not
+	// ASCII and a long payload. Waiters ignore them.
+	malformedWakes = []string{
+		"r-9223372036854775808", "r-1", "r", "r+5", "r0x10", "r" + strings.Repeat("9", 40), "r99999999999999999999",
+		"\xff\xfe\xfd", "r\u0661\u0662", "not a waiter's id!!!!!", strings.Repeat("x", 1<<16),
+	}
+)
 
 // TestWakePublishCannotCrashWaiter publishes hostile payloads on the wake
 // channel of a key a waiter waits for, on every node, as any client may.
-// The waiter must neither panic nor give up, must count the malformed
-// payloads, and must still be woken by the release.
+// Releases with overflowing counts wake the waiter into another attempt
+// each, and must not make it panic; malformed payloads must wake nobody and
+// be counted; and the real release must still wake the waiter.
 func TestWakePublishCannotCrashWaiter(t *testing.T) {
 	t.Parallel()
 	srvs := dlmtest.StartServers(t, 3)
-	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
+	attempts := &attemptCounter{}
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts))
 	ctx := context.Background()
 	const key = "hostile"
-	held, err := holderM.Lock(ctx, key)
+	held, err := holderM.Lock(ctx, key, dlm.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,44 +46,52 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				res <- lockResult{err: fmt.Errorf("Lock panicked: %v", p), at: time.Now()}
+				res <- lockResult{err: fmt.Errorf("panic in Lock: %v", p), at: time.Now()}
 			}
 		}()
 		l, err := waiterM.Lock(ctx, key)
 		res <- lockResult{l, err, time.Now()}
 	}()
 	awaitListening(t, srvs, key)
-	before := dlm.WakeIgnored(waiterM)
-	want := before
-	for _, h := range hostileWakes {
-		for _, s := range srvs {
-			if _, err := s.Do("PUBLISH", "redlock:{"+key+"}:wake", h.payload); err != nil {
+	publish := func(payload string, on ...*dlmtest.Server) {
+		for _, s := range on {
+			if _, err := s.Do("PUBLISH", "redlock:{"+key+"}:wake", payload); err != nil {
 				t.Fatal(err)
 			}
-			if h.malformed {
-				want++
+		}
+	}
+	// await waits until done reports true, failing t if Lock returns first.
+	await := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(slowRetry / 5); !done(); time.Sleep(time.Millisecond) {
+			select {
+			case r := <-res:
+				t.Fatalf("waiter's Lock returned (%v) while the lock was held, after hostile wake messages", r.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after %v", what, slowRetry/5)
 			}
 		}
 	}
-	// Every payload, malformed or not, was heard once the last malformed
-	// one was counted: a waiter that panicked or gave up has returned.
-	for deadline := time.Now().Add(slowRetry / 5); ; time.Sleep(2 * time.Millisecond) {
-		select {
-		case r := <-res:
-			t.Fatalf("waiter's Lock returned (%v) while the lock was held, after hostile wake messages", r.err)
-		default:
-		}
-		if dlm.WakeIgnored(waiterM) >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiter counted %d malformed wake messages after %v; want %d", dlm.WakeIgnored(waiterM)-before, slowRetry/5, want-before)
+	// One node publishes each count, so that it wakes the waiter into one
+	// attempt, which draws the overflowing count's spread first; each
+	// attempt takes a time of its own, hence the rounds.
+	for range 4 {
+		for _, p := range overflowingCounts {
+			before := attempts.n.Load()
+			publish(p, srvs[0])
+			await(fmt.Sprintf("waiter woken by %q into an attempt", p), func() bool { return attempts.n.Load() > before })
 		}
 	}
-	select {
-	case r := <-res:
-		t.Fatalf("waiter's Lock returned (%v) while the lock was held, after hostile wake messages", r.err)
-	default:
+	ignored, tried := dlm.WakeIgnored(waiterM), attempts.n.Load()
+	for _, p := range malformedWakes {
+		publish(p, srvs...)
+	}
+	want := ignored + uint64(len(malformedWakes)*len(srvs))
+	await(fmt.Sprintf("waiter counting %d malformed messages", want-ignored), func() bool { return dlm.WakeIgnored(waiterM) >= want })
+	if got := attempts.n.Load() - tried; got != 0 {
+		t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
 	}
 	released := time.Now()
 	if err := held.Unlock(ctx); err != nil {
