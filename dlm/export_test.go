@@ -19,3 +19,11 @@ const (
 	MinReopen = minReopen
 	MaxReopen = maxReopen
 )
+
+// WakeIgnored returns how many malformed wake messages m's waker ignored.
+func WakeIgnored(m *Manager) uint64 {
+	if m.waker == nil {
+		return 0
+	}
+	return m.waker.ignored.Load()
+}

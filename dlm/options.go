@@ -128,7 +128,8 @@ func WithKeyPrefix(prefix string) Option {
 // WithLogger sets where the library logs what happens to locks, as
 // structured records of the events a [Hook] sees: node failures, losses and
 // failed extensions at Warn, locks not obtained at Info, attempts, grants,
-// extensions and releases at Debug. Secrets and passwords are never logged. A
+// extensions and releases at Debug, and so, by channel and length, are wake
+// messages ignored as malformed. Secrets and passwords are never logged. A
 // nil logger, the default, discards everything, except that without
 // WithLogger [New] and [Open] warn about an even number of nodes on
 // [slog.Default]; WithLogger(nil) silences that too.

@@ -2,9 +2,8 @@ package dlm
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,10 @@ const wakeSuffix = scriptid.WakeSuffix
 
 // What is announced on a wake channel: the scripts announce grants and
 // releases (see [announce]), the in-memory node likewise, and the waker
-// passes wakeAll to its own watchers. [waker.notify] reads them.
+// passes wakeAll to its own watchers. A fair waiter's id (see
+// [newFairWaiter]), announced by fairReleaseScript, is a release for that
+// waiter alone. [waker.notify] reads them with [parseWake], which tells an
+// id from a release by its length.
 const (
 	// wakeGrant announces a grant of the key: waiters need not try again
 	// before its release.
@@ -33,11 +35,6 @@ const (
 	// watchers of a channel subscribed again after a failure, since
 	// releases may have gone unheard meanwhile.
 	wakeAll = ""
-	// maxReleasePayload is the longest wakeRelease with its count. A longer
-	// payload is the id of a fair waiter (22 characters, see
-	// [newFairWaiter]): a release for that waiter alone, announced by
-	// fairReleaseScript.
-	maxReleasePayload = 19
 )
 
 // Values of announce's flag, the last argument of the scripts that
@@ -155,6 +152,10 @@ type waker struct {
 	pumps   []*pump       // by node; nil where the node cannot subscribe
 	live    int           // pumps that are not nil
 
+	logger *slog.Logger // nil for none
+	// ignored counts the malformed wake messages heard (see [parseWake]).
+	ignored atomic.Uint64
+
 	mu     sync.Mutex
 	closed bool
 	chans  map[string]*wakeChan
@@ -185,7 +186,7 @@ type watcher struct {
 
 // newWaker returns a waker for the nodes, or nil when none can subscribe.
 func newWaker(m *Manager) *waker {
-	w := &waker{spawn: m.spawn, timeout: m.cfg.timeout(), pumps: make([]*pump, len(m.nodes)), chans: map[string]*wakeChan{}}
+	w := &waker{spawn: m.spawn, timeout: m.cfg.timeout(), logger: m.cfg.logger, pumps: make([]*pump, len(m.nodes)), chans: map[string]*wakeChan{}}
 	for i, n := range m.nodes {
 		if s, ok := n.(driver.Subscriber); ok {
 			w.pumps[i] = &pump{w: w, i: i, node: s, kick: make(chan struct{}, 1)}
@@ -295,22 +296,33 @@ func (wt *watcher) drain() {
 }
 
 // spread returns how long to wait, after a release was announced, before
-// trying again: a random share of as many attempts (each of about attempt)
-// as other clients listened for the release, at most maxSpread. Every
-// waiter wakes at the same announcement; spread over time, the first takes
-// the lock alone, and its grant, announced in turn, sends the others back
-// to waiting without a request. Waiting for a release meant for this
-// watcher alone (fairness) is not spread.
+// trying again: a random share of as many half attempts (each of about
+// attempt) as other clients listened for the release, at most maxSpread.
+// Every waiter wakes at the same announcement; spread over time, the first
+// takes the lock alone, and its grant, announced in turn, sends the others
+// back to waiting without a request. Waiting for a release meant for this
+// watcher alone (fairness) is not spread. The count comes from whoever
+// published the release: whatever it says, the wait is within
+// [0, maxSpread).
 func (wt *watcher) spread(attempt time.Duration) time.Duration {
 	// Two clients competing at once always leave one with a majority (of
 	// the nodes that answer), so spreading starts at three listeners — of
 	// which one may be the releaser, still listening for a while.
-	others := wt.listening.Load() - 2
-	if others <= 0 || attempt <= 0 {
+	listening := min(wt.listening.Load(), maxListening)
+	if listening <= 2 || attempt <= 0 {
 		return 0
 	}
-	// Half an attempt: about when a grant is announced to the others.
-	return rand.N(min(time.Duration(others)*attempt/2, maxSpread))
+	others := listening - 2
+	// Half an attempt: about when a grant is announced to the others. The
+	// product is taken only when it is at most 2*maxSpread: no overflow.
+	share := maxSpread
+	if others <= int64(2*maxSpread/attempt) {
+		share = time.Duration(others) * attempt / 2
+	}
+	if share <= 0 {
+		return 0
+	}
+	return rand.N(share)
 }
 
 // maxSpread bounds the wait spread drawn by [watcher.spread].
@@ -332,38 +344,49 @@ func (wt *watcher) stop() {
 }
 
 // notify passes what channel heard to its watchers: wakeGrant a grant;
-// wakeAll, or wakeRelease and a count, a release for every watcher;
-// anything else (a fair waiter's id) a release meant for the fair waiter of
-// that id, which wakes no other fair waiter.
+// wakeAll, or wakeRelease and a count, a release for every watcher; a fair
+// waiter's id a release meant for the fair waiter of that id, which wakes
+// no other fair waiter. It ignores, and counts, a payload [parseWake] does
+// not accept: anyone allowed to publish on the channel may have sent it.
 func (w *waker) notify(channel, payload string) {
+	msg, ok := parseWake(payload)
+	if !ok {
+		w.malformed(channel, len(payload))
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wc := w.chans[channel]
 	if wc == nil {
 		return
 	}
-	if payload == wakeGrant {
-		for wt := range wc.watchers {
-			signal(wt.taken)
-		}
-		return
-	}
-	release := payload == wakeAll || strings.HasPrefix(payload, wakeRelease) && len(payload) <= maxReleasePayload
-	var listening int64
-	if release && payload != wakeAll {
-		listening, _ = strconv.ParseInt(payload[len(wakeRelease):], 10, 64)
-	}
 	for wt := range wc.watchers {
 		switch {
-		case release:
-			wt.listening.Store(listening)
-		case wt.id != "" && wt.id != payload:
+		case msg.kind == wakeTaken:
+			signal(wt.taken)
+			continue
+		case msg.kind == wakeAny:
+			wt.listening.Store(msg.listening)
+		case wt.id != "" && wt.id != msg.id:
 			continue
 		default:
 			wt.listening.Store(0)
 		}
 		signal(wt.c)
 	}
+}
+
+// malformed counts a wake message that [parseWake] refused, and logs it at
+// debug level by its channel and length only: its bytes are whatever a
+// publisher chose to send.
+func (w *waker) malformed(channel string, length int) {
+	n := w.ignored.Add(1)
+	ctx := context.Background()
+	if w.logger == nil || !w.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	w.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: malformed wake message ignored",
+		slog.String("channel", channel), slog.Int("length", length), slog.Uint64("ignored", n))
 }
 
 // signal sends on c unless a value is waiting there already.

@@ -53,6 +53,9 @@ func secretOf(user string) string { return user + "-S3cret/#@%" }
 //     servers refused that user nothing (ACL LOG);
 //   - a user without the pub/sub rules can do all that too, its waiters
 //     waking at their next retry instead;
+//   - whatever such a user publishes on a wake channel, a waiter neither
+//     panics nor gives up, is not woken by malformed messages but logs each
+//     at debug level, and is still woken by the release;
 //   - a user lacking any other of those rules gets errors that match
 //     [dlm.ErrPermission], never [dlm.ErrNotObtained] alone, and Lock gives
 //     up after one attempt rather than retrying until its context ends; so
@@ -71,6 +74,7 @@ func TestSecurity(t *testing.T, driverName string) {
 	t.Run("LeastPrivilege", s.testLeastPrivilege)
 	t.Run("MissingPermission", s.testMissingPermission)
 	t.Run("WithoutPubSub", s.testWithoutPubSub)
+	t.Run("HostilePublish", s.testHostilePublish)
 	t.Run("MinorityRefuses", s.testMinorityRefuses)
 	t.Run("MajorityRefuses", s.testMajorityRefuses)
 	t.Run("RevokedPassword", s.testRevokedPassword)

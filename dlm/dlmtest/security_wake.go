@@ -2,11 +2,14 @@ package dlmtest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/resp"
 )
 
 // checkWake makes a waiter of a second manager wait for a lock that m holds
@@ -141,4 +144,136 @@ func (s *secure) listening(t *testing.T, key string) bool {
 		}
 	}
 	return true
+}
+
+// Payloads a client with [LeastPrivilegeRules] may publish on a wake
+// channel.
+var (
+	// overflowingCounts are releases whose counts, times an attempt's
+	// duration, overflow: for 2^59+2, to a product that is not positive for
+	// about half of all attempts. Waiters read them, capped.
+	overflowingCounts = []string{"r" + strings.Repeat("9", 18), "r922337203685477580", "r576460752303423490"}
+	// malformedWakes are negative and malformed counts, a count too long to
+	// be one, bytes that are not ASCII, garbage of a fair waiter id's
+	// length and a long payload. Waiters ignore them, and log each at debug
+	// level.
+	malformedWakes = []string{
+		"r-9223372036854775808", "r-1", "r", "r" + strings.Repeat("9", 40), "r\u0661\u0662", "\xff\xfe\xfd",
+		"not a waiter's id!!!!!", strings.Repeat("x", 1<<16),
+	}
+)
+
+// malformedLog is the message of the debug record of an ignored wake
+// message.
+const malformedLog = "malformed wake message ignored"
+
+// testHostilePublish publishes hostile payloads, as a user with
+// [LeastPrivilegeRules], on the wake channel of a key another manager's
+// waiter waits for. Releases with overflowing counts, from one server at a
+// time, wake the waiter into an attempt each and must not make it panic;
+// malformed payloads, from every server, must wake it into none and be
+// logged; and the waiter must get the lock once it is released — woken by
+// the release when the nodes implement [driver.Subscriber].
+func (s *secure) testHostilePublish(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	subscriber := s.subscriber(t)
+	if !subscriber {
+		t.Skipf("%s nodes do not implement driver.Subscriber: waiters hear nothing published", s.driver)
+	}
+	m, _ := s.open(t, s.urls(lockerUser))
+	defer m.Close()
+	holder, err := m.TryLock(ctx, "hostile", dlm.WithTTL(time.Minute))
+	if err != nil {
+		s.sawErr(err)
+		t.Fatalf("TryLock(hostile) = %v", err)
+	}
+	s.sawLock(holder)
+	waiters, w := s.open(t, s.urls(lockerUser), dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)))
+	defer waiters.Close()
+	type result struct {
+		l   *dlm.Lock
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("panic in Lock: %v", p), at: time.Now()}
+			}
+		}()
+		l, err := waiters.Lock(ctx, "hostile")
+		done <- result{l, err, time.Now()}
+	}()
+	// await waits until ok reports true, failing t if Lock returns first.
+	await := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			select {
+			case r := <-done:
+				s.sawErr(r.err)
+				t.Fatalf("waiter's Lock(hostile) returned (%v) while the lock was held, after hostile wake messages", r.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 10s", what)
+			}
+		}
+	}
+	await("waiter's first attempt, subscribed on every server", func() bool { return w.attempts.Load() >= 1 && s.listening(t, "hostile") })
+	channel := dlm.DefaultKeyPrefix + "{hostile}:wake"
+	for range 4 {
+		for _, p := range overflowingCounts {
+			before := w.attempts.Load()
+			s.publish(t, s.servers[0], channel, p)
+			await(fmt.Sprintf("waiter woken by %q into an attempt", p), func() bool { return w.attempts.Load() > before })
+		}
+	}
+	logged, tried := strings.Count(s.log.String(), malformedLog), w.attempts.Load()
+	for _, srv := range s.servers {
+		s.publish(t, srv, channel, malformedWakes...)
+	}
+	want := logged + len(malformedWakes)*len(s.servers)
+	await(fmt.Sprintf("waiter logging %d malformed wake messages", want-logged), func() bool { return strings.Count(s.log.String(), malformedLog) >= want })
+	if got := w.attempts.Load() - tried; got != 0 {
+		t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
+	}
+	released := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		s.sawErr(err)
+		t.Errorf("Unlock(hostile) = %v", err)
+	}
+	r := <-done
+	if r.err != nil {
+		s.sawErr(r.err)
+		t.Fatalf("waiter's Lock(hostile) after hostile wake messages = %v; want the lock", r.err)
+	}
+	s.sawLock(r.l)
+	if d := r.at.Sub(released); d > 5*time.Second {
+		t.Errorf("the waiter got the lock %v after its release; want it woken by the release, not its retry", d)
+	}
+	if err := r.l.Unlock(ctx); err != nil {
+		s.sawErr(err)
+		t.Errorf("waiter's Unlock(hostile) = %v", err)
+	}
+}
+
+// publish sends each payload on channel of srv as a user with
+// [LeastPrivilegeRules], over one connection, and fails t unless srv
+// accepted every PUBLISH.
+func (s *secure) publish(t *testing.T, srv *Server, channel string, payloads ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), doTimeout)
+	defer cancel()
+	c, err := resp.Dial(ctx, &driver.Config{Addr: srv.Addr(), Username: lockerUser, Password: secretOf(lockerUser), TLS: srv.TLSConfig()})
+	if err != nil {
+		t.Fatalf("connecting to %s as %s: %v", srv.Addr(), lockerUser, err)
+	}
+	defer c.Close()
+	for _, p := range payloads {
+		if _, err := c.Do(ctx, "PUBLISH", channel, p); err != nil {
+			t.Fatalf("PUBLISH %s %.20q on %s as %s: %v", channel, p, srv.Addr(), lockerUser, err)
+		}
+	}
 }

@@ -1,0 +1,108 @@
+package dlm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+)
+
+// Payloads any client allowed to publish on a wake channel can send.
+var (
+	// overflowingCounts are releases whose counts, times an attempt's
+	// duration, overflow: for 2^59+2, to a product that is not positive for
+	// about half of all attempts. Waiters read them, capped.
+	overflowingCounts = []string{"r" + strings.Repeat("9", 18), "r922337203685477580", "r576460752303423490"}
+	// malformedWakes are negative and malformed counts, counts too long to
+	// be one, garbage of a fair waiter id's length, bytes that are not
+	// ASCII and a long payload. Waiters ignore them.
+	malformedWakes = []string{
+		"r-9223372036854775808", "r-1", "r", "r+5", "r0x10", "r" + strings.Repeat("9", 40), "r99999999999999999999",
+		"\xff\xfe\xfd", "r\u0661\u0662", "not a waiter's id!!!!!", strings.Repeat("x", 1<<16),
+	}
+)
+
+// TestWakePublishCannotCrashWaiter publishes hostile payloads on the wake
+// channel of a key a waiter waits for, on every node, as any client may.
+// Releases with overflowing counts wake the waiter into another attempt
+// each, and must not make it panic; malformed payloads must wake nobody and
+// be counted; and the real release must still wake the waiter.
+func TestWakePublishCannotCrashWaiter(t *testing.T) {
+	t.Parallel()
+	srvs := dlmtest.StartServers(t, 3)
+	attempts := &attemptCounter{}
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts))
+	ctx := context.Background()
+	const key = "hostile"
+	held, err := holderM.Lock(ctx, key, dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan lockResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				res <- lockResult{err: fmt.Errorf("panic in Lock: %v", p), at: time.Now()}
+			}
+		}()
+		l, err := waiterM.Lock(ctx, key)
+		res <- lockResult{l, err, time.Now()}
+	}()
+	awaitListening(t, srvs, key)
+	publish := func(payload string, on ...*dlmtest.Server) {
+		for _, s := range on {
+			if _, err := s.Do("PUBLISH", "redlock:{"+key+"}:wake", payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// await waits until done reports true, failing t if Lock returns first.
+	await := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(slowRetry / 5); !done(); time.Sleep(time.Millisecond) {
+			select {
+			case r := <-res:
+				t.Fatalf("waiter's Lock returned (%v) while the lock was held, after hostile wake messages", r.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after %v", what, slowRetry/5)
+			}
+		}
+	}
+	// One node publishes each count, so that it wakes the waiter into one
+	// attempt, which draws the overflowing count's spread first; each
+	// attempt takes a time of its own, hence the rounds.
+	for range 4 {
+		for _, p := range overflowingCounts {
+			before := attempts.n.Load()
+			publish(p, srvs[0])
+			await(fmt.Sprintf("waiter woken by %q into an attempt", p), func() bool { return attempts.n.Load() > before })
+		}
+	}
+	ignored, tried := dlm.WakeIgnored(waiterM), attempts.n.Load()
+	for _, p := range malformedWakes {
+		publish(p, srvs...)
+	}
+	want := ignored + uint64(len(malformedWakes)*len(srvs))
+	await(fmt.Sprintf("waiter counting %d malformed messages", want-ignored), func() bool { return dlm.WakeIgnored(waiterM) >= want })
+	if got := attempts.n.Load() - tried; got != 0 {
+		t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
+	}
+	released := time.Now()
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("waiter's Lock after hostile wake messages = %v; want the lock", r.err)
+	}
+	defer r.l.Unlock(ctx)
+	if d := r.at.Sub(released); d > slowRetry/5 {
+		t.Errorf("waiter obtained the lock %v after its release; want it woken by the release, long before its next retry (%v to %v)", d, slowRetry/2, slowRetry)
+	}
+}
