@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// Handle is what another process needs to take over a held lock: its keys,
-// its secret and the end of its validity. Whoever has the Handle can
-// release or extend the lock, so pass it only over trusted channels. It
-// encodes as JSON.
-type Handle struct {
-	Keys   []string  `json:"keys"`
-	Secret string    `json:"secret"`
-	Until  time.Time `json:"until"`
-	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
-	Fence uint64 `json:"fence,omitempty"`
-	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
-	// and empty for the mutex; a permit also carries its semaphore's Limit
-	// and Quorum.
-	Lease  string `json:"lease,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-	Quorum int    `json:"quorum,omitempty"`
-}
-
 // Handle returns what [Manager.Resume] needs to take the lock over in
 // another process. Until is wall-clock time there, so the two machines'
 // clocks must agree to well within the validity; the receiver should act as
