@@ -74,7 +74,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 		return nil, errors.New("ERR script not supported by the example node")
 	case strings.Contains(src, "ARGV[1], 'PX'"): // acquire
 		for _, k := range keys {
-			if v, ok := n.get(k); ok && v != args[0] {
+			if v, ok := n.get(k); ok && !heldBy(v, args[0]) {
 				if v == "dlm:readers" && strings.HasSuffix(args[len(args)-1], "w") { // a waiting writer
 					n.keys[k+":wait"] = memEntry{val: "1", exp: time.Now().Add(ttlArg(args[1]))}
 				}
@@ -88,7 +88,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	case strings.Contains(src, "'DEL'"): // release
 		var deleted int64
 		for _, k := range keys {
-			if v, ok := n.get(k); ok && v == args[0] {
+			if v, ok := n.get(k); ok && heldBy(v, args[0]) {
 				delete(n.keys, k)
 				deleted++
 			}
@@ -96,7 +96,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 		return deleted, nil
 	case strings.Contains(src, "'PEXPIRE'"): // extend
 		for _, k := range keys {
-			if v, _ := n.get(k); v != args[0] {
+			if v, _ := n.get(k); !heldBy(v, args[0]) {
 				return int64(0), nil
 			}
 		}
@@ -127,6 +127,10 @@ func (n *memNode) setAll(keys, args []string) (any, error) {
 	}
 	return int64(1), nil
 }
+
+// heldBy says whether v, a lock key's value, is the holder's secret, as the
+// scripts do: the readers' marker is nobody's secret.
+func heldBy(v, secret string) bool { return v == secret && v != "dlm:readers" }
 
 // ttlArg reads a TTL argument in milliseconds.
 func ttlArg(s string) time.Duration {

@@ -1,5 +1,7 @@
 package dlm
 
+import "github.com/dlmgo/redlock/dlm/driver"
+
 // UncheckedSemaphore returns a semaphore whose permits need q nodes, with
 // none of the checks of [Manager.Semaphore]: the tests use it to show that a
 // quorum below [SemaphoreQuorum] lets more than limit holders in.
@@ -27,3 +29,35 @@ func WakeIgnored(m *Manager) uint64 {
 	}
 	return m.waker.ignored.Load()
 }
+
+// A forged call: one of the scripts that compare a lock key's value with
+// ARGV[1], a holder's secret, with its keys and arguments for the key k.
+type ForgedCall struct {
+	Name   string
+	Script *driver.Script
+	Keys   []string
+	Args   []string
+	// Fair marks the scripts of WithFairness, which memlock refuses.
+	Fair bool
+}
+
+// ForgedCalls returns the calls of every script that takes a holder's
+// secret as ARGV[1] on lock key k, with secret in its place: the tests run
+// them with the readers' marker to show that no script takes it for a
+// holder's secret.
+func ForgedCalls(k, secret string) []ForgedCall {
+	const ttl, quiet = "60000", announceQuiet
+	line := lineKeys(k)
+	return []ForgedCall{
+		{Name: "acquire", Script: acquireScript, Keys: []string{k}, Args: []string{secret, ttl, quiet}},
+		{Name: "fenced acquire", Script: fencedAcquireScript, Keys: []string{k, k + fenceSuffix}, Args: []string{secret, ttl, "0", quiet}},
+		{Name: "release", Script: releaseScript, Keys: []string{k}, Args: []string{secret, quiet}},
+		{Name: "extend", Script: extendScript, Keys: []string{k}, Args: []string{secret, ttl}},
+		{Name: "raise fence", Script: raiseFenceScript, Keys: []string{k, k + fenceSuffix}, Args: []string{secret, "99"}},
+		{Name: "fair acquire", Script: fairAcquireScript, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", quiet}, Fair: true},
+		{Name: "fair release", Script: fairReleaseScript, Keys: append([]string{k}, line[:2]...), Args: []string{secret, "", quiet}, Fair: true},
+	}
+}
+
+// ReadersMark is the value of a lock key held by readers.
+const ReadersMark = readersMark

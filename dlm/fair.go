@@ -220,7 +220,7 @@ var (
 // with the id of the waiter at the head of the line, after dropping expired
 // places, so that only that waiter wakes, or with wakeAll when the line is
 // empty.
-var fairReleaseScript = driver.NewScript(announce + `
+var fairReleaseScript = driver.NewScript(announce + owns + `
 local nk = #KEYS - 2
 local line, places = KEYS[nk + 1], KEYS[nk + 2]
 if ARGV[2] ~= '' then
@@ -230,7 +230,7 @@ end
 ` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1] or '` + wakeAll + `'
 local n = 0
 for i = 1, nk do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  if owns(redis.call('GET', KEYS[i])) then
     n = n + redis.call('DEL', KEYS[i])
     announce(KEYS[i], head)
   end

@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// Handle is what another process needs to take over a held lock: its keys,
-// its secret and the end of its validity. Whoever has the Handle can
-// release or extend the lock, so pass it only over trusted channels. It
-// encodes as JSON.
-type Handle struct {
-	Keys   []string  `json:"keys"`
-	Secret string    `json:"secret"`
-	Until  time.Time `json:"until"`
-	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
-	Fence uint64 `json:"fence,omitempty"`
-	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
-	// and empty for the mutex; a permit also carries its semaphore's Limit
-	// and Quorum.
-	Lease  string `json:"lease,omitempty"`
-	Limit  int    `json:"limit,omitempty"`
-	Quorum int    `json:"quorum,omitempty"`
-}
-
 // Handle returns what [Manager.Resume] needs to take the lock over in
 // another process. Until is wall-clock time there, so the two machines'
 // clocks must agree to well within the validity; the receiver should act as
@@ -55,13 +37,36 @@ func (l *Lock) Handle() Handle {
 // with the options of this manager and opts (TTL and key prefix must match
 // the original's; [WithAutoExtend] starts extension here, which lives as it
 // does for [Manager.Lock]: ctx bounds only the call). It makes no round
-// trip: the lock is taken to be valid until h.Until, and an error wrapping
-// [ErrLockLost] is returned if that has passed. Extend it to
-// confirm it is still held. The process that handed it over should neither
-// extend nor unlock it any more.
+// trip; Extend the lock to confirm it is still held. The process that
+// handed it over should neither extend nor unlock it any more.
+//
+// A Handle from another process is untrusted input, checked before anything
+// in it is believed:
+//
+//   - its secret must have the shape of the secrets this package makes (22
+//     characters of URL-safe base64, 128 bits) and never be a reserved
+//     value such as the public marker of a key held by readers; otherwise
+//     the error wraps [ErrInvalid] (the nodes' scripts never take a
+//     reserved value for a holder's secret either);
+//   - its Until must be set (otherwise [ErrInvalid]) and in the future
+//     (otherwise [ErrLockLost]);
+//   - its Lease, Limit and Quorum must describe a lease this manager can
+//     resume (otherwise [ErrInvalid]).
+//
+// The resumed lock's validity ends at h.Until or at now plus the validity
+// of this TTL (the TTL less the drift allowance, as for a lock obtained
+// now), whichever comes first. No key lives longer than the TTL its last
+// extension gave it, so a Handle can never make a lock outlive its keys:
+// with [WithAutoExtend], extension starts within a TTL, and a lock whose
+// keys are gone is reported lost by then. A lock extended beyond the TTL
+// (Extend with a longer duration) therefore resumes with the TTL's
+// validity only; Extend the resumed lock to have more.
 func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, error) {
-	if h.Secret == "" {
-		return nil, fmt.Errorf("%w: Handle has no secret", ErrInvalid)
+	if err := checkSecret(h.Secret); err != nil {
+		return nil, err
+	}
+	if h.Until.IsZero() {
+		return nil, fmt.Errorf("%w: handle has no Until", ErrInvalid)
 	}
 	keys, err := sortedUnique(h.Keys)
 	if err != nil {
@@ -76,6 +81,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if left <= 0 {
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
 	}
+	left = min(left, cfg.validity(cfg.ttl))
 	kind, err := m.resumeKind(h)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -115,42 +116,107 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// TestResumeInvalid checks that Resume rejects a handle without a secret or
-// keys, and one whose validity has ended, without a round trip.
+// TestResumeInvalid checks that Resume rejects a handle without a secret,
+// keys or Until, and one whose validity has ended, without a round trip;
+// and that a missing Until is named as such, not as a validity that ended
+// in year 1.
 func TestResumeInvalid(t *testing.T) {
 	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
 	m := newManager(t, fs)
 	later := time.Now().Add(time.Minute)
+	secret := mustSecret(t)
 	var nilCtx context.Context
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
 		h    Handle
 		want error
+		says string // in the error, when set
 	}{
-		{"no secret", context.Background(), Handle{Keys: []string{"k"}, Until: later}, ErrInvalid},
-		{"no keys", context.Background(), Handle{Secret: "t", Until: later}, ErrInvalid},
-		{"empty key", context.Background(), Handle{Keys: []string{""}, Secret: "t", Until: later}, ErrInvalid},
-		{"nil ctx", nilCtx, Handle{Keys: []string{"k"}, Secret: "t", Until: later}, ErrInvalid},
-		{"bad option", context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: later}, ErrInvalid},
-		{"expired", context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: time.Now().Add(-time.Millisecond)}, ErrLockLost},
-		{"zero Until", context.Background(), Handle{Keys: []string{"k"}, Secret: "t"}, ErrLockLost},
+		{"no secret", context.Background(), Handle{Keys: []string{"k"}, Until: later}, ErrInvalid, "Handle has no secret"},
+		{"no keys", context.Background(), Handle{Secret: secret, Until: later}, ErrInvalid, ""},
+		{"empty key", context.Background(), Handle{Keys: []string{""}, Secret: secret, Until: later}, ErrInvalid, ""},
+		{"nil ctx", nilCtx, Handle{Keys: []string{"k"}, Secret: secret, Until: later}, ErrInvalid, ""},
+		{"bad option", context.Background(), Handle{Keys: []string{"k"}, Secret: secret, Until: later}, ErrInvalid, ""},
+		{"expired", context.Background(), Handle{Keys: []string{"k"}, Secret: secret, Until: time.Now().Add(-time.Millisecond)}, ErrLockLost, "validity ended"},
+		{"zero Until", context.Background(), Handle{Keys: []string{"k"}, Secret: secret}, ErrInvalid, "handle has no Until"},
 	} {
 		var opts []Option
 		if tc.name == "bad option" {
 			opts = []Option{WithAutoExtend(AutoExtend{Remaining: 2})}
 		}
-		if l, err := m.Resume(tc.ctx, tc.h, opts...); l != nil || !errors.Is(err, tc.want) {
-			t.Errorf("Resume(%s) = %v, %v; want %v", tc.name, l, err, tc.want)
+		l, err := m.Resume(tc.ctx, tc.h, opts...)
+		if l != nil || !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("Resume(%s) = a lock: %t, %v; want %v saying %q", tc.name, l != nil, err, tc.want, tc.says)
 		}
 	}
 	m.Close()
-	if _, err := m.Resume(context.Background(), Handle{Keys: []string{"k"}, Secret: "t", Until: later}); !errors.Is(err, ErrClosed) {
+	if _, err := m.Resume(context.Background(), Handle{Keys: []string{"k"}, Secret: secret, Until: later}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Resume on a closed Manager = %v; want ErrClosed", err)
 	}
 	if got := countAll(fs, ""); got != 0 {
 		t.Errorf("failed Resume calls sent %d requests; want 0", got)
+	}
+}
+
+// mustSecret returns a fresh secret of the library's own shape.
+func mustSecret(t *testing.T) string {
+	t.Helper()
+	s, err := newSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestResumeSecretShape checks that Resume accepts only a secret of the
+// shape newSecret makes, without a round trip: not an empty one, one too
+// short or too long, one with bytes outside URL-safe base64, one whose
+// unused bits are set, nor a reserved value such as the readers' marker;
+// and that its error never quotes the secret.
+func TestResumeSecretShape(t *testing.T) {
+	checkLeaks(t)
+	fs := newFakes(3)
+	m := newManager(t, fs)
+	good := mustSecret(t)
+	for _, tc := range []struct {
+		name, secret string
+		ok           bool
+	}{
+		{"made by newSecret", good, true},
+		{"all zero bits", strings.Repeat("A", 22), true},
+		{"empty", "", false},
+		{"too short", good[:21], false},
+		{"one byte", "t", false},
+		{"too long", good + "A", false},
+		{"a leader's value after it", good + ":leader-1", false},
+		{"padded", good + "==", false},
+		{"standard base64 alphabet", "+/" + good[2:], false},
+		{"a space", " " + good[1:], false},
+		{"a newline", good[:21] + "\n", false},
+		{"non-ASCII", "é" + good[2:], false},
+		{"unused bits set", good[:21] + "B", false}, // 16 bytes leave the last character's low 4 bits unused
+		{"the readers' marker", readersMark, false},
+		{"over-long", strings.Repeat("A", 1<<20), false},
+	} {
+		h := Handle{Keys: []string{"k"}, Secret: tc.secret, Until: time.Now().Add(time.Minute)}
+		l, err := m.Resume(context.Background(), h)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("Resume(secret %s) = %v; want a lock", tc.name, err)
+			}
+			continue
+		}
+		if l != nil || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Resume(secret %s) = a lock: %t, %v; want ErrInvalid", tc.name, l != nil, err)
+		}
+		if len(tc.secret) > 1 && strings.Contains(fmt.Sprint(err), tc.secret) {
+			t.Errorf("Resume(secret %s) = %v; want an error that does not quote the secret", tc.name, err)
+		}
+	}
+	if got := countAll(fs, ""); got != 0 {
+		t.Errorf("Resume sent %d requests; want none", got)
 	}
 }

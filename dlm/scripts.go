@@ -18,15 +18,26 @@ const (
 // their last argument (see wake.go). A node's answer is all or nothing for the
 // keys it is given, so a lock over several keys is counted per node.
 
+// owns defines owns(v): whether v, a lock key's value, is the holder's
+// secret ARGV[1]. A reserved value ([readersMark]) is nobody's secret, even
+// when ARGV[1] equals it: the marker is public, so a caller that passed it
+// as its secret (from a forged [Handle]) must get what any stranger gets.
+// Every script that compares a lock key with ARGV[1] does it through owns.
+const owns = `
+local function owns(v)
+  return v == ARGV[1] and v ~= '` + readersMark + `'
+end
+`
+
 // acquireScript sets every key to the secret with a TTL of ARGV[2] ms, if none
 // is held under another secret. A key already holding this secret counts as
 // free, so the script is safe to run twice. It returns 1 or 0.
 var acquireScript = driver.NewScript(plainKeys + acquireBody)
 
-const acquireBody = `
+const acquireBody = owns + `
 for i = 1, nk do
   local v = redis.call('GET', KEYS[i])
-  if v and v ~= ARGV[1] then
+  if v and not owns(v) then
     readersHold(KEYS[i], v)
     return 0
   end
@@ -86,10 +97,10 @@ if now < safe then return -1 end
 // place (see [plainAcquire]), and announces the release on the key's wake
 // channel, when anyone listens there, with the number of listeners:
 // wakeRelease and "5" (see [announce]).
-var releaseScript = driver.NewScript(announce + `
+var releaseScript = driver.NewScript(announce + owns + `
 local n = 0
 for _, k in ipairs(KEYS) do
-  if redis.call('GET', k) == ARGV[1] then
+  if owns(redis.call('GET', k)) then
     n = n + redis.call('DEL', k)
     clearIntent(k)
     announce(k, nil)
@@ -101,9 +112,9 @@ return n
 // extendScript sets the TTL of every key to ARGV[2] ms if all still hold the
 // secret, and returns 1; otherwise it changes nothing and returns 0. It never
 // recreates an expired key.
-var extendScript = driver.NewScript(`
+var extendScript = driver.NewScript(owns + `
 for _, k in ipairs(KEYS) do
-  if redis.call('GET', k) ~= ARGV[1] then return 0 end
+  if not owns(redis.call('GET', k)) then return 0 end
 end
 for _, k in ipairs(KEYS) do
   redis.call('PEXPIRE', k, ARGV[2])
@@ -123,11 +134,11 @@ return 1
 // value (at least 1); it returns 0 when another holder has a key.
 var fencedAcquireScript = driver.NewScript(plainKeys + fencedAcquireBody)
 
-const fencedAcquireBody = `
+const fencedAcquireBody = owns + `
 local n = nk / 2
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
-  if v and v ~= ARGV[1] then
+  if v and not owns(v) then
     readersHold(KEYS[i], v)
     return 0
   end
@@ -169,10 +180,10 @@ var (
 // raiseFenceScript raises every counter to at least ARGV[2] if all the lock
 // keys still hold the secret ARGV[1], and returns 1; otherwise it changes
 // nothing and returns 0.
-var raiseFenceScript = driver.NewScript(`
+var raiseFenceScript = driver.NewScript(owns + `
 local n = #KEYS / 2
 for i = 1, n do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+  if not owns(redis.call('GET', KEYS[i])) then return 0 end
 end
 local f = tonumber(ARGV[2])
 for i = n + 1, 2 * n do

@@ -306,7 +306,7 @@ func TestLeaseResume(t *testing.T) {
 	if _, err := s.TryAcquire(ctx); err != nil {
 		t.Errorf("TryAcquire after the resumed permit was given back = %v", err)
 	}
-	bad := dlm.Handle{Keys: []string{"jobs"}, Secret: "00", Until: time.Now().Add(time.Minute), Lease: "permit", Limit: 2, Quorum: 1}
+	bad := dlm.Handle{Keys: []string{"jobs"}, Secret: strings.Repeat("A", 22), Until: time.Now().Add(time.Minute), Lease: "permit", Limit: 2, Quorum: 1}
 	if _, err := b.Resume(ctx, bad); !errors.Is(err, dlm.ErrInvalid) {
 		t.Errorf("Resume of a permit with an unsafe quorum = %v; want ErrInvalid", err)
 	}

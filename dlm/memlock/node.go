@@ -105,7 +105,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		loud, _ := announceFlag(args)
 		var deleted int64
 		for _, k := range keys {
-			if v, ok := n.get(k); ok && v == args[0] {
+			if v, ok := n.get(k); ok && owns(v, args[0]) {
 				delete(n.keys, k)
 				delete(n.keys, k+scriptid.IntentSuffix)
 				deleted++
@@ -131,7 +131,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			return nil, err
 		}
 		for _, k := range keys {
-			if v, _ := n.get(k); v != args[0] {
+			if v, _ := n.get(k); !owns(v, args[0]) {
 				return int64(0), nil
 			}
 		}
@@ -142,7 +142,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case scriptid.RaiseFence:
 		locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
 		for _, k := range locks {
-			if v, _ := n.get(k); v != args[0] {
+			if v, _ := n.get(k); !owns(v, args[0]) {
 				return int64(0), nil
 			}
 		}
@@ -189,7 +189,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		locks = keys[:len(keys)/2]
 	}
 	for _, k := range locks {
-		if v, ok := n.get(k); ok && v != args[0] {
+		if v, ok := n.get(k); ok && !owns(v, args[0]) {
 			if v == scriptid.ReadersMark && waiting {
 				n.keys[k+scriptid.IntentSuffix] = entry{val: "1", exp: time.Now().Add(ttl)}
 			}
@@ -215,6 +215,13 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		}
 	}
 	return f, nil
+}
+
+// owns is the scripts' owns: whether v, a lock key's value, is the holder's
+// secret. The readers' marker is nobody's secret, even when secret equals
+// it, as in dlm's Lua.
+func owns(v, secret string) bool {
+	return v == secret && v != scriptid.ReadersMark
 }
 
 // announceFlag reads the flag of the scripts that announce, their last
