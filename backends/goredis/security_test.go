@@ -12,3 +12,12 @@ import (
 func TestSecurity(t *testing.T) {
 	dlmtest.TestSecurity(t, Name)
 }
+
+// TestURLErrorsNeverQuotePassword checks that this driver's Open, and
+// dlm.OpenNode and dlm.Open on its URLs, refuse a URL whose password url.Parse
+// would split elsewhere than at the user information with errors that show
+// no part of it.
+func TestURLErrorsNeverQuotePassword(t *testing.T) {
+	t.Parallel()
+	dlmtest.TestDriverURLErrors(t, Name, Driver{})
+}
