@@ -82,7 +82,7 @@ type option struct {
 // nodeOptions are the options of every command that talks to the nodes.
 func nodeOptions(c *config) []option {
 	return []option{
-		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; repeatable", "",
+		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; a password may hold commas, as written or as %2C; repeatable", "",
 			&nodesValue{p: &c.nodes}},
 		{"backend", "REDLOCK_BACKEND", "NAME", "client library for plain redis:// and rediss:// URLs: " + strings.Join(dlm.Drivers(), ", "), defaultBackend,
 			&choiceValue{p: &c.backend, choices: dlm.Drivers()}},
@@ -192,6 +192,10 @@ func applyEnv(opts []option, getenv func(string) string) error {
 			continue
 		}
 		if err := o.value.Set(v); err != nil {
+			if _, ok := o.value.(*nodesValue); ok {
+				// The value may hold passwords.
+				return fmt.Errorf("%s: %v", o.env, err)
+			}
 			return fmt.Errorf("%s=%q: %v", o.env, v, err)
 		}
 		set[o.name] = true

@@ -84,6 +84,10 @@
 // rueidis backends; a plain redis:// or rediss:// URL, or a bare address,
 // uses goredis (--backend changes it), and redis+rueidis:// and the like
 // name their own. Passwords are never printed: URLs are shown redacted.
+// A comma in a password needs no escaping (%2C also works): a comma
+// followed by a scheme starts a new URL, and in a URL the user information
+// runs to its last '@'. A '/', '?' or '#' in a password must be
+// percent-encoded (%2F, %3F, %23).
 //
 // Every option can also be set by an environment variable, REDLOCK_ and the
 // option's name in capitals with dashes as underscores (--ttl:
