@@ -33,6 +33,7 @@ type config struct {
 	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
 	lostCode     int
+	passNodes    bool // REDLOCK_NODES is passed on to the command
 
 	// For status.
 	json bool
@@ -120,6 +121,8 @@ func runOptions(c *config) []option {
 			&codeValue{p: &c.conflictCode}},
 		{"lost-exit-code", "REDLOCK_LOST_EXIT_CODE", "CODE", "exit code when the lock was lost while COMMAND ran", fmt.Sprint(defaultLostCode),
 			&codeValue{p: &c.lostCode}},
+		{"pass-nodes", "REDLOCK_PASS_NODES", "", "pass REDLOCK_NODES, with its passwords, on to COMMAND, which does not get it otherwise", "",
+			&boolValue{p: &c.passNodes}},
 	}, nodeOptions(c)...)
 }
 
