@@ -14,3 +14,12 @@ func TestSecurity(t *testing.T) {
 	t.Parallel()
 	dlmtest.TestSecurity(t, rueidis.Name)
 }
+
+// TestURLErrorsNeverQuotePassword checks that this driver's Open, and
+// dlm.OpenNode and dlm.Open on its URLs, refuse a URL whose password url.Parse
+// would split elsewhere than at the user information with errors that show
+// no part of it.
+func TestURLErrorsNeverQuotePassword(t *testing.T) {
+	t.Parallel()
+	dlmtest.TestDriverURLErrors(t, rueidis.Name, rueidis.Driver{})
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,12 @@ const (
 	envFence = "REDLOCK_FENCE"
 	envGrant = "REDLOCK_FENCE_GRANT"
 )
+
+// secretEnv are the environment variables redlock reads secrets from:
+// REDLOCK_NODES holds the nodes' passwords. The command does not get them
+// unless --pass-nodes asks for it: /proc/PID/environ would show them to
+// whatever reads the command's, and the command would hand them on.
+var secretEnv = []string{"REDLOCK_NODES"}
 
 // child is the command running under the lock.
 type child struct {
@@ -67,11 +74,17 @@ func (c *child) exitCode() int {
 
 // commandEnv returns environ with REDLOCK_KEY set to key and, when fence is
 // not 0, REDLOCK_FENCE and REDLOCK_FENCE_GRANT set to fence and grant; those
-// two are removed otherwise.
-func commandEnv(environ []string, key string, fence, grant uint64) []string {
+// two are removed otherwise. The variables of secretEnv are removed unless
+// passSecrets is set.
+func commandEnv(environ []string, key string, fence, grant uint64, passSecrets bool) []string {
+	drop := []string{envKey, envFence, envGrant}
+	if !passSecrets {
+		drop = append(drop, secretEnv...)
+	}
 	env := make([]string, 0, len(environ)+3)
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, envKey+"=") && !strings.HasPrefix(kv, envFence+"=") && !strings.HasPrefix(kv, envGrant+"=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, name) {
 			env = append(env, kv)
 		}
 	}

@@ -33,6 +33,7 @@ type config struct {
 	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
 	lostCode     int
+	passNodes    bool // REDLOCK_NODES is passed on to the command
 
 	// For status.
 	json bool
@@ -82,7 +83,7 @@ type option struct {
 // nodeOptions are the options of every command that talks to the nodes.
 func nodeOptions(c *config) []option {
 	return []option{
-		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; repeatable", "",
+		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; a password may hold commas, as written or as %2C; repeatable", "",
 			&nodesValue{p: &c.nodes}},
 		{"backend", "REDLOCK_BACKEND", "NAME", "client library for plain redis:// and rediss:// URLs: " + strings.Join(dlm.Drivers(), ", "), defaultBackend,
 			&choiceValue{p: &c.backend, choices: dlm.Drivers()}},
@@ -120,6 +121,8 @@ func runOptions(c *config) []option {
 			&codeValue{p: &c.conflictCode}},
 		{"lost-exit-code", "REDLOCK_LOST_EXIT_CODE", "CODE", "exit code when the lock was lost while COMMAND ran", fmt.Sprint(defaultLostCode),
 			&codeValue{p: &c.lostCode}},
+		{"pass-nodes", "REDLOCK_PASS_NODES", "", "pass REDLOCK_NODES, with its passwords, on to COMMAND, which does not get it otherwise", "",
+			&boolValue{p: &c.passNodes}},
 	}, nodeOptions(c)...)
 }
 
@@ -192,6 +195,10 @@ func applyEnv(opts []option, getenv func(string) string) error {
 			continue
 		}
 		if err := o.value.Set(v); err != nil {
+			if _, ok := o.value.(*nodesValue); ok {
+				// The value may hold passwords.
+				return fmt.Errorf("%s: %v", o.env, err)
+			}
 			return fmt.Errorf("%s=%q: %v", o.env, v, err)
 		}
 		set[o.name] = true

@@ -21,7 +21,9 @@
 // and, with --fencing, REDLOCK_FENCE (the lock's fencing token, greater than
 // that of any earlier holder of the key) and REDLOCK_FENCE_GRANT (its grant
 // id: a store admits a token equal to the largest it has seen only with the
-// same grant id). The signals INT, TERM, HUP, QUIT,
+// same grant id). REDLOCK_NODES, which holds the nodes' passwords, is
+// removed from COMMAND's environment unless --pass-nodes is given. The
+// signals INT, TERM, HUP, QUIT,
 // USR1 and USR2 are passed on to COMMAND; while redlock still waits for the
 // lock they stop the wait instead. A signal redlock was started with ignored
 // (SIGHUP under nohup) stays ignored, by redlock and COMMAND alike. If the lock is lost — an extension finds
@@ -84,6 +86,10 @@
 // rueidis backends; a plain redis:// or rediss:// URL, or a bare address,
 // uses goredis (--backend changes it), and redis+rueidis:// and the like
 // name their own. Passwords are never printed: URLs are shown redacted.
+// A comma in a password needs no escaping (%2C also works): a comma
+// followed by a scheme starts a new URL, and in a URL the user information
+// runs to its last '@'. A '/', '?' or '#' in a password must be
+// percent-encoded (%2F, %3F, %23).
 //
 // Every option can also be set by an environment variable, REDLOCK_ and the
 // option's name in capitals with dashes as underscores (--ttl:
@@ -109,6 +115,7 @@
 //	--limit N               one of N permits of semaphore KEY  REDLOCK_LIMIT
 //	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
 //	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
+//	--pass-nodes            pass REDLOCK_NODES to COMMAND      REDLOCK_PASS_NODES
 //
 // Options of status:
 //

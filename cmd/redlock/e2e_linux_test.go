@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/dlmgo/redlock/dlm/dlmtest"
 )
 
 // openPTY opens a pseudo-terminal and returns its two ends; both are closed
@@ -114,4 +116,57 @@ func TestCommandDiesWithRedlock(t *testing.T) {
 	}
 	<-p.done
 	waitFor(t, "the command to die with redlock", func() bool { return !processRunning(pid) })
+}
+
+// TestCommandEnvironmentWithoutNodes checks, through the kernel's
+// /proc/PID/environ of the command run and elect start, that the command
+// does not get REDLOCK_NODES, which holds the nodes' passwords, unless
+// --pass-nodes or REDLOCK_PASS_NODES asks for it.
+func TestCommandEnvironmentWithoutNodes(t *testing.T) {
+	const password = "pw-environ-5d2b"
+	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, "redis://:"+password+"@"+s.Addr())
+	}
+	nodes := "REDLOCK_NODES=" + strings.Join(urls, ",")
+	out := filepath.Join(t.TempDir(), "environ")
+	// The shell reads the environment it was started with, as any
+	// process of the same user can.
+	readEnviron := sh(`cat /proc/$$/environ > "$1"`, out)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want bool // REDLOCK_NODES in the command's environment
+	}{
+		{"run", []string{nodes}, runArgs("environ", readEnviron), false},
+		{"run --pass-nodes", []string{nodes}, runArgs("environ", readEnviron, "--pass-nodes"), true},
+		{"run REDLOCK_PASS_NODES=1", []string{nodes, "REDLOCK_PASS_NODES=1"}, runArgs("environ", readEnviron), true},
+		{"elect", []string{nodes}, append([]string{"elect", "environ", "v", "--"}, readEnviron...), false},
+		{"elect --pass-nodes", []string{nodes}, append([]string{"elect", "--pass-nodes", "environ", "v", "--"}, readEnviron...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(out)
+			code, _, stderr := redlockRun(t, tc.env, tc.args...)
+			if code != 0 {
+				t.Fatalf("redlock %q = %d; want 0; stderr:\n%s", tc.args, code, stderr)
+			}
+			var got []string
+			for _, kv := range strings.Split(readFile(t, out), "\x00") {
+				if strings.HasPrefix(kv, "REDLOCK_NODES=") {
+					got = append(got, kv)
+				}
+			}
+			switch {
+			case !tc.want && len(got) != 0:
+				t.Errorf("redlock %q: the command's /proc/PID/environ holds %q; want no REDLOCK_NODES", tc.args, got)
+			case tc.want && (len(got) != 1 || got[0] != nodes):
+				t.Errorf("redlock %q: the command's /proc/PID/environ holds %q; want %q", tc.args, got, nodes)
+			}
+			if !strings.Contains(readFile(t, out), "REDLOCK_KEY=environ\x00") {
+				t.Errorf("redlock %q: the command's environment lacks REDLOCK_KEY=environ", tc.args)
+			}
+		})
+	}
 }

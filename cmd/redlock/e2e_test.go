@@ -362,6 +362,32 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestRunPasswordWithComma checks end to end that a password with commas,
+// given in URLs as written or as %2C, reaches the servers whole, from
+// --nodes and from REDLOCK_NODES alike.
+func TestRunPasswordWithComma(t *testing.T) {
+	const password = "pa,ss,w0rd"
+	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
+	nodes := "redis://:" + password + "@" + servers[0].Addr() +
+		",redis+redigo://:pa%2Css%2Cw0rd@" + servers[1].Addr() +
+		", redis+rueidis://:" + password + "@" + servers[2].Addr()
+	for _, tc := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, runArgs("comma", sh("exit 0"), "--nodes", nodes, "--no-wait")},
+		{[]string{"REDLOCK_NODES=" + nodes}, runArgs("comma", sh("exit 0"), "--no-wait")},
+	} {
+		code, stdout, stderr := redlockRun(t, tc.env, tc.args...)
+		if code != 0 {
+			t.Errorf("redlock %q (environment %q) = %d; want 0; stderr:\n%s", tc.args, tc.env, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, password) || strings.Contains(stdout+stderr, "w0rd") {
+			t.Errorf("redlock %q printed the password:\n%s%s", tc.args, stdout, stderr)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	const password = "pw-right-7c1e"

@@ -180,7 +180,7 @@ func (r *runner) campaign(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal,
 func (r *runner) runLeading(ld *dlm.Leadership, sigs <-chan os.Signal) (code int, lost bool) {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = commandEnv(os.Environ(), r.key, ld.Term(), ld.GrantID())
+	cmd.Env = commandEnv(os.Environ(), r.key, ld.Term(), ld.GrantID(), r.cfg.passNodes)
 	ch, err := startChild(cmd, !inForeground())
 	if err != nil {
 		r.log.Error("redlock: cannot start the command", slog.String("command", r.argv[0]), slog.Any("error", err))

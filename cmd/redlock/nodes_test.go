@@ -86,3 +86,44 @@ func TestRedactAll(t *testing.T) {
 		t.Errorf("redactAll = %q; want %q", got, want)
 	}
 }
+
+// TestNodesFlagPasswordWithComma checks that --nodes and REDLOCK_NODES
+// split the list only between entries: a comma in a password, as written or
+// as %2C, stays in it, a comma followed by a scheme always separates two
+// URLs, and the commas after an entry's last '@' separate bare addresses.
+func TestNodesFlagPasswordWithComma(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value     string
+		entries   []string
+		passwords secrets
+	}{
+		{"redis://:pa,ss@h1:1", []string{"redis://:pa,ss@h1:1"}, secrets{"pa,ss"}},
+		{"redis://:pa,ss@h1:1,redis://:,x,@h2:2", []string{"redis://:pa,ss@h1:1", "redis://:,x,@h2:2"}, secrets{"pa,ss", ",x,"}},
+		{"rediss://u:a,b,c@h1:1, REDIS+redigo://h2:2", []string{"rediss://u:a,b,c@h1:1", "REDIS+redigo://h2:2"}, secrets{"a,b,c"}},
+		{"redis://:pa%2Css@h1:1,redis://h2:2", []string{"redis://:pa%2Css@h1:1", "redis://h2:2"}, secrets{"pa,ss"}},
+		{"u:pa,ss@h1:1,h2:2,h3:3", []string{"u:pa,ss@h1:1", "h2:2", "h3:3"}, secrets{"pa,ss"}},
+		{"h1:1,h2:2, h3:3,", []string{"h1:1", "h2:2", "h3:3"}, nil},
+		{"redis://h1:1,h2:2,redis://:p,w@h3:3,h4:4", []string{"redis://h1:1", "h2:2", "redis://:p,w@h3:3", "h4:4"}, secrets{"p,w"}},
+		{",redis://h1:1,,", []string{"redis://h1:1"}, nil},
+	} {
+		for _, from := range []string{"--nodes", "REDLOCK_NODES"} {
+			c := defaultConfig()
+			args, getenv := []string{"--nodes", tc.value, "KEY"}, env()
+			if from == "REDLOCK_NODES" {
+				args, getenv = []string{"KEY"}, env("REDLOCK_NODES="+tc.value)
+			}
+			if _, _, err := parse("status", statusOptions(c), args, 1, getenv); err != nil {
+				t.Errorf("%s %q: %v", from, tc.value, err)
+				continue
+			}
+			if !slices.Equal(c.nodes, tc.entries) {
+				t.Errorf("%s %q: nodes %q; want %q", from, tc.value, c.nodes, tc.entries)
+				continue
+			}
+			if _, pw, err := nodeURLs(c.nodes, "goredis"); err != nil || !slices.Equal(pw, tc.passwords) {
+				t.Errorf("%s %q: passwords %q, %v; want %q", from, tc.value, pw, err, tc.passwords)
+			}
+		}
+	}
+}

@@ -112,7 +112,7 @@ func notifySignals(c chan<- os.Signal) {
 func (r *runner) runLocked(l *dlm.Lock, sigs <-chan os.Signal) (code int, lost bool) {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = commandEnv(os.Environ(), r.key, l.Token(), l.GrantID())
+	cmd.Env = commandEnv(os.Environ(), r.key, l.Token(), l.GrantID(), r.cfg.passNodes)
 	// In the foreground of a terminal the command shares redlock's
 	// process group, so that it can read the terminal. Elsewhere it gets a
 	// group of its own, so that signals reach the processes it starts.

@@ -41,7 +41,8 @@ Takes the lock named KEY, waiting for it as --wait says, runs COMMAND while
 the lock is extended in the background, and releases the lock when COMMAND
 exits. COMMAND gets the environment variable REDLOCK_KEY, and with --fencing
 the lock's fencing token as REDLOCK_FENCE and its grant id as
-REDLOCK_FENCE_GRANT. The signals INT, TERM, HUP, QUIT,
+REDLOCK_FENCE_GRANT; it does not get REDLOCK_NODES, which holds the nodes'
+passwords, unless --pass-nodes is given. The signals INT, TERM, HUP, QUIT,
 USR1 and USR2 are passed on to COMMAND. If the lock is lost, COMMAND gets
 SIGTERM, then SIGKILL after --grace, and redlock exits with --lost-exit-code.
 Options may also follow KEY, up to "--".
@@ -115,9 +116,9 @@ runs COMMAND as the leader, and resigns when COMMAND exits. At most one
 candidate leads at a time; the others wait, and one of them leads once the
 leader resigns, or its leadership expires (a crash). COMMAND gets NAME as
 REDLOCK_KEY, the leader's term as REDLOCK_FENCE, a fencing token that
-grows with every leadership, and its grant id as REDLOCK_FENCE_GRANT.
-Signals and a lost leadership are handled as by "redlock run", with the
-same exit codes.
+grows with every leadership, and its grant id as REDLOCK_FENCE_GRANT; not
+REDLOCK_NODES, unless --pass-nodes is given. Signals and a lost leadership
+are handled as by "redlock run", with the same exit codes.
 
 With --observe, takes no part: prints the leader's VALUE, then each change
 (a new leader, or none), one line each, until INT or TERM. It prints

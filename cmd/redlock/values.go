@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,8 +230,9 @@ func (v *levelValue) String() string {
 	return strings.ToLower(v.p.String())
 }
 
-// nodesValue is a list of node URLs, comma-separated. Each --nodes adds to
-// the list, except that the first replaces the list from REDLOCK_NODES.
+// nodesValue is a list of node URLs, comma-separated ([splitNodes]). Each
+// --nodes adds to the list, except that the first replaces the list from
+// REDLOCK_NODES.
 type nodesValue struct {
 	p       *[]string
 	fromEnv bool // the list came from the environment
@@ -240,12 +242,7 @@ func (v *nodesValue) Set(s string) error {
 	if v.fromEnv {
 		*v.p, v.fromEnv = nil, false
 	}
-	var added []string
-	for _, u := range strings.Split(s, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			added = append(added, u)
-		}
-	}
+	added := splitNodes(s)
 	if len(added) == 0 {
 		return errors.New("no node URL")
 	}
@@ -259,4 +256,44 @@ func (v *nodesValue) String() string {
 	}
 	// Shown only in help, where the list is empty: never a password.
 	return strings.Join(redactAll(*v.p), ",")
+}
+
+// schemeAhead matches what starts a URL: a scheme and "://", after spaces.
+var schemeAhead = regexp.MustCompile(`^\s*[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// splitNodes splits a list of node URLs and addresses at its commas, but
+// for those in user information, so that a password may hold a comma as
+// written (or as %2C). A comma followed by a URL scheme, as in
+// ",rediss://", always separates two entries. Between two such commas, as
+// in a URL, the user information ends at the last '@': a comma before it
+// is the password's, and those after it separate bare HOST:PORT entries.
+// Blank entries are dropped.
+func splitNodes(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		// The stretch up to the next comma that a scheme follows.
+		end := len(s)
+		for i := strings.IndexByte(s, ','); i >= 0; {
+			if schemeAhead.MatchString(s[i+1:]) {
+				end = i
+				break
+			}
+			j := strings.IndexByte(s[i+1:], ',')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		stretch := s[:end]
+		s = strings.TrimPrefix(s[end:], ",")
+		userinfo := strings.LastIndexByte(stretch, '@') + 1
+		entries := strings.Split(stretch[userinfo:], ",")
+		entries[0] = stretch[:userinfo] + entries[0]
+		for _, e := range entries {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }

@@ -11,29 +11,52 @@ import (
 // URL.
 const Redacted = "xxxxx"
 
-// Redact returns rawURL with its password replaced by [Redacted], for use in
-// errors and logs. A string that does not parse as a URL, or that has user
-// information outside an authority ("redis:user:pass@host"), is cut at its
-// last '@' so that user information cannot leak.
+// Redact returns rawURL with what may be its password replaced by
+// [Redacted], for use in errors and logs. Whatever url.Parse makes of it,
+// everything between the scheme's "://" (or ":", or the start of a string
+// without a well-formed scheme) and the last '@' may be user information:
+// a password with an unescaped '/', '?' or '#' ends the authority early,
+// and the parser takes the rest of it for a port, a path or a query. Only
+// when that part holds none of those three, and the URL parses, is it the
+// user information the parser saw: then the user name is kept and the
+// password alone replaced. Otherwise the whole part is replaced.
 func Redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	switch {
-	case err != nil, u.User == nil && u.Host == "" && strings.Contains(u.Opaque+u.Path, "@"):
-		// Cut below.
-	case u.User == nil:
+	start, end, ok := userinfoSpan(rawURL)
+	if !ok {
 		return rawURL
-	default:
-		if _, has := u.User.Password(); !has {
-			return rawURL
+	}
+	if clearUserinfo(rawURL, start, end) {
+		user, _, hasPassword := strings.Cut(rawURL[start:end], ":")
+		if !hasPassword {
+			return rawURL // a user without a password is not a secret
 		}
-		u.User = url.UserPassword(u.User.Username(), Redacted)
-		return u.String()
+		return rawURL[:start] + user + ":" + Redacted + rawURL[end:]
 	}
-	i := strings.LastIndex(rawURL, "@")
-	if i < 0 {
-		return rawURL
+	return rawURL[:start] + Redacted + rawURL[end:]
+}
+
+// userinfoSpan returns where what may be the user information of rawURL
+// lies: from the end of its scheme prefix ([schemePrefix]) to its last '@'.
+// ok is false when rawURL has no '@', and so no user information.
+func userinfoSpan(rawURL string) (start, end int, ok bool) {
+	end = strings.LastIndex(rawURL, "@")
+	if end < 0 {
+		return 0, 0, false
 	}
-	return schemePrefix(rawURL) + Redacted + "@" + rawURL[i+1:]
+	// A scheme holds no '@', so its prefix ends before the last one.
+	return len(schemePrefix(rawURL)), end, true
+}
+
+// clearUserinfo reports whether rawURL[start:end], its userinfoSpan, is the
+// user information url.Parse sees, and nothing else: rawURL starts with
+// "scheme://", parses, and the span holds no '/', '?' or '#', any of which
+// would end the authority before the last '@'.
+func clearUserinfo(rawURL string, start, end int) bool {
+	if !strings.HasSuffix(rawURL[:start], "://") || strings.ContainsAny(rawURL[start:end], "/?#") {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	return err == nil && u.User != nil
 }
 
 // schemePrefix returns the "scheme://" or "scheme:" that s starts with, or ""

@@ -23,8 +23,19 @@ func TestRedact(t *testing.T) {
 		// A user without a password is not a secret.
 		{"redis://u@h", "redis://u@h"},
 		{"redis://:@h", "redis://:xxxxx@h"},
-		// An '@' after the host is not user information.
-		{"rediss://h/?tls_ca_file=/etc/a@b/ca.pem", "rediss://h/?tls_ca_file=/etc/a@b/ca.pem"},
+		// An '@' after a '/', '?' or '#' may end a password that holds
+		// one: everything before it goes, whatever url.Parse made of it.
+		{"rediss://h/?tls_ca_file=/etc/a@b/ca.pem", "rediss://xxxxx@b/ca.pem"},
+		{"redis://:1234/Secretpart@h:6379", "redis://xxxxx@h:6379"},
+		{"redis://:Kx7Pq/rest@h", "redis://xxxxx@h"},
+		{"redis://u:p?q#r@h", "redis://xxxxx@h"},
+		{"rediss://user:a#b@h:1/0", "rediss://xxxxx@h:1/0"},
+		{"redis://u:p@x/y@h", "redis://xxxxx@h"},
+		{"//u:hunter22@h", "xxxxx@h"},
+		// The user name is kept where the parser saw the user information
+		// whole, as written.
+		{"redis://us%65r:hunter22@h", "redis://us%65r:xxxxx@h"},
+		{"redis://u:hunter22@h/0?db=1", "redis://u:xxxxx@h/0?db=1"},
 		// Strings that do not parse are cut at their last '@'.
 		{"redis://u:hunter22@h:bad", "redis://xxxxx@h:bad"},
 		{"redis://u:hunter%zz22@h", "redis://xxxxx@h"},
@@ -103,7 +114,9 @@ func TestRedactError(t *testing.T) {
 }
 
 // FuzzRedact checks that Redact never panics, leaves strings without user
-// information alone, and never shows the password of a URL that has one.
+// information alone, and never shows the password of a URL that has one,
+// nor, whatever url.Parse makes of a string, any part of what may be its
+// password (see shownPasswordRun).
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{
 		"redis://u:hunter22@h:6379/0?db=1",
@@ -111,11 +124,16 @@ func FuzzRedact(f *testing.F) {
 		"redis://u:hunter22@h:bad",
 		"redis:u:hunter22@h",
 		"re dis:u:hunter22://w@h",
+		"redis://:Kx7Pq/rest@h",
+		"redis://:6379?db=Zx5@h",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		out := driver.Redact(in)
+		if run := shownPasswordRun(in, func(s string) (string, bool) { return driver.Redact(s), true }); run != "" {
+			t.Fatalf("Redact(%q) = %q; it shows %q of what may be the password", in, out, run)
+		}
 		if !strings.Contains(in, "@") {
 			if out != in {
 				t.Fatalf("Redact(%q) = %q; want it unchanged, it has no user information", in, out)

@@ -83,12 +83,19 @@ var knownParams = map[string]bool{
 // tls_insecure_skip_verify; for a node that is a Redis Cluster or a master
 // found through Sentinel, cluster, sentinel_master and addr (see
 // [Config.Name]). Errors wrap [ErrBadURL] and never contain the password.
+//
+// The user information ends at the last '@'. A password must have its '/',
+// '?' and '#' percent-encoded (%2F, %3F, %23), or the parser would take the
+// rest of it for the port, path or query: a URL with an '@' after a '/', '?'
+// or '#' is refused, and its errors, as those of a URL url.Parse refuses,
+// quote nothing between the scheme and the last '@'.
 func ParseURL(rawURL string) (*Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		// url.Error quotes the raw URL, password included: say what failed
-		// without it.
-		return nil, badURL(rawURL, "", "%s", describeURLError(err))
+		// url.Error quotes the raw URL, password included, and its reason
+		// may quote a piece of the password: say what failed without
+		// either.
+		return nil, badURL(rawURL, "", "%s", parseFailure(rawURL, err))
 	}
 	// From here on every message is also scrubbed of the password, which a
 	// careless URL may repeat elsewhere (in the path, in a parameter).
@@ -111,6 +118,13 @@ func ParseURL(rawURL string) (*Config, error) {
 	}
 	if u.Opaque != "" {
 		return nil, badURL(rawURL, password, "want %s://HOST:PORT", u.Scheme)
+	}
+	if start, end, ok := userinfoSpan(rawURL); ok && !clearUserinfo(rawURL, start, end) {
+		// An '@' after a '/', '?' or '#': the parser took what may be
+		// a password for the host, path or query, which the errors
+		// below would quote. Such a URL is refused whole, so that what
+		// ParseURL accepts and what Redact hides agree.
+		return nil, badURL(rawURL, "", "%s", unclearUserinfo)
 	}
 	cfg := &Config{
 		Driver:       drv,
@@ -272,6 +286,38 @@ func (c *Config) buildTLS(q url.Values) error {
 func badURL(rawURL, password, format string, args ...any) error {
 	msg := Redact(rawURL) + ": " + fmt.Sprintf(format, args...)
 	return fmt.Errorf("%w %s", ErrBadURL, redactString(msg, password))
+}
+
+// Reasons for URLs whose user information cannot be told apart from the
+// rest, or does not parse; they quote nothing of the URL.
+const (
+	unclearUserinfo = "an '@' follows a '/', '?' or '#', so where the user information ends is unclear: " +
+		"percent-encode '/', '?' and '#' in a password (%2F, %3F, %23), and '@' after the host (%40)"
+	badUserinfo = "user information does not parse: percent-encode '%', spaces and control characters " +
+		"in a user name or password (%25, %20)"
+	badScheme = "want a scheme such as redis:// before \"://\""
+)
+
+// parseFailure says why url.Parse refused rawURL with err, without quoting
+// anything that may be user information (see [Redact]): the parser's reason
+// when the URL has no '@' or still fails with its user information
+// replaced, and one of a few fixed reasons otherwise.
+func parseFailure(rawURL string, err error) string {
+	start, end, ok := userinfoSpan(rawURL)
+	switch {
+	case !ok:
+		return describeURLError(err)
+	case strings.Contains(rawURL[:end], "://") && !strings.HasSuffix(rawURL[:start], "://"):
+		return badScheme
+	case strings.ContainsAny(rawURL[start:end], "/?#"):
+		return unclearUserinfo
+	}
+	if _, err := url.Parse(rawURL[:start] + "user" + rawURL[end:]); err != nil {
+		// The fault lies outside the user information, and so does
+		// what the message quotes.
+		return describeURLError(err)
+	}
+	return badUserinfo
 }
 
 func describeURLError(err error) string {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
 )
 
@@ -151,8 +152,10 @@ func TestParseURLErrors(t *testing.T) {
 		{"redis:/u:hunter22@h", "user information needs redis://", "hunter22"},
 		{"redis:///u:hunter22@h", "user information needs redis://", "hunter22"},
 		{"redis//u:hunter22@h", `scheme ""`, "hunter22"},
-		{"re dis://u:hunter22@h", "first path segment", "hunter22"},
-		{"://u:hunter22@h", "missing protocol scheme", "hunter22"},
+		{"re dis://u:hunter22@h", `before "://"`, "hunter22"},
+		{"://u:hunter22@h", `before "://"`, "hunter22"},
+		{"re dis://h", "first path segment", ""},
+		{"://h", "missing protocol scheme", ""},
 
 		// Hosts and ports.
 		{"redis://:hunter22@h:0", `port "0"`, "hunter22"},
@@ -167,7 +170,9 @@ func TestParseURLErrors(t *testing.T) {
 		{"redis://:hunter22@[]:6380", "host", "hunter22"}, // url.Parse refuses it from Go 1.2x on, ParseURL before
 		{"redis://:hunter22@h h", "invalid character", "hunter22"},
 		{"redis://:hunter22@h\n", "invalid control character", "hunter22"},
-		{"redis://u:hunter%zz22@h", `invalid URL escape "%zz"`, "hunter%zz22"},
+		{"redis://u:hunter%zz22@h", "user information does not parse", "hunter%zz22"},
+		{"redis://u:hunter22@h%zz", `invalid URL escape "%zz"`, "hunter22"},
+		{"redis://u:hun ter22@h", "user information does not parse", "hun ter22"},
 
 		// Databases.
 		{"redis://:hunter22@h/abc", `database "abc"`, "hunter22"},
@@ -197,6 +202,16 @@ func TestParseURLErrors(t *testing.T) {
 		{"redis://:hunter22@h?db=%zz", `query: invalid URL escape "%zz"`, "hunter22"},
 		{"redis://:hunter22@h?db=1;pool_size=2", "query: invalid semicolon separator", "hunter22"},
 		{"redis://:hunter22@h#frag", "unexpected fragment", "hunter22"},
+
+		// An '@' after a '/', '?' or '#': what may be a password would be
+		// taken for the port, path, query or fragment.
+		{"redis://:hunter/22@h", "where the user information ends is unclear", "hunter/22"},
+		{"redis://:6379?hunter22@h", "where the user information ends is unclear", "6379?hunter22"},
+		{"redis://u:hunter#22@h:6379/0", "where the user information ends is unclear", "hunter#22"},
+		{"redis://:hunter22@h/0@x", "where the user information ends is unclear", "hunter22@h/0"},
+		{"rediss://h/?tls_ca_file=/etc/a@b/ca.pem", "where the user information ends is unclear", "h/?tls_ca_file=/etc/a"},
+		{"redis:?hunter22@h", "where the user information ends is unclear", "hunter22"},
+		{"redis://:hunter/22@h:bad", "where the user information ends is unclear", "hunter/22"},
 
 		// TLS parameters.
 		{"redis://:hunter22@h?tls_ca_file=" + q(ca.certFile), `parameter "tls_ca_file" needs a rediss:// URL`, "hunter22"},
@@ -341,9 +356,31 @@ func TestParseURLTLS(t *testing.T) {
 	}
 }
 
+// TestURLErrorsNeverQuotePassword checks that ParseURL's errors, and
+// Redact, show no part of a password that url.Parse would split elsewhere
+// than at the user information, or refuse: the message does not change with
+// the password.
+func TestURLErrorsNeverQuotePassword(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", "goredis"} {
+		dlmtest.TestURLErrors(t, name, func(rawURL string) error {
+			_, err := driver.ParseURL(rawURL)
+			return err
+		})
+		for _, u := range dlmtest.BadURLs(name) {
+			got, other := driver.Redact(u.URL), driver.Redact(u.Other)
+			if problem := dlmtest.CheckURLError(u, errors.New(got), errors.New(other)); problem != "" {
+				t.Errorf("Redact(%q) = %q: %s", u.URL, got, problem)
+			}
+		}
+	}
+}
+
 // FuzzParseURL checks that ParseURL never panics, that what it accepts has a
 // usable address, and that what it refuses wraps ErrBadURL without showing
-// the password.
+// the password: for URLs url.Parse accepts, the password it finds; for
+// every URL, any run of letters and digits of what may be a password (see
+// shownPasswordRun), whatever url.Parse made of it.
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{
 		"redis://localhost:6379",
@@ -352,6 +389,8 @@ func FuzzParseURL(f *testing.F) {
 		"redis:u:hunter22@h",
 		"redis://u:hunter22@h/hunter22?db=1",
 		"rediss://h?tls_ca_file=testdata/none.pem&tls_server_name=x",
+		"redis://:1234/Secretpart@h:6379",
+		"redis://:Kx7Pq/rest@h",
 	} {
 		f.Add(s)
 	}
@@ -375,6 +414,9 @@ func FuzzParseURL(f *testing.F) {
 		if cfg != nil || !errors.Is(err, driver.ErrBadURL) {
 			t.Fatalf("ParseURL(%q) = %v, %v; want nil and an error wrapping ErrBadURL", in, cfg, err)
 		}
+		if run := shownPasswordRun(in, parseError); run != "" {
+			t.Fatalf("ParseURL(%q) = %v; the error shows %q of what may be the password", in, err, run)
+		}
 		if perr != nil || u.User == nil {
 			return
 		}
@@ -390,6 +432,76 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// passwordPart returns where what may be the password of in lies: after
+// the first ':' of what lies between the "://" (or the start) and the last
+// '@'. ok is false when in has no such part.
+func passwordPart(in string) (start, end int, ok bool) {
+	end = strings.LastIndex(in, "@")
+	if end < 0 {
+		return 0, 0, false
+	}
+	from := 0
+	if i := strings.Index(in[:end], "://"); i >= 0 {
+		from = i + len("://")
+	}
+	i := strings.Index(in[from:end], ":")
+	if i < 0 {
+		return 0, 0, false
+	}
+	return from + i + 1, end, true
+}
+
+// shownPasswordRun returns a run of three or more letters and digits of
+// the password part of in (passwordPart) that show(in) holds, or "" when it
+// holds none. show returns an error message, or a redacted URL, and false
+// when it has none to give. A run counts as shown when show(in) holds it
+// and show of in with that part replaced by dlmtest.OtherPassword of it
+// holds the run's replacement: then it came from the password, not from
+// the message's words or the rest of the URL.
+func shownPasswordRun(in string, show func(string) (string, bool)) string {
+	start, end, ok := passwordPart(in)
+	if !ok {
+		return ""
+	}
+	other := in[:start] + dlmtest.OtherPassword(in[start:end]) + in[end:]
+	if u, perr := url.Parse(other); perr == nil && readsOutsideTestdata(u) {
+		return ""
+	}
+	msg, ok := show(in)
+	otherMsg, otherOK := show(other)
+	if !ok || !otherOK {
+		return ""
+	}
+	outside := in[:start] + "\x00" + in[end:]
+	part := in[start:end]
+	for i := 0; i < len(part); {
+		j := i
+		for j < len(part) && isAlnum(part[j]) {
+			j++
+		}
+		run, changed := part[i:j], other[start+i:start+j]
+		if len(run) >= 3 && run != changed && !strings.Contains(outside, run) && !strings.Contains(in, changed) &&
+			strings.Contains(msg, run) && strings.Contains(otherMsg, changed) {
+			return run
+		}
+		i = j + 1
+	}
+	return ""
+}
+
+// parseError is ParseURL's error message about s, for shownPasswordRun.
+func parseError(s string) (string, bool) {
+	_, err := driver.ParseURL(s)
+	if err == nil {
+		return "", false
+	}
+	return err.Error(), true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // readsOutsideTestdata reports whether u names a TLS file outside testdata/.
