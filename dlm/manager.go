@@ -200,6 +200,9 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 			return cfg, nil, err
 		}
 		rkeys[i] = cfg.redisKey(k)
+		if err := m.checkTag(k, rkeys[i]); err != nil {
+			return cfg, nil, err
+		}
 	}
 	if err := m.checkSlots(keys, rkeys); err != nil {
 		return cfg, nil, err
