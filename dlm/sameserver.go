@@ -75,7 +75,6 @@ type servers struct {
 	mu    sync.Mutex
 	ids   []string        // by node, once known
 	dups  []error         // by node, once a duplicate: its *sameServerError
-	quiet []error         // by node, once unsaid: why, for the log
 	wait  []chan struct{} // by node: closed when the asking under way ends
 }
 
