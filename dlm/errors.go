@@ -26,12 +26,13 @@ var (
 	// quorum to be possible, whoever holds the lock.
 	ErrUnavailable = errors.New("dlm: quorum of nodes unavailable")
 	// ErrInvalid is wrapped by every error for bad input: options, keys,
-	// node lists. The operation made no round trip — with one exception: a
+	// node lists. The operation made no round trip — with two exceptions: a
 	// [NodeError] matches it when the node refused keys of several hash
 	// slots (CROSSSLOT), which a Redis Cluster that the manager could not
-	// tell was one ([driver.Sharded]) does. Like [ErrPermission], such
-	// refusals stop [Manager.Lock] from retrying once they leave no quorum
-	// possible.
+	// tell was one ([driver.Sharded]) does, and when the node turned out,
+	// at its first contact, to be the same server as another node of the
+	// manager ([New]). Like [ErrPermission], such refusals stop
+	// [Manager.Lock] from retrying once they leave no quorum possible.
 	ErrInvalid = errors.New("dlm: invalid argument")
 	// ErrUnknownDriver means a node URL named a driver that is not
 	// registered, or named none while several are.
@@ -124,13 +125,15 @@ func (e *NodeError) Error() string { return "node " + e.Node + ": " + e.Err.Erro
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is [ErrPermission] and the node refused access,
-// or [ErrInvalid] and the node refused keys of several hash slots.
+// or [ErrInvalid] and the node refused keys of several hash slots or is the
+// same server as another node of the manager.
 func (e *NodeError) Is(target error) bool {
 	switch target {
 	case ErrPermission:
 		return isPermission(e.Err)
 	case ErrInvalid:
-		return isCrossSlot(e.Err)
+		var dup *sameServerError
+		return isCrossSlot(e.Err) || errors.As(e.Err, &dup)
 	}
 	return false
 }

@@ -41,11 +41,20 @@ type Manager struct {
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
+	// servers holds the run_ids the nodes said, so that one server named
+	// twice never counts twice (sameserver.go).
+	servers *servers
+	// opening is set while Open asks the nodes for their run_ids.
+	opening atomic.Bool
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
 // (compared by [driver.Node.Addr]). The options become the defaults of every
 // call. [Manager.Close] does not close nodes passed to New.
+//
+// New makes no round trip, and cannot tell one server named twice under
+// two addresses (127.0.0.1:6379 and localhost:6379), which would count
+// twice in every quorum; [Open] recognises it.
 //
 // An even number of nodes is allowed but tolerates no more failures than one
 // node fewer; New logs a warning for it, on the logger of [WithLogger] or,
@@ -76,6 +85,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	}
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
+	m.servers = newServers(len(nodes), m.clusterNodes, false)
 	m.waker = newWaker(m)
 	m.plain = newPlainAcquire(nodes)
 	if len(nodes)%2 == 0 {
@@ -93,6 +103,17 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 // client libraries, and returns a Manager over them as [New] does.
 // [Manager.Close] closes the nodes Open opened. If any URL fails, the nodes
 // already opened are closed again.
+//
+// Open then asks every node at once, within the node timeout, which server
+// it is (its run_id, INFO server), and returns an error wrapping
+// [ErrInvalid] naming both nodes when two URLs reach one server, as
+// redis://127.0.0.1:6379 and redis://localhost:6379 do. A node that does not
+// answer is asked before its first request; if it turns out to be the same
+// server as another node, it fails every request, so that one server never
+// counts twice in a quorum, and the manager logs it once at Warn (on
+// [slog.Default] without [WithLogger]). A node that is a Redis Cluster, or
+// whose server does not say its run_id (an ACL without +info), is not
+// compared.
 func Open(urls []string, opts ...Option) (*Manager, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)
@@ -126,6 +147,14 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m.owned = true
+	m.servers = newServers(len(nodes), m.clusterNodes, true)
+	m.opening.Store(true)
+	err = m.identifyAll(m.cfg.timeout())
+	m.opening.Store(false)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -200,6 +229,9 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 			return cfg, nil, err
 		}
 		rkeys[i] = cfg.redisKey(k)
+		if err := m.checkTag(k, rkeys[i]); err != nil {
+			return cfg, nil, err
+		}
 	}
 	if err := m.checkSlots(keys, rkeys); err != nil {
 		return cfg, nil, err

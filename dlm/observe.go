@@ -151,6 +151,10 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 	for i := range m.nodes {
 		m.spawn(func() {
 			defer func() { done <- struct{}{} }()
+			if err := m.admit(rctx, i); err != nil {
+				answers[i].err = err
+				return
+			}
 			res, err := m.nodes[i].Eval(rctx, leaderScript, []string{rkey}, nil)
 			if err != nil {
 				answers[i].err = err

@@ -281,6 +281,9 @@ func (m *Manager) askAlone(ctx context.Context, i int, req *request) reply {
 
 // ask runs req on node i within ctx, which bounds it.
 func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
+	if err := m.admit(ctx, i); err != nil {
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
+	}
 	res, err := m.eval(ctx, i, req)
 	if err != nil {
 		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}

@@ -27,6 +27,7 @@ func init() {
 		scriptid.GuardedPermitAcquire: guardedPermitAcquireScript,
 		scriptid.PermitExtend:         permitExtendScript,
 		scriptid.PermitRelease:        permitReleaseScript,
+		scriptid.ServerID:             serverIDScript,
 	} {
 		scriptid.Register(name, s)
 	}

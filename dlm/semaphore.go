@@ -59,6 +59,9 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 	if err != nil {
 		return nil, err
 	}
+	if err := m.checkTag(name, cfg.redisKey(name)); err != nil {
+		return nil, err
+	}
 	n := len(m.nodes)
 	q, err := permitQuorum(n, limit, cfg.permitQuorum)
 	if err != nil {

@@ -75,12 +75,49 @@ func (m *Manager) checkSlots(keys, rkeys []string) error {
 // of the part between its first "{" and the first "}" after it when that
 // part is not empty, modulo 16384.
 func keySlot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
+	if tag, ok := hashTag(key); ok {
+		key = tag
 	}
 	return crc16(key) % 16384
+}
+
+// hashTag returns the hash tag of key, the part between its first "{" and
+// the first "}" after it, and whether there is one: a key without "{", or
+// whose first "{" is followed by no "}" or at once by "}", has none, and
+// Redis Cluster hashes it whole.
+func hashTag(key string) (string, bool) {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j], true
+		}
+	}
+	return "", false
+}
+
+// checkTag returns ErrInvalid when the manager has a node that is a Redis
+// Cluster (m.sharded names it) and rkey, the Redis key of the lock key
+// key, has no hash tag. The library derives a lock's other keys from its
+// Redis key by a suffix (":fence", ":wake", ":guard", ...) and relies on
+// the tag, the key between braces, to put them all in the lock's slot;
+// a key beginning with "}" closes the tag at once, leaving it empty, so
+// that Redis Cluster would hash each derived key whole, in a slot of its
+// own, and refuse the scripts that use them together (CROSSSLOT) on every
+// attempt. A key containing "}" elsewhere keeps a tag, its part before the
+// "}", which its derived keys share.
+func (m *Manager) checkTag(key, rkey string) error {
+	if m.sharded == "" {
+		return nil
+	}
+	if _, ok := hashTag(rkey); ok {
+		return nil
+	}
+	if strings.HasPrefix(key, "}") {
+		return fmt.Errorf("%w: key %q begins with \"}\", which closes the hash tag of its Redis key %q at once, "+
+			"and node %s is a Redis Cluster: with an empty hash tag the lock's keys would fall in different slots; "+
+			"use a key that does not begin with \"}\"", ErrInvalid, key, rkey, m.sharded)
+	}
+	return fmt.Errorf("%w: the Redis key %q of key %q has no hash tag (see WithKeyPrefix), and node %s is a Redis Cluster: "+
+		"the lock's keys would fall in different slots", ErrInvalid, rkey, key, m.sharded)
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
 )
@@ -137,4 +138,70 @@ func TestAnnounceFlagOnCluster(t *testing.T) {
 	if loud != 2 {
 		t.Errorf("%d nodes announced the release; want 2", loud)
 	}
+}
+
+// TestClusterKeyStartingWithBraceRefused checks that every call naming a
+// key that begins with "}" is refused with ErrInvalid, saying why and
+// sending nothing, when a node is a Redis Cluster: the key's Redis key
+// "redlock:{}...}" would have an empty hash tag, so the keys derived from it
+// (":fence", ":wake", ...) would hash to other slots than the lock's. A
+// manager of plain nodes, which has no slots, takes such a key.
+func TestClusterKeyStartingWithBraceRefused(t *testing.T) {
+	t.Parallel()
+	// A bound for the calls that wait, should the key be taken for a
+	// valid one: the fakes do not run the read lock's scripts.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	fs := newFakes(3)
+	nodes := asNodes(fs)
+	nodes[1] = shardedNode{fs[1]}
+	m, err := New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	noop := func(context.Context) error { return nil }
+	lockErr := func(_ *Lock, err error) error { return err }
+	for _, tc := range []struct {
+		name string
+		key  string
+		call func(key string) error
+	}{
+		{"TryLock", "}k", func(k string) error { return lockErr(m.TryLock(ctx, k)) }},
+		{"Lock", "}", func(k string) error { return lockErr(m.Lock(ctx, k)) }},
+		{"TryLockAll", "}k", func(k string) error { return lockErr(m.TryLockAll(ctx, []string{k})) }},
+		{"LockAll", "}}k", func(k string) error { return lockErr(m.LockAll(ctx, []string{k})) }},
+		{"Do", "}k", func(k string) error { return m.Do(ctx, k, noop) }},
+		{"DoAll", "}k", func(k string) error { return m.DoAll(ctx, []string{k}, noop) }},
+		{"TryRLock", "}k", func(k string) error { return lockErr(m.TryRLock(ctx, k)) }},
+		{"RLock", "}k", func(k string) error { return lockErr(m.RLock(ctx, k)) }},
+		{"RDo", "}k", func(k string) error { return m.RDo(ctx, k, noop) }},
+		{"Status", "}k", func(k string) error { _, err := m.Status(ctx, k); return err }},
+		{"Semaphore", "}k", func(k string) error { _, err := m.Semaphore(k, 2); return err }},
+		{"Campaign", "}k", func(k string) error { _, err := m.Campaign(ctx, k, "v"); return err }},
+		{"Observe", "}k", func(k string) error { _, err := m.Observe(ctx, k); return err }},
+		{"Resume", "}k", func(k string) error {
+			secret, err := newSecret()
+			if err != nil {
+				return err
+			}
+			return lockErr(m.Resume(ctx, Handle{Keys: []string{k}, Secret: secret, Until: time.Now().Add(time.Second)}))
+		}},
+	} {
+		err := tc.call(tc.key)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `begins with "}"`) ||
+			!strings.Contains(err.Error(), "hash tag") || !strings.Contains(err.Error(), fs[1].Addr()) {
+			t.Errorf("%s(%q) on a cluster node = %v; want ErrInvalid saying the key begins with \"}\", its hash tag and the cluster node", tc.name, tc.key, err)
+		}
+	}
+	if n := countAll(fs, ""); n != 0 {
+		t.Errorf("the refused calls sent %d requests; want none", n)
+	}
+
+	plain := newManager(t, newFakes(3))
+	l, err := plain.TryLock(context.Background(), "}k")
+	if err != nil {
+		t.Fatalf("TryLock(\"}k\") over plain nodes: %v", err)
+	}
+	l.Unlock(context.Background())
 }

@@ -53,6 +53,10 @@ func (m *Manager) inspect(ctx context.Context, cfg *config, i int, rkey string) 
 	st := NodeStatus{Node: m.addrs[i]}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
 	defer cancel()
+	if err := m.admit(ctx, i); err != nil {
+		st.Err = &NodeError{Node: m.addrs[i], Err: err}
+		return st
+	}
 	res, err := m.nodes[i].Eval(ctx, statusScript, []string{rkey, rkey + fenceSuffix}, nil)
 	if err != nil {
 		st.Err = &NodeError{Node: m.addrs[i], Err: err}

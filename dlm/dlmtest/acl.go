@@ -24,7 +24,9 @@ import (
 //	                           Status PTTL and GET; SET is also sent alone
 //	                           (SET NX GET) to take a free key
 //	+time +info                the acquire scripts of WithRestartGuard read
-//	                           the node's clock and uptime
+//	                           the node's clock and uptime; Open reads the
+//	                           node's run_id, to recognise a server named
+//	                           twice
 //	+zadd +zrem +zrange        WithFairness keeps each lock's line of
 //	+zrangebyscore +zscore     waiters in two sorted sets and a ticket
 //	+zcard +incr               counter (":line", ":places", ":tickets")

@@ -2,6 +2,7 @@ package memlock
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -23,6 +24,7 @@ import (
 // use; the zero value is not, use [NewNode].
 type Node struct {
 	addr string
+	id   string // what the node says it is, as a server's run_id
 
 	mu   sync.Mutex
 	keys map[string]entry
@@ -43,8 +45,14 @@ var (
 )
 
 // NewNode returns an empty in-memory node named addr in errors and logs.
+// It answers package dlm's question of which server it is (a Redis
+// server's run_id) with an id of its own, 40 random hexadecimal digits, the
+// same for the node's whole life: the one node passed twice under two
+// names is recognised as one server.
 func NewNode(addr string) *Node {
-	return &Node{addr: addr, keys: map[string]entry{}, subs: map[*subscription]struct{}{}}
+	var id [20]byte
+	rand.Read(id[:])
+	return &Node{addr: addr, id: hex.EncodeToString(id[:]), keys: map[string]entry{}, subs: map[*subscription]struct{}{}}
 }
 
 // Addr returns the node's name.
@@ -158,6 +166,8 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		return int64(1), nil
 	case scriptid.Status:
 		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
+	case scriptid.ServerID:
+		return n.id, nil
 	case scriptid.Leader:
 		v, ok := n.get(keys[0])
 		if !ok {

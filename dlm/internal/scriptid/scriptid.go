@@ -30,6 +30,7 @@ const (
 	GuardedPermitAcquire = "guarded-permit-acquire"
 	PermitExtend         = "permit-extend"
 	PermitRelease        = "permit-release"
+	ServerID             = "server-id"
 )
 
 // WakeSuffix names a lock key's wake channel (the key plus the suffix), on
