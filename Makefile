@@ -18,7 +18,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {
 # builds them as users do.
 unexport GOWORK
 
-.PHONY: test deps covered vet staticcheck unit unit-workspace unit-bench unit-release unit-refusal bench fuzz release-check test-load
+.PHONY: test deps covered vet staticcheck build-tests unit unit-workspace unit-bench unit-release unit-refusal bench fuzz release-check test-load
 
 # Bash, so that a pipeline fails when go test does.
 SHELL       := /bin/bash
@@ -41,12 +41,16 @@ REPORT      := $(BIN)/report
 timed = start=$$(date +%s); rc=0; ( $(1) ) || rc=$$?; \
 	echo "$@ $$(( $$(date +%s) - start )) $$rc" >> $(REPORT)/steps; exit $$rc
 
-# make test runs the steps at once (their output line by line as it comes),
-# then prints one table: each package and step with its seconds and tests,
-# and the total. It fails when any step did.
+# make test runs in two phases, and prints at its end one table: each package
+# and step with its seconds and tests, and the total. First the steps that
+# compute (vet, staticcheck, the release check, and the build of every test
+# binary) at once; then the tests, whose suites wait far more than they
+# compute, with nothing else competing for the cores. It fails when any step
+# did.
 test: deps
 	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
-	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line vet staticcheck $(UNIT_STEPS) release-check || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line vet staticcheck release-check build-tests || rc=$$?; \
+	  $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; \
 	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
 
 deps: $(BIN)/staticcheck $(BIN)/testreport
@@ -94,6 +98,11 @@ unit: deps
 	@rc=0; $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
 
 GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
+# build-tests compiles every test binary of the unit steps (running none of
+# their tests), so that they later find their packages in the build cache.
+build-tests:
+	@mkdir -p $(REPORT); $(call timed,echo "== build tests"; $(GO) test -race -count=1 -run '^$$' $(WORKSPACE) >/dev/null && \
+	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done)
 unit-workspace:
 	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
 unit-bench:
