@@ -102,7 +102,8 @@ GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
 # their tests), so that they later find their packages in the build cache.
 build-tests:
 	@mkdir -p $(REPORT); $(call timed,echo "== build tests"; $(GO) test -race -count=1 -run '^$$' $(WORKSPACE) >/dev/null && \
-	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done)
+	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done && \
+	  cd internal/bench && $(GO) test -race -count=1 -run '^$$' github.com/dlmgo/redlock/backends/goredis >/dev/null)
 unit-workspace:
 	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
 unit-bench:

@@ -15,10 +15,13 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/internal/leakcheck"
+	"github.com/dlmgo/redlock/internal/testflags"
 )
 
 // TestMain fails the run if goroutines of this package outlive the tests.
+// Its tests wait on TTLs and servers: eight run at once unless -parallel says.
 func TestMain(m *testing.M) {
+	testflags.DefaultParallel(8)
 	snap := leakcheck.Take()
 	code := m.Run()
 	if code == 0 {
