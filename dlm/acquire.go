@@ -23,9 +23,10 @@ import (
 // sends requests. When the one before unlocks, it may hand its lock over
 // without a round trip — but only to a call that asked for the same TTL,
 // drift factor, node timeout and restart guard, without fencing, and only
-// while the lock still has its grant's validity: the lock received then has
-// exactly the [Lock.Until] and the TTL on the nodes that the call's own grant
-// would have given. Any other call obtains the lock from the nodes.
+// a lock that was never extended (not even by an Extend that failed, which
+// the nodes may have applied): the lock received then has exactly the
+// [Lock.Until] and the TTL on the nodes that the call's own grant would have
+// given. Any other call obtains the lock from the nodes.
 //
 // A retry budget ([WithRetry] with tries > 0) turns both off for the call:
 // it sends requests from its first attempt, beside the line rather than in

@@ -1,6 +1,10 @@
 package dlm
 
-import "github.com/dlmgo/redlock/dlm/driver"
+import (
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
 
 // UncheckedSemaphore returns a semaphore whose permits need q nodes, with
 // none of the checks of [Manager.Semaphore]: the tests use it to show that a
@@ -61,3 +65,12 @@ func ForgedCalls(k, secret string) []ForgedCall {
 
 // ReadersMark is the value of a lock key held by readers.
 const ReadersMark = readersMark
+
+// SetContendedFor sets how long a key refused by a node goes through the
+// acquire script in m, instead of SET NX (contendedFor, 10 s), so that the
+// tests can show what a writer whose retries are further apart meets.
+func SetContendedFor(m *Manager, d time.Duration) {
+	if m.plain != nil {
+		m.plain.contendFor.Store(int64(d))
+	}
+}

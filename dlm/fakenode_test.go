@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,6 +129,11 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 		for _, k := range keys {
 			v, ok := f.getLocked(k)
 			if (name == "acquire" && ok && v != secret) || (name == "extend" && v != secret) {
+				if name == "acquire" && v == readersMark && strings.HasSuffix(args[len(args)-1], writerWaits) {
+					// announce's readersHold: a waiting writer refused by
+					// readers records its intent.
+					f.keys[k+intentSuffix] = fakeEntry{val: "1", exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
+				}
 				return int64(0), nil
 			}
 		}

@@ -77,10 +77,6 @@ type turn struct {
 	qs   *localQueues
 	name string
 	left bool // guarded by qs.mu
-	// granted is the validity the lock had when the turn's caller got it:
-	// a lock extended or cut short since then is not handed over.
-	// Guarded by qs.mu.
-	granted time.Time
 }
 
 // queueName is the name of the queue for a lock's Redis keys.
@@ -158,7 +154,6 @@ func (t *turn) hold(l *Lock, handed bool) {
 	l.turn = t
 	waiting := false
 	t.qs.mu.Lock()
-	t.granted = l.until
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
 		q.holder = l
 		if !handed {
@@ -220,20 +215,24 @@ func (t *turn) leave() {
 //   - the next caller asked for the same lease ([lease]): TTL, drift factor,
 //     node timeout (the loss guard depends on it), restart guard (which
 //     nodes count toward a quorum), fencing;
-//   - l's validity is still the one its grant gave: it was neither extended
-//     nor cut short since;
+//   - no extension of l was ever sent to the nodes ([Lock.extended]),
+//     whether it succeeded or failed: a failed one may have been applied by
+//     nodes whose reply was lost or came after the caller's context ended,
+//     and then the keys live by its TTL, not the grant's, while l's
+//     validity stays the grant's (the earlier of the two); so l's keys and
+//     its validity are still those its grant gave;
 //   - at least half of a fresh grant's validity is left.
 //
-// The receiver then holds no more than its own grant would have given: keys
-// set on a quorum with its TTL (less than handOverSlice ago), and the
-// validity that grant proves, its TTL less its drift allowance
+// Invariant: the receiver then holds no more than its own grant would have
+// given: keys set on a quorum with its TTL (less than handOverSlice ago),
+// and the validity that grant proves, its TTL less its drift allowance
 // ([config.validity]). Its Until never exceeds what the nodes' TTL proves,
-// and the keys never outlive its TTL. A
-// caller that asked for anything else competes on the nodes on its own
+// and the keys never outlive its TTL. A lock that fails any condition is
+// released on the nodes, and the next caller competes there on its own
 // terms.
 func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
 	t := l.turn
-	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing || t == nil {
+	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing || l.extended || t == nil {
 		return false
 	}
 	t.qs.mu.Lock()
@@ -244,7 +243,7 @@ func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
 	}
 	next := q.waiters[0]
 	// The same lease means no fencing either: l.cfg.fencing is false here.
-	if next.lease != l.cfg.lease() || !l.until.Equal(t.granted) || time.Until(l.until) < next.minLease {
+	if next.lease != l.cfg.lease() || time.Until(l.until) < next.minLease {
 		return false
 	}
 	t.left = true

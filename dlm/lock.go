@@ -22,6 +22,10 @@ type Lock struct {
 	// announce its release; 0 when not known (Resume).
 	granted uint64
 	turn    *turn // the manager's local queue for these keys, if any
+	// extended records that an extension was sent to the nodes, whatever
+	// came of it: the keys may live by its TTL rather than the grant's, so
+	// the lock is never handed over (see [Lock.handOver]). Guarded by op.
+	extended bool
 	// waiter is the id under which the lock waited in the nodes' lines
 	// (fairness): nodes that did not grant it may still keep its place,
 	// which the release gives up.
@@ -177,6 +181,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // of the old one and start + ttl − drift (ttl in whole milliseconds, as the
 // nodes apply it, start when the extension was sent), and if that leaves
 // less than the loss guard, the lock is reported lost at once ([Lock.Lost]).
+// Either way, a lock Extend sent requests for is released on the nodes at
+// Unlock, never handed to the next of the Manager's callers in line (see
+// [Manager.Lock]): its keys may live by ttl, not by that caller's TTL.
 // After [Lock.Unlock], Extend returns an error wrapping [ErrNotHeld].
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
@@ -209,6 +216,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Unlock()
+	l.extended = true
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
 	validity := cfg.validity(ttl)

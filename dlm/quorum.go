@@ -57,6 +57,9 @@ type request struct {
 	// plain lets the nodes that implement driver.Setter run the acquire
 	// script as SET NX (setnx.go).
 	plain bool
+	// intent marks the attempt of a writer that will try again (see
+	// [request.writerIntent]).
+	intent bool
 }
 
 // quorum is the number of yes among n nodes that makes req's quorum.

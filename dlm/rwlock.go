@@ -25,10 +25,11 @@ var ErrUpgrade = fmt.Errorf("%w: a read lock cannot be upgraded to a write lock"
 // while a writer holds it no reader is.
 //
 // Writers are preferred: a writer that waits for readers to leave
-// ([Manager.Lock], not [Manager.TryLock]) records its intent on the nodes,
-// which keeps new readers out for the writer's TTL (renewed by each of its
-// attempts) or until a writer obtains the lock. Readers already in may
-// extend their leases. So a stream of readers cannot starve a writer.
+// ([Manager.Lock], not [Manager.TryLock]) records its intent on the nodes
+// from its first attempt on, which keeps new readers out for the writer's
+// TTL (renewed by each of its attempts, however far apart) or until a
+// writer obtains the lock. Readers already in may extend their leases. So a
+// stream of readers cannot starve a writer.
 //
 // Both sides need a majority of the nodes, and any two majorities share a
 // node, on which a reader and a writer exclude each other: a read lock and
@@ -79,8 +80,10 @@ const writerWaits = "w"
 
 // writerIntent marks req as the attempt of a writer that will try again:
 // refused because readers hold a key, it records its intent there (see
-// announce's readersHold).
+// announce's readersHold). Every such attempt records it, also one that
+// goes by SET NX (see [Manager.setNX]).
 func (r *request) writerIntent() {
+	r.intent = true
 	r.args[len(r.args)-1] += writerWaits
 	if r.quiet != nil {
 		r.quiet[len(r.quiet)-1] += writerWaits

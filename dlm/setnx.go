@@ -17,20 +17,24 @@ import (
 // Invariant: a node counts as a grant only where the key was free when the
 // request ran, and then holds the secret with the full TTL, or where it
 // already holds the attempt's own secret (set by an earlier copy of the same
-// request, within the attempt, hence after its start). That is what the
-// script grants, so quorum, validity and the proof in docs/design.md are
-// unchanged. What the command skips is what only contention needs:
+// request, within the attempt, hence after its start), or where the script
+// sent after it granted. That is what the script grants, so quorum,
+// validity and the proof in docs/design.md are unchanged. What the command
+// skips is what only contention needs:
 //   - the grant is not announced, so a waiter woken by the previous release
 //     is not sent back to sleep and tries once in vain;
-//   - a writer refused by readers does not record its intent, so it keeps
-//     new readers out from its next attempt on;
 //   - an intent another writer recorded is not deleted at the grant, but at
 //     the release ([releaseScript] deletes it), while readers are kept out by
 //     the lock itself.
 //
-// A manager therefore sends the command only for a key it has not seen
-// contended: a key any node refused within contendedFor goes through the
-// script, which also serves every retry of a waiting Lock. The command is
+// What it cannot skip, the intent of a writer that will wait, refused by
+// readers, the script records within the same attempt (see
+// [Manager.setNX]): whether a writer's attempt keeps new readers out never
+// depends on which path it took.
+//
+// A manager sends the command only for a key it has not seen contended: a
+// key any node refused within contendedFor goes through the script, which
+// also serves the retries of a waiting Lock that come sooner. The command is
 // sent only for a lock over one key, without fencing, fairness, the restart
 // guard or replica acknowledgements, whose scripts do more than SET. And it
 // is sent to a node only after the node ran the acquire script once, so
@@ -48,8 +52,10 @@ type plainAcquire struct {
 	// share it: a collision only sends the script where the command would
 	// have done.
 	contended [contendedSlots]atomic.Int64
-	seed      maphash.Seed
-	born      time.Time
+	// contendFor is contendedFor; the tests shorten it.
+	contendFor atomic.Int64
+	seed       maphash.Seed
+	born       time.Time
 }
 
 const (
@@ -75,6 +81,7 @@ func newPlainAcquire(nodes []driver.Node) *plainAcquire {
 					setters: make([]driver.Setter, len(nodes)), proven: make([]atomic.Bool, len(nodes)),
 					rest: make([]atomic.Int64, len(nodes)), seed: maphash.MakeSeed(), born: time.Now(),
 				}
+				p.contendFor.Store(int64(contendedFor))
 			}
 			p.setters[i] = s
 		}
@@ -102,7 +109,7 @@ func (m *Manager) plainUsable(cfg *config, rkeys []string, fw *fairWaiter) bool 
 // script for contendedFor.
 func (m *Manager) contend(rkeys []string) {
 	if p := m.plain; p != nil && len(rkeys) == 1 {
-		p.slot(rkeys[0]).Store(p.now() + int64(contendedFor))
+		p.slot(rkeys[0]).Store(p.now() + p.contendFor.Load())
 	}
 }
 
@@ -130,6 +137,16 @@ func (m *Manager) ran(i int, req *request) {
 // refusal. When the command fails while ctx has not ended, the script is
 // run in its place; if it answers, the node is sent only the script for
 // setterRest.
+//
+// Invariant: every attempt of a writer that will try again records its
+// intent on each node where readers refused it, whichever path it took, so
+// a waiting writer keeps new readers out for its TTL from its latest attempt
+// (docs/design.md, "Read-write lock"). The command cannot record it: when
+// it finds the readers' marker and req carries the intent, the script is
+// run on the node within the same attempt, and its answer is the node's
+// (it records the intent, or grants the key if the readers left meanwhile).
+// The command alone therefore answers only for a free key, the attempt's
+// own secret, or a refusal that needs no intent.
 func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *request) (any, error) {
 	secret := req.args[0]
 	v, err := s.SetNXGet(ctx, req.keys[0], secret, req.args[1])
@@ -138,10 +155,14 @@ func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *reques
 		case nil:
 			return int64(1), nil
 		case string:
-			// The attempt's own secret: the command was applied twice (a
-			// client's retry), first within the attempt.
-			if v == secret {
+			switch {
+			case v == secret:
+				// The attempt's own secret: the command was applied twice
+				// (a client's retry), first within the attempt.
 				return int64(1), nil
+			case v == readersMark && req.intent:
+				// Readers hold the key: the script records the intent.
+				return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
 			}
 			return int64(0), nil
 		}

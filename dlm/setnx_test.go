@@ -260,3 +260,82 @@ func TestPlainAcquireOwnValue(t *testing.T) {
 		t.Fatalf("Unlock: %v", err)
 	}
 }
+
+// TestWriterIntentAtFirstAttempt checks the first attempt of a writer on a
+// key that readers hold, which goes by SET NX (the manager has not seen the
+// key contended): when the writer will wait (Lock), the attempt records its
+// intent on every node that refused it, which keeps new readers out from
+// then on; a TryLock records none.
+func TestWriterIntentAtFirstAttempt(t *testing.T) {
+	t.Parallel()
+	checkLeaks(t)
+	for _, tc := range []struct {
+		name       string
+		wait       bool
+		wantIntent bool
+	}{
+		{"Lock", true, true},
+		{"TryLock", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			checkLeaks(t)
+			var (
+				mu      sync.Mutex
+				intents = -1 // on the nodes when the first attempt ended
+			)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var fs []*fakeNode
+			first := hookFunc(func(e *Event) {
+				if e.Kind != EventAttempt || e.Key != "k" {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if intents >= 0 {
+					return
+				}
+				intents = 0
+				for _, f := range fs {
+					if _, _, ok := f.get(rkey("k") + intentSuffix); ok {
+						intents++
+					}
+				}
+				cancel() // the writer stops waiting
+			})
+			ss, fakes, m := setterManager(t, 3, WithHook(first), WithRetry(0, FixedBackoff(time.Hour)))
+			fs = fakes
+			for _, f := range fs {
+				f.set(rkey("k"), readersMark, time.Minute)
+			}
+			var err error
+			if tc.wait {
+				_, err = m.Lock(ctx, "k")
+			} else {
+				_, err = m.TryLock(ctx, "k")
+			}
+			if !errors.Is(err, ErrNotObtained) && !errors.Is(err, context.Canceled) {
+				t.Fatalf("lock behind readers = %v; want ErrNotObtained or the context's end", err)
+			}
+			if got := setsAll(ss); got < 2 {
+				t.Fatalf("SetNXGet sent %d times at the first attempt; want at least 2 (it goes by the command)", got)
+			}
+			mu.Lock()
+			got := intents
+			mu.Unlock()
+			// The attempt stops at two refusals: those two nodes answered.
+			if tc.wantIntent && got < 2 {
+				t.Errorf("after the first attempt, %d nodes hold the writer's intent; want at least 2 (a majority)", got)
+			}
+			if !tc.wantIntent && got != 0 {
+				t.Errorf("after TryLock, %d nodes hold a writer's intent; want 0", got)
+			}
+		})
+	}
+}
+
+// hookFunc is a Hook made of a function.
+type hookFunc func(*Event)
+
+func (f hookFunc) Observe(_ context.Context, e *Event) { f(e) }

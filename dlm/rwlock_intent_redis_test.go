@@ -1,0 +1,127 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// TestWriterIntentRenewedByEveryAttempt checks, on real redis-servers, that
+// a writer waiting behind a reader keeps new readers out for as long as it
+// waits, whatever path its attempts take: its first attempt, which goes by
+// SET NX (its manager has not seen the key contended), and the attempts
+// that come after its manager stopped treating the key as contended (a
+// retry delay longer than contendedFor, shortened here from 10 s), each
+// record or renew its intent. Its intent lives its TTL from its latest
+// attempt, so the retry delay is kept below the TTL.
+func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
+	t.Parallel()
+	_, nodes := startNodes(t, 3)
+	const (
+		contended = 50 * time.Millisecond
+		retry     = 600 * time.Millisecond // waits of 300–600 ms, each longer than contended
+		ttl       = 2 * time.Second        // the writer's: its intent outlives each wait
+		watch     = 2*ttl + time.Second    // the intent of one attempt would have lapsed
+	)
+	ctx := context.Background()
+	newManager := func(opts ...dlm.Option) *dlm.Manager {
+		m, err := dlm.New(nodes, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	readers, probe := newManager(), newManager()
+	r, err := readers.RLock(ctx, "doc", dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatalf("RLock: %v", err)
+	}
+	defer r.Unlock(ctx)
+
+	// probeReader tries a new read lock, which the writer's intent must
+	// refuse, and releases it at once if it was granted.
+	probeReader := func() error {
+		l, err := probe.TryRLock(ctx, "doc")
+		if err == nil {
+			l.Unlock(ctx)
+			return errors.New("a new reader got in")
+		}
+		if !errors.Is(err, dlm.ErrNotObtained) {
+			return err
+		}
+		return nil
+	}
+	var (
+		mu       sync.Mutex
+		attempts int
+		atFirst  error = errors.New("no attempt seen")
+	)
+	hook := hookFunc(func(e *dlm.Event) {
+		if e.Kind != dlm.EventAttempt || e.Key != "doc" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if attempts == 1 {
+			// On the writer's goroutine: its next attempt waits for this.
+			atFirst = probeReader()
+		}
+	})
+	writers := newManager(dlm.WithHook(hook))
+	dlm.SetContendedFor(writers, contended)
+	// Every node runs the acquire script once: the writer's manager sends
+	// SET NX from then on.
+	if err := lockUnlock(ctx, writers, "warm-up"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		l, err := writers.Lock(wctx, "doc", dlm.WithTTL(ttl), dlm.WithRetry(0, dlm.FixedBackoff(retry)))
+		if err == nil {
+			l.Unlock(ctx)
+			err = errors.New("the writer got the lock while a reader held it")
+		}
+		done <- err
+	}()
+	// The first attempt is probed by the hook; the others from here, from
+	// the second on, which the writer makes at once when the nodes'
+	// subscriptions are confirmed.
+	waitUntil(t, "the writer's second attempt", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts > 1
+	})
+	started := time.Now()
+	refused := 0
+	for time.Since(started) < watch {
+		if err := probeReader(); err != nil {
+			mu.Lock()
+			n := attempts
+			mu.Unlock()
+			t.Errorf("TryRLock %v after the writer's second attempt (%d attempts made): %v; want ErrNotObtained", time.Since(started).Round(time.Millisecond), n, err)
+			break
+		}
+		refused++
+		time.Sleep(20 * time.Millisecond) // the pace of the probes, not a timing assertion
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("writer's Lock = %v; want it still waiting until its context ended", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if atFirst != nil {
+		t.Errorf("TryRLock right after the writer's first attempt: %v; want ErrNotObtained", atFirst)
+	}
+	if attempts < 4 {
+		t.Errorf("the writer made %d attempts in %v; want at least 4, most of them more than %v apart", attempts, watch, contended)
+	}
+	t.Logf("%d new readers refused while the writer made %d attempts", refused, attempts)
+}
