@@ -46,6 +46,13 @@
 // password configured"): that URL names the wrong server, or one that lost
 // its password.
 //
+// # Logging
+//
+// go-redis logs lines of its own, such as "sentinel: new master=..." after
+// a Sentinel failover, to standard error by default, through one logger
+// for the whole process: they cannot follow a manager's [dlm.WithLogger].
+// [SetLogger] sends them to a [slog.Logger], typically the same one.
+//
 // # Client version
 //
 // The module requires go-redis v9.0.0, the first v9 release, which already
