@@ -201,22 +201,15 @@ func (m *Manager) askServerID(ctx context.Context, i int) (id string, why, err e
 	return strings.ToLower(s), nil, nil
 }
 
-// busyCodes are the error replies of a server that will answer later.
-var busyCodes = []string{"BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"}
-
 // answered reports whether err is a server's error reply, which starts
 // with its code in capitals ("ERR ...", "NOPERM ..."), other than one of a
-// server that will answer later; a transport error or a timeout is not.
+// server that will answer later ([driver.Transient]); a transport error or
+// a timeout is not.
 func answered(err error) bool {
 	msg := err.Error()
 	code, _, _ := strings.Cut(msg, " ")
-	if len(code) < 2 || strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+	if len(code) < 2 || strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" || driver.Transient(msg) {
 		return false
-	}
-	for _, c := range busyCodes {
-		if code == c {
-			return false
-		}
 	}
 	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }

@@ -35,6 +35,24 @@
 // one down, so the same node could grant a lock twice. Make each of its
 // shards a node of its own instead.
 //
+// # Open
+//
+// [Driver.Open] checks the server as every backend does, with
+// [driver.CheckOpen]: a server that cannot be reached, or answers that it is
+// not ready yet ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN), leaves a node that connects on first use; any other error
+// reply fails Open, and so does a URL with a password for the default user
+// of a server that has none (Redis answers its AUTH "called without any
+// password configured"): that URL names the wrong server, or one that lost
+// its password.
+//
+// # Logging
+//
+// go-redis logs lines of its own, such as "sentinel: new master=..." after
+// a Sentinel failover, to standard error by default, through one logger
+// for the whole process: they cannot follow a manager's [dlm.WithLogger].
+// [SetLogger] sends them to a [slog.Logger], typically the same one.
+//
 // # Client version
 //
 // The module requires go-redis v9.0.0, the first v9 release, which already

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"reflect"
-	"strings"
 	"syscall"
 	"time"
 
@@ -36,14 +35,16 @@ var _ driver.Driver = Driver{}
 // through the Sentinels (the node is then that one master, whichever
 // server it is at the moment).
 //
-// Open connects at once and sends PING, within the URL's dial timeout. A
-// server that answers with an error (a wrong password, a user without the
-// rights to connect, a database that does not exist) fails Open. A server
-// that cannot be reached, or answers that it is not ready (LOADING, BUSY,
-// MASTERDOWN, TRYAGAIN, CLUSTERDOWN), does not: go-redis connects on use,
-// so a manager can be opened while a minority of its nodes is down, and
-// until the server is back Eval and Ping return the connection error.
-// Errors never contain the password.
+// Open connects at once and checks the server with [driver.CheckOpen],
+// within the URL's dial timeout, as every backend does. A server that
+// answers with an error reply (a wrong password, a user without the rights
+// to connect, a database that does not exist, a password for a server that
+// has none) fails Open. A server that cannot be reached, or answers that it
+// is not ready ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN), does not: go-redis connects on use, so a manager can be
+// opened while a minority of its nodes is down, and until the server is
+// back Eval and Ping return the connection error. Errors never contain the
+// password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
@@ -53,28 +54,33 @@ func (Driver) Open(url string) (driver.Node, error) {
 	n.password = cfg.Password
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
-	if err := n.Ping(ctx); err != nil && refused(err) {
+	if err := driver.CheckOpen(ctx, cfg, n.command, errorReply); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Name(), err)
 	}
 	return n, nil
 }
 
-// refused reports whether err is an error reply that will not go away by
-// itself: a wrong password, a missing permission, a bad database. A server
-// still loading its data, busy with a script or waiting for its master is
-// as good as unreachable for now.
-func refused(err error) bool {
+// command sends args to the server, for [driver.CheckOpen].
+func (n *node) command(ctx context.Context, args ...string) error {
+	cmd := make([]any, len(args))
+	for i, a := range args {
+		cmd[i] = a
+	}
+	_, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
+		return nil, n.client.Do(ctx, cmd...).Err()
+	}))
+	return err
+}
+
+// errorReply returns the text of err when it is an error reply of the
+// server.
+func errorReply(err error) (string, bool) {
 	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
+	if errors.As(err, &reply) {
+		return reply.Error(), true
 	}
-	code, _, _ := strings.Cut(reply.Error(), " ")
-	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
-		return false
-	}
-	return true
+	return "", false
 }
 
 // clientOptions translates a node URL into go-redis options.

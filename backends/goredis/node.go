@@ -59,7 +59,7 @@ type node struct {
 // node timeout on one attempt, its error becomes the context's ("context
 // deadline exceeded") instead of the refused connection, and package dlm
 // retries whole attempts anyway. go-redis also logs failed dials to
-// standard error; [redis.SetLogger] sends its log elsewhere.
+// standard error; [SetLogger] sends its log to a [slog.Logger].
 //
 // A [redis.Ring] is refused: every call of its node fails with an error
 // matching [dlm.ErrInvalid], which a manager reports without retrying. A

@@ -25,6 +25,17 @@
 //	defer pool.Close()
 //	m, err := dlm.New([]driver.Node{redigo.NewNode(pool, "10.0.0.1:6379"), ...})
 //
+// # Open
+//
+// [Driver.Open] checks the server as every backend does, with
+// [driver.CheckOpen]: a server that cannot be reached, or answers that it is
+// not ready yet ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN), leaves a node that connects on first use; any other error
+// reply fails Open, and so does a URL with a password for the default user
+// of a server that has none (Redis answers its AUTH "called without any
+// password configured"): that URL names the wrong server, or one that lost
+// its password.
+//
 // # Client version
 //
 // The module requires redigo v1.8.6, the first release with a context on

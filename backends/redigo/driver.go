@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -31,14 +30,16 @@ var _ driver.Driver = Driver{}
 // Open parses url with [driver.ParseURL] and returns a node with a
 // [redis.Pool] of its own, which the node's Close closes.
 //
-// Open connects at once and sends PING, within the URL's dial timeout. A
-// server that answers with an error (a wrong password, a user without the
-// rights to connect, a database that does not exist) fails Open. A server
-// that cannot be reached, or answers that it is not ready (LOADING, BUSY,
-// MASTERDOWN, TRYAGAIN), does not: the pool connects on use, so a manager
-// can be opened while a minority of its nodes is down, and until the server
-// is back Eval and Ping return the connection error. Errors never contain
-// the password.
+// Open connects at once and checks the server with [driver.CheckOpen],
+// within the URL's dial timeout, as every backend does. A server that
+// answers with an error reply (a wrong password, a user without the rights
+// to connect, a database that does not exist, a password for a server that
+// has none) fails Open. A server that cannot be reached, or answers that it
+// is not ready ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN), does not: the pool connects on use, so a manager can be
+// opened while a minority of its nodes is down, and until the server is
+// back Eval and Ping return the connection error. Errors never contain the
+// password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
@@ -51,28 +52,37 @@ func (Driver) Open(url string) (driver.Node, error) {
 	n.password = cfg.Password
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
-	if err := n.Ping(ctx); err != nil && refused(err) {
+	if err := driver.CheckOpen(ctx, cfg, n.command, errorReply); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("redigo: connect %s: %w", cfg.Addr, err)
 	}
 	return n, nil
 }
 
-// refused reports whether err is an error reply that will not go away by
-// itself: a wrong password, a missing permission, a bad database. A server
-// still loading its data, busy with a script or waiting for its master is
-// as good as unreachable for now.
-func refused(err error) bool {
+// command sends args to the server, for [driver.CheckOpen].
+func (n *node) command(ctx context.Context, args ...string) (err error) {
+	defer n.recoverTo(&err)
+	c, err := n.conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cmd := make([]any, len(args)-1)
+	for i, a := range args[1:] {
+		cmd[i] = a
+	}
+	_, err = redis.DoContext(c, ctx, args[0], cmd...)
+	return n.fail(ctx, err)
+}
+
+// errorReply returns the text of err when it is an error reply of the
+// server.
+func errorReply(err error) (string, bool) {
 	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
+	if errors.As(err, &reply) {
+		return string(reply), true
 	}
-	code, _, _ := strings.Cut(reply.Error(), " ")
-	switch code {
-	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN":
-		return false
-	}
-	return true
+	return "", false
 }
 
 // connOptions says how a node's pool makes connections: redigo's

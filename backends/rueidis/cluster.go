@@ -1,7 +1,6 @@
 package rueidis
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -36,24 +35,19 @@ func isCluster(c rueidisclient.Client) (cluster bool) {
 // over opt with the seed addresses opt.InitAddress, which the node's Close
 // closes. Its Addr is the seeds, sorted and joined by commas. The client
 // dials through the node's conns, so that Close ends every connection. A
-// cluster that cannot be reached is connected to on first use.
-func newClusterNode(opt rueidisclient.ClientOption, closeGrace time.Duration) (*node, error) {
+// cluster that cannot be reached is connected to on first use; Open's
+// check is that of a single server (node.open).
+func newClusterNode(cfg *driver.Config, opt rueidisclient.ClientOption) (*node, error) {
 	addrs := slices.Clone(opt.InitAddress)
 	slices.Sort(addrs)
 	n := &node{
-		addr: strings.Join(addrs, ","), owned: true, sharded: true, opt: opt, conns: &conns{}, closeGrace: closeGrace,
-		born: time.Now(), healthyWindow: closeGrace / 2,
+		addr: strings.Join(addrs, ","), owned: true, sharded: true, opt: opt, conns: &conns{}, closeGrace: cfg.WriteTimeout,
+		born: time.Now(), healthyWindow: cfg.WriteTimeout / 2,
 	}
 	n.opt.ForceSingleClient = false
 	n.opt.DialFn = n.conns.dial
-	c, err := n.newClient()
-	if err != nil {
-		if refused(err) {
-			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), opt.Password)
-		}
-		return n, nil
+	if err := n.open(cfg); err != nil {
+		return nil, err
 	}
-	n.ref.Store(&clientRef{c})
-	n.sawReply()
 	return n, nil
 }

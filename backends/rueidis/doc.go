@@ -41,6 +41,17 @@
 // and are accepted but unused (the context bounds each call, and rueidis
 // pipelines over a few connections instead of pooling).
 //
+// # Open
+//
+// [Driver.Open] checks the server as every backend does, with
+// [driver.CheckOpen]: a server that cannot be reached, or answers that it is
+// not ready yet ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN), leaves a node that connects on first use; any other error
+// reply fails Open, and so does a URL with a password for the default user
+// of a server that has none (Redis answers its AUTH "called without any
+// password configured"): that URL names the wrong server, or one that lost
+// its password.
+//
 // # Replies
 //
 // rueidis speaks RESP3 to Redis 6 and later, where a Lua true or false comes

@@ -1,10 +1,12 @@
 package rueidis
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	rueidisclient "github.com/redis/rueidis"
@@ -32,14 +34,17 @@ var _ driver.Driver = Driver{}
 // through the Sentinels.
 //
 // Open connects at once, bounded by the URL's dial timeout (twice over: once
-// to dial, once for the handshake). A server that turns the settings down
-// fails Open: an error reply (a wrong password, a user without the rights to
-// connect, a database that does not exist) or a TLS certificate that does
-// not verify; so does a panic in rueidis, as a [driver.PanicError]. A server
-// that cannot be reached, or does not answer, does not: the node connects on
-// first use instead, so a manager can be opened while a minority of its
-// nodes is down. Until it connects, Eval and Ping return the connection
-// error. Errors never contain the password.
+// to dial, once for the handshake), and checks the server with
+// [driver.CheckOpen], as every backend does. A server that turns the
+// settings down fails Open: an error reply (a wrong password, a user
+// without the rights to connect, a database that does not exist, a password
+// for a server that has none) or a TLS certificate that does not verify; so
+// does a panic in rueidis, as a [driver.PanicError]. A server that cannot
+// be reached, does not answer, or answers that it is not ready
+// ([driver.Transient]: LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN),
+// does not: the node connects on first use instead, so a manager can be
+// opened while a minority of its nodes is down. Until it connects, Eval
+// and Ping return the connection error. Errors never contain the password.
 func (Driver) Open(url string) (driver.Node, error) {
 	cfg, err := driver.ParseURL(url)
 	if err != nil {
@@ -48,7 +53,7 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if cfg.Cluster {
 		opt := clientOption(cfg)
 		opt.InitAddress = cfg.Addrs
-		n, err := newClusterNode(opt, cfg.WriteTimeout)
+		n, err := newClusterNode(cfg, opt)
 		if err != nil {
 			return nil, err // not a nil *node in an interface
 		}
@@ -64,29 +69,84 @@ func (Driver) Open(url string) (driver.Node, error) {
 		n.opt.Sentinel = rueidisclient.SentinelOption{MasterSet: cfg.SentinelMaster, TLSConfig: cfg.TLS, Dialer: n.opt.Dialer}
 	}
 	n.opt.DialFn = n.conns.dial
+	if err := n.open(cfg); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// open makes the client of a node that Open made, and checks the server
+// with [driver.CheckOpen]. It returns the error of a server that turned
+// the node's settings down, having closed the node. A server that cannot be
+// reached or is not ready leaves the node to connect on first use.
+func (n *node) open(cfg *driver.Config) error {
 	c, err := n.newClient()
 	if err != nil {
 		if refused(err) {
-			return nil, driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), cfg.Password)
+			return driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), cfg.Password)
 		}
-		// Unreachable for now: connect on first use.
-		return n, nil
+		return nil // unreachable for now: connect on first use
 	}
 	n.ref.Store(&clientRef{c})
 	n.sawReply()
-	return n, nil
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	do := func(ctx context.Context, args ...string) error { return n.command(ctx, c, args...) }
+	if err := driver.CheckOpen(ctx, cfg, do, errorReply); err != nil {
+		n.Close()
+		return fmt.Errorf("rueidis: connect %s: %w", n.addr, err)
+	}
+	return nil
+}
+
+// command sends args to the server through c, for [driver.CheckOpen].
+func (n *node) command(ctx context.Context, c rueidisclient.Client, args ...string) (err error) {
+	defer n.recoverTo(&err)
+	res := c.Do(ctx, c.B().Arbitrary(args...).Build())
+	if err := res.NonRedisError(); err != nil {
+		return driver.RedactError(err, n.opt.Password)
+	}
+	msg, _ := res.ToMessage()
+	_, err = normalize(&msg)
+	return err
 }
 
 // refused reports whether a failed connect reached a server that turned the
 // node's settings down, which trying again will not change: an error reply
-// (wrong password, a user without rights, no such database) or a TLS
-// certificate that does not verify; or whether rueidis panicked.
+// that is not [driver.Transient] (wrong password, a user without rights, no
+// such database) or a TLS certificate that does not verify; or whether
+// rueidis panicked.
 func refused(err error) bool {
-	if _, ok := rueidisclient.IsRedisErr(err); ok || isPanic(err) {
+	if reply, ok := errorReply(err); ok {
+		return !driver.Transient(reply)
+	}
+	if isPanic(err) {
 		return true
 	}
 	var cert *tls.CertificateVerificationError
 	return errors.As(err, &cert)
+}
+
+// errorReply returns the text of err when it is an error reply of the
+// server. A [replyError] has it whole. rueidis' own [rueidisclient.RedisError],
+// which the handshake returns, drops a leading "ERR ", which errorReply puts
+// back before a text that does not start with a code in capitals ("max
+// number of clients reached"); "ERR DB index is out of range" stays "DB
+// index ...", whose classification is the same.
+func errorReply(err error) (string, bool) {
+	var whole *replyError
+	if errors.As(err, &whole) {
+		return whole.msg, true
+	}
+	var reply *rueidisclient.RedisError
+	if !errors.As(err, &reply) || reply == nil {
+		return "", false
+	}
+	text := reply.Error()
+	if code, _, _ := strings.Cut(text, " "); code == "" || strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		text = "ERR " + text
+	}
+	return text, true
 }
 
 // healthyWindow keeps a node on the direct path (guard.go) for half the time

@@ -40,7 +40,9 @@ func nodeURL(entry, backend string) string {
 type secrets []string
 
 // nodeURLs maps the entries of --nodes with [nodeURL] and checks them. It
-// returns the URLs and their passwords. Its errors name no password.
+// returns the URLs and their passwords. Its errors name no password, and
+// number the entries from 0, as package dlm's errors number the nodes: the
+// first entry is "node 0" in every message.
 func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
 	if len(entries) == 0 {
 		return nil, nil, errNoNodes
@@ -51,7 +53,7 @@ func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
 		urls[i] = nodeURL(e, backend)
 		cfg, err := driver.ParseURL(urls[i])
 		if err != nil {
-			return nil, nil, fmt.Errorf("node %d: %w", i+1, err)
+			return nil, nil, fmt.Errorf("node %d: %w", i, err)
 		}
 		if cfg.Password != "" {
 			pw = append(pw, cfg.Password)

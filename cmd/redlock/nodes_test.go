@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
 )
 
@@ -59,9 +60,9 @@ func TestNodeURLsErrors(t *testing.T) {
 		want    string
 	}{
 		{nil, "no nodes"},
-		{[]string{"h1:1", "http://h2:2"}, "node 2"},
+		{[]string{"h1:1", "http://h2:2"}, "node 1:"},
 		{[]string{"redis://:s3cret@h1:1?bogus=1"}, "unknown parameter"},
-		{[]string{"redis://:s3cret@h1:notaport"}, "node 1"},
+		{[]string{"redis://:s3cret@h1:notaport"}, "node 0:"},
 	}
 	for _, tt := range tests {
 		_, _, err := nodeURLs(tt.entries, "goredis")
@@ -74,6 +75,22 @@ func TestNodeURLsErrors(t *testing.T) {
 		}
 		if len(tt.entries) > 0 && !errors.Is(err, driver.ErrBadURL) {
 			t.Errorf("nodeURLs(%q) = %v; want an error wrapping driver.ErrBadURL", tt.entries, err)
+		}
+	}
+}
+
+// TestNodeNumbersOneConvention checks that the command's own errors and
+// package dlm's number a node alike, from 0: the third entry of --nodes is
+// "node 2" in both.
+func TestNodeNumbersOneConvention(t *testing.T) {
+	t.Parallel()
+	entries := []string{"h1:1", "h2:2", "http://h3:3"}
+	_, _, cliErr := nodeURLs(entries, "goredis")
+	urls := []string{"redis+goredis://h1:1", "redis+goredis://h2:2", "http://h3:3"}
+	_, libErr := dlm.Open(urls)
+	for name, err := range map[string]error{"nodeURLs": cliErr, "dlm.Open": libErr} {
+		if err == nil || !strings.Contains(err.Error(), "node 2:") {
+			t.Errorf("%s of a bad third URL = %v; want an error naming node 2", name, err)
 		}
 	}
 }

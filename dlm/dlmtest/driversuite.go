@@ -24,14 +24,19 @@ const echoScript = "return ARGV[1]"
 // URLs, each subtest on redis-server processes of its own. It checks that:
 //
 //   - the right password opens a node; a wrong or missing one fails Open
-//     with WRONGPASS or NOAUTH, never showing the password; an ACL user runs
-//     what its rules allow and gets NOPERM for the rest;
+//     with WRONGPASS or NOAUTH, never showing the password, and so does a
+//     password for the default user of a server that has none
+//     ([driver.CheckOpen]); an ACL user runs what its rules allow and gets
+//     NOPERM for the rest;
 //   - the database of the URL's path or its db parameter is the one the
 //     scripts see, and one the server lacks fails Open;
 //   - a node opens while its server is down, fails calls meanwhile and works
 //     once the server is back; connections pooled before a restart, plain or
 //     TLS, do not fail the calls after it; a server busy with a script does
-//     not fail Open, as a wrong password does;
+//     not fail Open, as a wrong password does; a server answering each
+//     error reply of [driver.Transient]'s cases (LOADING, CLUSTERDOWN,
+//     NOPERM, ...) fails Open exactly when that function says it refuses
+//     the node's settings;
 //   - replies are normalized as package [driver] documents, an error reply
 //     nested in an array is an error element, and a script flushed from the
 //     server's cache is sent again with EVAL;
@@ -61,11 +66,13 @@ func TestDriver(t *testing.T, name string) {
 		fn   func(*testing.T)
 	}{
 		{"Password", d.testPassword},
+		{"PasswordWithoutServerPassword", d.testPasswordWithoutServerPassword},
 		{"ACLUser", d.testACLUser},
 		{"Database", d.testDatabase},
 		{"ServerDownAtOpen", d.testServerDownAtOpen},
 		{"ServerRestart", d.testServerRestart},
 		{"OpenWhileBusy", d.testOpenWhileBusy},
+		{"OpenErrorReplies", d.testOpenErrorReplies},
 		{"Replies", d.testReplies},
 		{"NestedErrorReply", d.testNestedErrorReply},
 		{"NoScriptFallback", d.testNoScriptFallback},

@@ -13,6 +13,10 @@
 //     and "go get" of every module of its table;
 //   - "go build" of the Usage section's Go snippet, taken from README.md so
 //     that the check fails when the README drifts from the code;
+//   - the commands of the "Using a checkout" section, in a fresh module with
+//     the Usage snippet, $REDLOCK being the commit's tree unpacked: the
+//     program builds, and go mod tidy leaves the backends it imports
+//     required and drops one it does not;
 //   - the "go install" command of the Command-line tool section, and
 //     "go install .../cmd/redlock@VERSION", then "redlock version", which
 //     must report VERSION.

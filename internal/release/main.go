@@ -137,6 +137,12 @@ func run(ctx context.Context, out io.Writer, repoDir, ref string, keep bool) (er
 		return err
 	}
 
+	// The same program built with a clone, as the Using a checkout section
+	// says.
+	if err := checkCheckout(ctx, u, repo, rev, src, version, rd.Checkout, mods); err != nil {
+		return err
+	}
+
 	// The command-line tool, installed outside any module: as the README
 	// says, and at the version released.
 	outside := filepath.Join(tmp, "outside")

@@ -16,6 +16,9 @@ type readme struct {
 	Install [][]string
 	// Usage is the Usage section's first Go snippet.
 	Usage string
+	// Checkout are the "Using a checkout" section's commands, in which
+	// $REDLOCK stands for the clone's directory.
+	Checkout [][]string
 }
 
 // parseReadme reads the sections of README.md that a new user follows.
@@ -55,6 +58,17 @@ func parseReadme(text string) (*readme, error) {
 	}
 	if len(r.Install) == 0 {
 		return nil, fmt.Errorf("README.md, Command-line tool: no go install command")
+	}
+	for _, block := range codeBlocks(sections["Using a checkout"], "sh") {
+		for _, line := range commandLines(block) {
+			if len(line) < 2 || line[0] != "go" || line[1] != "mod" {
+				return nil, fmt.Errorf("README.md, Using a checkout: %q is not a go mod command", strings.Join(line, " "))
+			}
+			r.Checkout = append(r.Checkout, line)
+		}
+	}
+	if len(r.Checkout) == 0 {
+		return nil, fmt.Errorf("README.md, Using a checkout: no go mod command")
 	}
 	usage := codeBlocks(sections["Usage"], "go")
 	if len(usage) == 0 {
