@@ -125,7 +125,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrNotHeld)
+		return fmt.Errorf("dlm: unlock %s: already unlocked: %w", l.subject(), ErrNotHeld)
 	}
 	if l.m.closed.Load() {
 		l.mu.Unlock()
@@ -159,7 +159,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case v.yes < l.quorum():
 		err = l.failure(&v, opUnlock, false)
 	case expiredFor >= 0:
-		err = fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
+		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
 	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence, Err: err}, l.m.addrs)
 	return err
@@ -193,7 +193,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case l.released:
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrNotHeld)
+		return fmt.Errorf("dlm: extend %s: already unlocked: %w", l.subject(), ErrNotHeld)
 	case l.m.closed.Load():
 		l.mu.Unlock()
 		return ErrClosed
@@ -203,7 +203,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	start := time.Now()
 	if !start.Before(l.until) {
-		err := fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.Key(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
+		err := fmt.Errorf("dlm: extend %s: validity ended %v ago: %w", l.subject(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
 		l.end(err)
 		l.unlockMu()
 		return err
@@ -251,7 +251,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.cfg.emit(context.Background(), lost)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("dlm: extend %q: %w (%v)", l.Key(), ctx.Err(), qerr)
+		return fmt.Errorf("dlm: extend %s: %w (%v)", l.subject(), ctx.Err(), qerr)
 	}
 	return qerr
 }
@@ -327,11 +327,11 @@ func (l *Lock) expiredErr() error {
 	}
 	switch {
 	case l.extendErr != nil:
-		return fmt.Errorf("dlm: lock %q: %s after a failed extension: %w: %w", l.Key(), when, ErrLockLost, l.extendErr)
+		return fmt.Errorf("dlm: %s %q: %s after a failed extension: %w: %w", l.noun(), l.Key(), when, ErrLockLost, l.extendErr)
 	case l.cfg.autoExtend != nil:
-		return fmt.Errorf("dlm: lock %q: %s and no extension succeeded: %w", l.Key(), when, ErrLockLost)
+		return fmt.Errorf("dlm: %s %q: %s and no extension succeeded: %w", l.noun(), l.Key(), when, ErrLockLost)
 	default:
-		return fmt.Errorf("dlm: lock %q: %s (not extended): %w", l.Key(), when, ErrLockLost)
+		return fmt.Errorf("dlm: %s %q: %s (not extended): %w", l.noun(), l.Key(), when, ErrLockLost)
 	}
 }
 

@@ -46,6 +46,9 @@ type Manager struct {
 	servers *servers
 	// opening is set while Open asks the nodes for their run_ids.
 	opening atomic.Bool
+	// warnedPermits is set once a semaphore whose permits need every node
+	// was logged (semaphore.go).
+	warnedPermits atomic.Bool
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters

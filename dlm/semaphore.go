@@ -3,6 +3,7 @@ package dlm
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/dlmgo/redlock/dlm/driver"
 )
@@ -48,6 +49,13 @@ type Semaphore struct {
 // returns an error wrapping [ErrInvalid] when the name, the limit or the
 // options are invalid, or when [WithPermitQuorum] asks for a quorum that
 // cannot keep the limit. It makes no round trip.
+//
+// When the derived quorum is every node, while the manager's locks would
+// survive a node down (3 nodes and a limit of 2, 5 nodes and a limit of 4),
+// Semaphore logs a warning once per manager, on the logger of [WithLogger]
+// or, without that option, on [slog.Default]: limits up to nodes−2
+// tolerate a node down. A quorum asked for with [WithPermitQuorum] is not
+// reported.
 func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err
@@ -67,7 +75,30 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 	if err != nil {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
+	if cfg.permitQuorum == 0 {
+		m.warnNoFailureTolerance(&cfg, name, limit, q)
+	}
 	return &Semaphore{m: m, name: name, opts: opts, kind: permitKind(limit, q)}, nil
+}
+
+// warnNoFailureTolerance logs, once per manager, at Warn on the logger of
+// [WithLogger] (on [slog.Default] without that option), a semaphore whose
+// derived quorum q is every node although the manager's locks survive a
+// node down: a single node down then blocks every acquire of its permits.
+// That happens from a limit of nodes−1 on; limits up to nodes−2 tolerate a
+// node down.
+func (m *Manager) warnNoFailureTolerance(cfg *config, name string, limit, q int) {
+	n := len(m.nodes)
+	if q < n || quorum(n) == n || m.warnedPermits.Swap(true) {
+		return
+	}
+	logger := cfg.logger
+	if !cfg.loggerSet {
+		logger = slog.Default()
+	}
+	logger.Warn("dlm: a semaphore's permits need every node: one node down blocks every acquire; use a smaller limit or more nodes (logged once per manager)",
+		slog.String("semaphore", name), slog.Int("limit", limit), slog.Int("nodes", n), slog.Int("quorum", q),
+		slog.Int("largest_limit_tolerating_a_node_down", n-2))
 }
 
 // permitKind is the lease kind of a semaphore's permits.
