@@ -10,6 +10,11 @@ import (
 // Lock is a held lock. Its methods are safe for concurrent use; Extend and
 // Unlock on one Lock are serialized, so an extension never overtakes an
 // unlock.
+//
+// A nil *Lock, which a failed [Manager.Lock] returns, is a lock not held,
+// and its methods never panic: Unlock and Extend return an error wrapping
+// [ErrNotHeld], so a deferred Unlock written before the error check is
+// harmless; Lost returns a closed channel, and the accessors zero values.
 type Lock struct {
 	m      *Manager
 	cfg    config
@@ -57,11 +62,22 @@ type Lock struct {
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
-// several keys it returns them sorted and joined by commas.
-func (l *Lock) Key() string { return keyName(l.keys) }
+// several keys it returns them sorted and joined by commas; "" for a nil
+// Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return keyName(l.keys)
+}
 
-// Keys returns the lock's keys, sorted.
-func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
+// Keys returns the lock's keys, sorted; nil for a nil Lock.
+func (l *Lock) Keys() []string {
+	if l == nil {
+		return nil
+	}
+	return append([]string(nil), l.keys...)
+}
 
 // Until returns the end of the lock's validity by the local monotonic clock.
 // The holder may act on the protected resource only before it.
@@ -69,8 +85,12 @@ func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
 // Until never overstates what the nodes hold: after an extension that
 // failed, it is no later than the extension's start plus its TTL less the
 // drift allowance, since nodes whose reply was lost may have applied the
-// shorter TTL. Once the lock is unlocked, Until is in the past.
+// shorter TTL. Once the lock is unlocked, Until is in the past. It is the
+// zero time for a nil Lock.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil()
@@ -94,8 +114,11 @@ func (l *Lock) validUntil() time.Time {
 // Invariant: the channel is closed no later than a guard interval before
 // [Lock.Until], whatever Until becomes — a failed extension that shortens
 // the validity past the guard closes it at once — and neither a [Hook] nor
-// the logger runs before it is closed.
+// the logger runs before it is closed. A nil Lock's channel is closed.
 func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
 	l.mu.Lock()
 	l.watchExpiry()
 	done := l.done
@@ -114,8 +137,13 @@ func (l *Lock) Lost() <-chan struct{} {
 // wrapping [ErrLockLost] when the lock was lost or its validity had ended
 // before Unlock. A second call returns an error wrapping [ErrNotHeld], which
 // does not match ErrLockLost, so a deferred Unlock after an explicit one
-// raises no false alarm.
+// raises no false alarm; so does Unlock on a nil Lock, so a deferred
+// Unlock of a lock that was not obtained neither panics nor hides the
+// error the caller checks.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLock("unlock")
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
@@ -177,8 +205,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // of the old one and start + ttl − drift (ttl in whole milliseconds, as the
 // nodes apply it, start when the extension was sent), and if that leaves
 // less than the loss guard, the lock is reported lost at once ([Lock.Lost]).
-// After [Lock.Unlock], Extend returns an error wrapping [ErrNotHeld].
+// After [Lock.Unlock], and on a nil Lock, Extend returns an error wrapping
+// [ErrNotHeld].
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLock("extend")
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
@@ -401,3 +433,15 @@ func (l *Lock) stopExtending() {
 		<-l.watchdogDone
 	}
 }
+
+// errNilLock is the error of op on a nil *Lock: not held.
+func errNilLock(op string) error {
+	return fmt.Errorf("dlm: %s: nil *Lock (not obtained): %w", op, ErrNotHeld)
+}
+
+// closedChan is the channel of a lock that ended: closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

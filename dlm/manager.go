@@ -121,6 +121,9 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)
 	}
+	if _, err := defaultConfig().with(opts); err != nil {
+		return nil, err // before opening nodes only to close them
+	}
 	seen := make(map[string]int, len(urls))
 	for i, u := range urls {
 		if err := checkNotBareAddr(u); err != nil {

@@ -31,7 +31,9 @@ func SemaphoreQuorum(nodes, limit int) int {
 // a secret with the TTL on each node, so the permit of a holder that crashes
 // frees itself when its TTL ends. A permit is held when
 // [SemaphoreQuorum](nodes, limit) nodes granted it within its validity.
-// Create one with [Manager.Semaphore]; it is safe for concurrent use.
+// Create one with [Manager.Semaphore]; it is safe for concurrent use. A
+// nil *Semaphore never panics: its calls return an error wrapping
+// [ErrInvalid], its accessors zero values.
 //
 // Every client must use the same limit for a name: a node enforces the limit
 // each request carries. The quorum grows with the limit, and once it equals
@@ -141,13 +143,28 @@ func WithPermitQuorum(q int) Option {
 }
 
 // Name returns the semaphore's name.
-func (s *Semaphore) Name() string { return s.name }
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
 
 // Limit returns how many permits may be held at once.
-func (s *Semaphore) Limit() int { return s.kind.limit }
+func (s *Semaphore) Limit() int {
+	if s == nil {
+		return 0
+	}
+	return s.kind.limit
+}
 
 // Quorum returns the number of nodes a permit needs.
-func (s *Semaphore) Quorum() int { return s.kind.need }
+func (s *Semaphore) Quorum() int {
+	if s == nil {
+		return 0
+	}
+	return s.kind.need
+}
 
 // Acquire takes a permit, retrying as [Manager.Lock] does — woken when a
 // permit is given back — until it is obtained, the retry budget is spent,
@@ -156,12 +173,18 @@ func (s *Semaphore) Quorum() int { return s.kind.need }
 // the mutex. It carries no fencing token. [WithFairness] does not apply;
 // [WithRestartGuard] does.
 func (s *Semaphore) Acquire(ctx context.Context, opts ...Option) (*Lock, error) {
+	if s == nil {
+		return nil, errNilSemaphore
+	}
 	return s.m.lockLease(ctx, s.kind, s.name, s.with(opts), true)
 }
 
 // TryAcquire makes one attempt to take a permit. It returns an error
 // wrapping [ErrNotObtained] when the permits are all held.
 func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lock, error) {
+	if s == nil {
+		return nil, errNilSemaphore
+	}
 	return s.m.lockLease(ctx, s.kind, s.name, s.with(opts), false)
 }
 
@@ -170,8 +193,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lock, erro
 // does for the mutex: fn's context is cancelled, with a cause wrapping
 // [ErrLockLost], when the permit is lost.
 func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...Option) error {
+	if s == nil {
+		return errNilSemaphore
+	}
 	return s.m.doLease(ctx, s.kind, s.name, fn, s.with(opts))
 }
+
+// errNilSemaphore is the error of a call on a nil *Semaphore.
+var errNilSemaphore = fmt.Errorf("%w: nil *Semaphore (Manager.Semaphore failed)", ErrInvalid)
 
 func (s *Semaphore) with(opts []Option) []Option {
 	if len(s.opts) == 0 {
