@@ -42,7 +42,10 @@
 // Errors are checked with errors.Is against the sentinels: [ErrNotObtained]
 // (another holder has the lock), [ErrUnavailable] (too many nodes failed for a
 // quorum), [ErrLockLost] (an Extend or Unlock found the lock gone or
-// expired), [ErrInvalid] (bad input, no round trip made), [ErrClosed]. A
+// expired), [ErrNotHeld] (Unlock or Extend of a lock already unlocked, or
+// of the nil *Lock a failed Lock returns, so a deferred Unlock written
+// before the error check never panics), [ErrInvalid] (bad input, such as a
+// node timeout not below the TTL; no round trip made), [ErrClosed]. A
 // cancelled wait wraps the context's error instead. Failed attempts are a
 // [*QuorumError] carrying the vote, and each node's failure is a [*NodeError]
 // naming the node, never its password; secrets never appear in errors or logs.

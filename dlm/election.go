@@ -44,6 +44,10 @@ return {redis.sha1hex(v), value, redis.call('PTTL', KEYS[1])}
 // until [Leadership.Resign], its loss, or [Manager.Close] — not the context
 // given to Campaign: it is kept by auto-extension under a context of its
 // own. Its methods are safe for concurrent use.
+//
+// A nil *Leadership, which a failed Campaign returns, never panics: Resign
+// returns an error wrapping [ErrNotHeld], Lost a closed channel, and the
+// accessors zero values.
 type Leadership struct {
 	m     *Manager
 	l     *Lock
@@ -120,37 +124,58 @@ func (ld *Leadership) watch(ctx context.Context) {
 }
 
 // Name returns the election's name, as given to [Manager.Campaign].
-func (ld *Leadership) Name() string { return ld.name }
+func (ld *Leadership) Name() string {
+	if ld == nil {
+		return ""
+	}
+	return ld.name
+}
 
 // Value returns the value the leader campaigned with.
-func (ld *Leadership) Value() string { return ld.value }
+func (ld *Leadership) Value() string {
+	if ld == nil {
+		return ""
+	}
+	return ld.value
+}
 
 // Term returns the leadership's fencing token: every leadership of the
 // election has a greater one than all before it (see [WithFencing]).
 // Resources that the leader writes can refuse a deposed leader with [Fence].
-func (ld *Leadership) Term() uint64 { return ld.l.Token() }
+func (ld *Leadership) Term() uint64 { return ld.lock().Token() }
 
 // GrantID tells this term's grant apart from another grant that was given
 // the same term after fencing counters were lost; see [Lock.GrantID] and
 // [Fence.Admit].
-func (ld *Leadership) GrantID() uint64 { return ld.l.GrantID() }
+func (ld *Leadership) GrantID() uint64 { return ld.lock().GrantID() }
 
 // Until returns the end of the leadership's current validity by the local
 // monotonic clock; extension moves it on.
-func (ld *Leadership) Until() time.Time { return ld.l.Until() }
+func (ld *Leadership) Until() time.Time { return ld.lock().Until() }
 
 // Lost returns a channel that is closed when the leadership ends: resigned,
 // or lost as [Lock.Lost] tells — a guard interval before its validity ends
 // without a successful extension, which is also what follows
 // [Manager.Close].
-func (ld *Leadership) Lost() <-chan struct{} { return ld.l.Lost() }
+func (ld *Leadership) Lost() <-chan struct{} { return ld.lock().Lost() }
+
+// lock returns the leadership's lock, nil for a nil Leadership.
+func (ld *Leadership) lock() *Lock {
+	if ld == nil {
+		return nil
+	}
+	return ld.l
+}
 
 // Resign gives the leadership up: it stops the extension and releases the
 // election on every node, which observers hear at once. It runs even if
 // ctx is already done, each node bounded by the node timeout. It returns an
 // error wrapping [ErrLockLost] when the leadership had been lost before,
-// and one wrapping [ErrNotHeld] on a second call.
+// and one wrapping [ErrNotHeld] on a second call or a nil Leadership.
 func (ld *Leadership) Resign(ctx context.Context) error {
+	if ld == nil {
+		return fmt.Errorf("dlm: resign: nil *Leadership (not won): %w", ErrNotHeld)
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}

@@ -165,11 +165,14 @@ type QuorumError struct {
 	Expired bool
 	// Err holds the node failures, or is nil when no node failed.
 	Err error
+	// what names the kind of lock in the message: "read lock" or
+	// "permit", "" for the mutex, whose operation names it.
+	what string
 }
 
 func (e *QuorumError) Error() string {
-	s := fmt.Sprintf("dlm: %s %q: %s: %d for, %d against, %d failed of %d nodes (quorum %d)",
-		e.Op, e.Key, e.outcome(), e.For, e.Against, e.Failed, e.Nodes, e.Quorum)
+	s := fmt.Sprintf("dlm: %s: %s: %d for, %d against, %d failed of %d nodes (quorum %d)",
+		e.subject(), e.outcome(), e.For, e.Against, e.Failed, e.Nodes, e.Quorum)
 	if e.Expired {
 		s += "; validity used up before the quorum answered"
 	}
@@ -179,12 +182,28 @@ func (e *QuorumError) Error() string {
 	return s
 }
 
+// subject is what the message is about: the operation and the key, with
+// the kind of lock for a read lock or a permit ("permit \"encoders\"",
+// "extend permit \"encoders\"").
+func (e *QuorumError) subject() string {
+	switch {
+	case e.what == "":
+		return fmt.Sprintf("%s %q", e.Op, e.Key)
+	case e.Op == opLock:
+		return fmt.Sprintf("%s %q", e.what, e.Key)
+	default:
+		return fmt.Sprintf("%s %s %q", e.Op, e.what, e.Key)
+	}
+}
+
 func (e *QuorumError) outcome() string {
 	switch {
 	case e.unavailable():
 		return "nodes unavailable"
 	case e.Op == opLock:
 		return "not obtained"
+	case e.what != "":
+		return e.what + " lost"
 	default:
 		return "lock lost"
 	}

@@ -304,9 +304,10 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 				awaitHeld(t, srvs, "kept")
 			}
 
-			// The first waiter: a TTL of 500 ms, node timeouts of 2 s, and
-			// replies made 1 s late until one of its attempts was granted
-			// too late.
+			// The first waiter: a TTL of 2 s of which the drift allowance
+			// leaves a validity of 1.1 s, node timeouts of 1.9 s, and replies
+			// made 1.5 s late until one of its attempts was granted too
+			// late.
 			late := make([]*lateReplies, len(srvs))
 			nodes := make([]driver.Node, len(srvs))
 			for i, s := range srvs {
@@ -315,7 +316,7 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 			}
 			failed := make(chan struct{})
 			var once sync.Once
-			first, err := dlm.New(nodes, append(fairOpts, dlm.WithTTL(500*time.Millisecond), dlm.WithNodeTimeout(2*time.Second),
+			first, err := dlm.New(nodes, append(fairOpts, dlm.WithTTL(2*time.Second), dlm.WithDriftFactor(0.45), dlm.WithNodeTimeout(1900*time.Millisecond),
 				dlm.WithRetry(0, dlm.FixedBackoff(50*time.Millisecond)),
 				dlm.WithHook(hookFunc(func(e *dlm.Event) {
 					var qerr *dlm.QuorumError
@@ -347,14 +348,14 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
 				awaitLine(t, srvs, "kept", 3)
 				for _, n := range late {
-					n.delay.Store(int64(time.Second))
+					n.delay.Store(int64(1500 * time.Millisecond))
 				}
 				if err := held.Unlock(ctx); err != nil {
 					t.Fatal(err)
 				}
 			} else {
 				for _, n := range late {
-					n.delay.Store(int64(time.Second))
+					n.delay.Store(int64(1500 * time.Millisecond))
 				}
 				go lockThenUnlock(first, "first")
 				awaitHeld(t, srvs, "kept") // by the first waiter's attempt

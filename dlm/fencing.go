@@ -34,8 +34,14 @@ func WithFencing() Option {
 
 // Token returns the lock's fencing token, or 0 when the lock was taken
 // without [WithFencing]. Tokens of successive grants of a key strictly
-// increase while the nodes keep their counters; they stay below 2^53.
-func (l *Lock) Token() uint64 { return l.fence }
+// increase while the nodes keep their counters; they stay below 2^53. It
+// is 0 for a nil Lock.
+func (l *Lock) Token() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.fence
+}
 
 // GrantID returns a number that identifies this grant of the lock, or 0
 // when the lock was taken without [WithFencing]: send it with the fencing
@@ -44,9 +50,10 @@ func (l *Lock) Token() uint64 { return l.fence }
 // [Fence.Admit]). Tokens of different grants are equal only after nodes lost
 // their counters; the id keeps such grants apart. It is derived from the
 // lock's secret, which it does not reveal, so a lock resumed from its
-// [Handle] has the same id. It is below 2^53 and never 0.
+// [Handle] has the same id. It is below 2^53, and never 0 but for a nil
+// Lock.
 func (l *Lock) GrantID() uint64 {
-	if l.fence == 0 {
+	if l == nil || l.fence == 0 {
 		return 0
 	}
 	return grantID(l.secret)

@@ -149,7 +149,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plain, err := c.m.TryLock(ctx, "plain", dlm.WithTTL(time.Second))
+	plain, err := c.m.TryLock(ctx, "plain", dlm.WithTTL(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestGuardKeyExpires(t *testing.T) {
 	t.Parallel()
 	const window = 1500 * time.Millisecond
-	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithRestartGuard(window))
+	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500*time.Millisecond), dlm.WithRestartGuard(window))
 	ctx := context.Background()
 	guardKey := fencePrefix + "{k}:guard"
 	// Every node is new to the guard; INFO counts uptime in whole seconds.
@@ -60,7 +60,7 @@ func TestGuardKeyExpires(t *testing.T) {
 func TestFenceExpiry(t *testing.T) {
 	t.Parallel()
 	const expiry = 2 * time.Second
-	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithFencing())
+	c := newFencingCluster(t, dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500*time.Millisecond), dlm.WithFencing())
 	ctx := context.Background()
 	counter := fencePrefix + "{k}:fence"
 	grant := func(opts ...dlm.Option) uint64 {
@@ -136,7 +136,7 @@ func TestFenceExpiryFair(t *testing.T) {
 	t.Parallel()
 	const expiry = 5 * time.Second
 	opts := []dlm.Option{
-		dlm.WithTTL(time.Second), dlm.WithFencing(), dlm.WithFenceExpiry(expiry),
+		dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500 * time.Millisecond), dlm.WithFencing(), dlm.WithFenceExpiry(expiry),
 		dlm.WithRestartGuard(time.Second), dlm.WithFairness(dlm.Fairness{}),
 	}
 	c := newFencingCluster(t, opts...)

@@ -115,7 +115,29 @@ func (l *Lock) quorum() int {
 
 // failure is the error of an operation on l whose vote fell short.
 func (l *Lock) failure(v *vote, op string, expired bool) *QuorumError {
-	return v.failureOf(op, l.Key(), len(l.m.nodes), l.quorum(), expired)
+	e := v.failureOf(op, l.Key(), len(l.m.nodes), l.quorum(), expired)
+	if l.kind != nil {
+		e.what = l.kind.what
+	}
+	return e
+}
+
+// subject names l in errors: its key, quoted, after the kind of lock for a
+// read lock or a permit (permit "encoders"), so that every error of a
+// permit calls it a permit.
+func (l *Lock) subject() string {
+	if l.kind != nil {
+		return l.kind.what + " " + strconv.Quote(l.Key())
+	}
+	return strconv.Quote(l.Key())
+}
+
+// noun is what l is in errors: "lock", "read lock" or "permit".
+func (l *Lock) noun() string {
+	if l.kind != nil {
+		return l.kind.what
+	}
+	return "lock"
 }
 
 // lockLease takes a lease of kind on key, waiting or not, and starts its
@@ -177,6 +199,7 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	}
 	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, secret, v.granted), &v, pend)
 	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)
+	qerr.what = kind.what
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("dlm: %s %q: %w (%v)", kind.what, keys[0], ctx.Err(), qerr)

@@ -70,7 +70,7 @@ func TestLostWhileExtensionHangs(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
-		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(5*time.Second))
+		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(900*time.Millisecond))
 		start := time.Now()
 		l, err := m.TryLock(context.Background(), "k")
 		if err != nil {
@@ -79,7 +79,7 @@ func TestLostWhileExtensionHangs(t *testing.T) {
 		lost := l.Lost()
 		time.Sleep(900 * time.Millisecond)
 		for _, f := range fs {
-			f.inject(healthy, 4*time.Second) // slow, not dead: the extension succeeds late
+			f.inject(healthy, 800*time.Millisecond) // slow, not dead: the extension succeeds late
 		}
 		extended := make(chan error, 1)
 		go func() { extended <- l.Extend(context.Background(), time.Second) }()
@@ -228,7 +228,7 @@ func TestAutoExtendTiming(t *testing.T) {
 		{"Remaining 0.05, 2 node timeouts", []Option{WithAutoExtend(AutoExtend{Remaining: 0.05})}, 888 * time.Millisecond},
 		{"node timeout 200ms", []Option{WithAutoExtend(AutoExtend{}), WithNodeTimeout(200 * time.Millisecond)}, 588 * time.Millisecond},
 		// Two node timeouts past the validity: half the wait to 1/3 left.
-		{"node timeout 1s", []Option{WithAutoExtend(AutoExtend{}), WithNodeTimeout(time.Second)}, 329333333 * time.Nanosecond},
+		{"node timeout 900ms", []Option{WithAutoExtend(AutoExtend{}), WithNodeTimeout(900 * time.Millisecond)}, 329333333 * time.Nanosecond},
 		{"TTL 500ms, node timeout 250ms", []Option{WithAutoExtend(AutoExtend{}), WithTTL(500 * time.Millisecond), WithNodeTimeout(250 * time.Millisecond)}, 164333333 * time.Nanosecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,11 @@ import (
 // Lock is a held lock. Its methods are safe for concurrent use; Extend and
 // Unlock on one Lock are serialized, so an extension never overtakes an
 // unlock.
+//
+// A nil *Lock, which a failed [Manager.Lock] returns, is a lock not held,
+// and its methods never panic: Unlock and Extend return an error wrapping
+// [ErrNotHeld], so a deferred Unlock written before the error check is
+// harmless; Lost returns a closed channel, and the accessors zero values.
 type Lock struct {
 	m      *Manager
 	cfg    config
@@ -61,11 +66,22 @@ type Lock struct {
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
-// several keys it returns them sorted and joined by commas.
-func (l *Lock) Key() string { return keyName(l.keys) }
+// several keys it returns them sorted and joined by commas; "" for a nil
+// Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return keyName(l.keys)
+}
 
-// Keys returns the lock's keys, sorted.
-func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
+// Keys returns the lock's keys, sorted; nil for a nil Lock.
+func (l *Lock) Keys() []string {
+	if l == nil {
+		return nil
+	}
+	return append([]string(nil), l.keys...)
+}
 
 // Until returns the end of the lock's validity by the local monotonic clock.
 // The holder may act on the protected resource only before it.
@@ -73,8 +89,12 @@ func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
 // Until never overstates what the nodes hold: after an extension that
 // failed, it is no later than the extension's start plus its TTL less the
 // drift allowance, since nodes whose reply was lost may have applied the
-// shorter TTL. Once the lock is unlocked, Until is in the past.
+// shorter TTL. Once the lock is unlocked, Until is in the past. It is the
+// zero time for a nil Lock.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil()
@@ -98,8 +118,11 @@ func (l *Lock) validUntil() time.Time {
 // Invariant: the channel is closed no later than a guard interval before
 // [Lock.Until], whatever Until becomes — a failed extension that shortens
 // the validity past the guard closes it at once — and neither a [Hook] nor
-// the logger runs before it is closed.
+// the logger runs before it is closed. A nil Lock's channel is closed.
 func (l *Lock) Lost() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
 	l.mu.Lock()
 	l.watchExpiry()
 	done := l.done
@@ -118,8 +141,13 @@ func (l *Lock) Lost() <-chan struct{} {
 // wrapping [ErrLockLost] when the lock was lost or its validity had ended
 // before Unlock. A second call returns an error wrapping [ErrNotHeld], which
 // does not match ErrLockLost, so a deferred Unlock after an explicit one
-// raises no false alarm.
+// raises no false alarm; so does Unlock on a nil Lock, so a deferred
+// Unlock of a lock that was not obtained neither panics nor hides the
+// error the caller checks.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLock("unlock")
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
@@ -129,7 +157,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: unlock %q: already unlocked: %w", l.Key(), ErrNotHeld)
+		return fmt.Errorf("dlm: unlock %s: already unlocked: %w", l.subject(), ErrNotHeld)
 	}
 	if l.m.closed.Load() {
 		l.mu.Unlock()
@@ -163,7 +191,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case v.yes < l.quorum():
 		err = l.failure(&v, opUnlock, false)
 	case expiredFor >= 0:
-		err = fmt.Errorf("dlm: unlock %q: validity had ended %v before: %w", l.Key(), expiredFor.Round(time.Millisecond), ErrLockLost)
+		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
 	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence, Err: err}, l.m.addrs)
 	return err
@@ -184,8 +212,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // Either way, a lock Extend sent requests for is released on the nodes at
 // Unlock, never handed to the next of the Manager's callers in line (see
 // [Manager.Lock]): its keys may live by ttl, not by that caller's TTL.
-// After [Lock.Unlock], Extend returns an error wrapping [ErrNotHeld].
+// After [Lock.Unlock], and on a nil Lock, Extend returns an error wrapping
+// [ErrNotHeld].
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLock("extend")
+	}
 	if ctx == nil {
 		return fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
@@ -200,7 +232,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case l.released:
 		l.mu.Unlock()
-		return fmt.Errorf("dlm: extend %q: already unlocked: %w", l.Key(), ErrNotHeld)
+		return fmt.Errorf("dlm: extend %s: already unlocked: %w", l.subject(), ErrNotHeld)
 	case l.m.closed.Load():
 		l.mu.Unlock()
 		return ErrClosed
@@ -210,7 +242,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	start := time.Now()
 	if !start.Before(l.until) {
-		err := fmt.Errorf("dlm: extend %q: validity ended %v ago: %w", l.Key(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
+		err := fmt.Errorf("dlm: extend %s: validity ended %v ago: %w", l.subject(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
 		l.end(err)
 		l.unlockMu()
 		return err
@@ -259,7 +291,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.cfg.emit(context.Background(), lost)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("dlm: extend %q: %w (%v)", l.Key(), ctx.Err(), qerr)
+		return fmt.Errorf("dlm: extend %s: %w (%v)", l.subject(), ctx.Err(), qerr)
 	}
 	return qerr
 }
@@ -335,11 +367,11 @@ func (l *Lock) expiredErr() error {
 	}
 	switch {
 	case l.extendErr != nil:
-		return fmt.Errorf("dlm: lock %q: %s after a failed extension: %w: %w", l.Key(), when, ErrLockLost, l.extendErr)
+		return fmt.Errorf("dlm: %s %q: %s after a failed extension: %w: %w", l.noun(), l.Key(), when, ErrLockLost, l.extendErr)
 	case l.cfg.autoExtend != nil:
-		return fmt.Errorf("dlm: lock %q: %s and no extension succeeded: %w", l.Key(), when, ErrLockLost)
+		return fmt.Errorf("dlm: %s %q: %s and no extension succeeded: %w", l.noun(), l.Key(), when, ErrLockLost)
 	default:
-		return fmt.Errorf("dlm: lock %q: %s (not extended): %w", l.Key(), when, ErrLockLost)
+		return fmt.Errorf("dlm: %s %q: %s (not extended): %w", l.noun(), l.Key(), when, ErrLockLost)
 	}
 }
 
@@ -409,3 +441,15 @@ func (l *Lock) stopExtending() {
 		<-l.watchdogDone
 	}
 }
+
+// errNilLock is the error of op on a nil *Lock: not held.
+func errNilLock(op string) error {
+	return fmt.Errorf("dlm: %s: nil *Lock (not obtained): %w", op, ErrNotHeld)
+}
+
+// closedChan is the channel of a lock that ended: closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

@@ -46,6 +46,9 @@ type Manager struct {
 	servers *servers
 	// opening is set while Open asks the nodes for their run_ids.
 	opening atomic.Bool
+	// warnedPermits is set once a semaphore whose permits need every node
+	// was logged (semaphore.go).
+	warnedPermits atomic.Bool
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -117,6 +120,9 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 func Open(urls []string, opts ...Option) (*Manager, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)
+	}
+	if _, err := defaultConfig().with(opts); err != nil {
+		return nil, err // before opening nodes only to close them
 	}
 	seen := make(map[string]int, len(urls))
 	for i, u := range urls {

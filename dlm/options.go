@@ -93,7 +93,11 @@ func WithDriftFactor(f float64) Option {
 
 // WithNodeTimeout bounds each request to one node: acquire, extend and
 // release alike. By default it is a twentieth of the TTL, between 20 ms and
-// 250 ms, so a dead node cannot consume the lock's validity.
+// 250 ms, so a dead node cannot consume the lock's validity. A timeout set
+// here must be below the TTL in effect, the manager's or a call's
+// [WithTTL], and should be well below it: otherwise New, Open or the call
+// returns an error wrapping [ErrInvalid]. The derived timeout, and the TTL
+// given to [Lock.Extend] (which may shorten the lock), are not checked.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.nodeTimeout = d })
 }
@@ -150,7 +154,22 @@ func (c config) with(opts []Option) (config, error) {
 		}
 		o.apply(&c)
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	return c, c.validateNodeTimeout()
+}
+
+// validateNodeTimeout refuses a node timeout set with WithNodeTimeout that
+// is not below the TTL of the same options. It is not part of validate,
+// which Extend runs with its own TTL: a short extension, such as the last
+// one before AutoExtend.MaxHold, stays possible under a longer node
+// timeout, its answers bounded by the validity as any extension's are.
+func (c *config) validateNodeTimeout() error {
+	if c.nodeTimeout > 0 && c.nodeTimeout >= c.ttl {
+		return fmt.Errorf("%w: node timeout %v is not below the TTL %v: a node's late answer would use up the validity; want it well below the TTL (or none to derive it)", ErrInvalid, c.nodeTimeout, c.ttl)
+	}
+	return nil
 }
 
 func (c *config) validate() error {

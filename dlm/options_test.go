@@ -76,8 +76,9 @@ func TestValidInputBoundaries(t *testing.T) {
 		key  string
 		opts []Option
 	}{
-		{"TTL 3ms", "k", []Option{WithTTL(3 * time.Millisecond), WithNodeTimeout(time.Second)}},
-		{"TTL 3ms, no drift factor", "k", []Option{WithTTL(3 * time.Millisecond), WithDriftFactor(0), WithNodeTimeout(time.Second)}},
+		{"TTL 3ms", "k", []Option{WithTTL(3 * time.Millisecond)}},
+		{"TTL 3ms, no drift factor", "k", []Option{WithTTL(3 * time.Millisecond), WithDriftFactor(0)}},
+		{"node timeout just below the TTL", "k", []Option{WithTTL(time.Second), WithNodeTimeout(time.Second - time.Nanosecond)}},
 		{"drift factor 0.49", "k", []Option{WithDriftFactor(0.49)}},
 		{"node timeout 0 (derived)", "k", []Option{WithNodeTimeout(0)}},
 		{"retry tries 0", "k", []Option{WithRetry(0, nil)}},
@@ -111,7 +112,7 @@ func TestDerivedNodeTimeout(t *testing.T) {
 		{DefaultTTL, 0, 250 * time.Millisecond},
 		{time.Hour, 0, 250 * time.Millisecond},
 		{DefaultTTL, 7 * time.Millisecond, 7 * time.Millisecond},
-		{100 * time.Millisecond, time.Second, time.Second},
+		{100 * time.Millisecond, 90 * time.Millisecond, 90 * time.Millisecond},
 	} {
 		c, err := defaultConfig().with([]Option{WithTTL(tc.ttl), WithNodeTimeout(tc.set)})
 		if err != nil {

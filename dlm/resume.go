@@ -16,7 +16,13 @@ import (
 // cannot overstate it. Once the lock is unlocked or known lost, Until is
 // in the past and Resume refuses the Handle with an error wrapping
 // [ErrLockLost].
+//
+// A nil Lock's Handle is the zero Handle, which Resume refuses with an
+// error wrapping [ErrInvalid].
 func (l *Lock) Handle() Handle {
+	if l == nil {
+		return Handle{}
+	}
 	l.mu.Lock()
 	until := l.validUntil()
 	ended := l.released || l.lostErr != nil

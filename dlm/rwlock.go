@@ -71,8 +71,8 @@ func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Conte
 
 // Shared reports whether l is a read lock ([Manager.RLock]) or a
 // semaphore's permit ([Semaphore.Acquire]), which others hold at the same
-// time, rather than a mutex or write lock.
-func (l *Lock) Shared() bool { return l.kind != nil }
+// time, rather than a mutex or write lock. It is false for a nil Lock.
+func (l *Lock) Shared() bool { return l != nil && l.kind != nil }
 
 // writerWaits, after announce's flag, marks the attempt of a writer that
 // will try again (see [request.writerIntent]).

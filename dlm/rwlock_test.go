@@ -186,8 +186,8 @@ func TestRWLockCrashedReader(t *testing.T) {
 	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	m := rwManager(t, nodes)
-	const ttl = 400 * time.Millisecond
+	m := rwManager(t, nodes, dlm.WithNodeTimeout(200*time.Millisecond))
+	const ttl = time.Second // its quarter above the node timeout
 	taken := time.Now()
 	if _, err := m.TryRLock(ctx, "doc", dlm.WithTTL(ttl)); err != nil { // never unlocked: a crash
 		t.Fatal(err)

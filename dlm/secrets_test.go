@@ -147,7 +147,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	failed("Unlock(auto) after its loss", a.Unlock(ctx), dlm.ErrLockLost)
 
 	// Lost to expiry.
-	e := obtained("TryLock(expire)")(m.TryLock(ctx, "expire", dlm.WithTTL(300*time.Millisecond)))
+	e := obtained("TryLock(expire)")(m.TryLock(ctx, "expire", dlm.WithTTL(600*time.Millisecond)))
 	<-e.Lost()
 	failed("Extend(expire) after expiry", e.Extend(ctx, time.Second), dlm.ErrLockLost)
 

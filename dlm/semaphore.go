@@ -3,6 +3,7 @@ package dlm
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/dlmgo/redlock/dlm/driver"
 )
@@ -30,7 +31,9 @@ func SemaphoreQuorum(nodes, limit int) int {
 // a secret with the TTL on each node, so the permit of a holder that crashes
 // frees itself when its TTL ends. A permit is held when
 // [SemaphoreQuorum](nodes, limit) nodes granted it within its validity.
-// Create one with [Manager.Semaphore]; it is safe for concurrent use.
+// Create one with [Manager.Semaphore]; it is safe for concurrent use. A
+// nil *Semaphore never panics: its calls return an error wrapping
+// [ErrInvalid], its accessors zero values.
 //
 // Every client must use the same limit for a name: a node enforces the limit
 // each request carries. The quorum grows with the limit, and once it equals
@@ -48,6 +51,13 @@ type Semaphore struct {
 // returns an error wrapping [ErrInvalid] when the name, the limit or the
 // options are invalid, or when [WithPermitQuorum] asks for a quorum that
 // cannot keep the limit. It makes no round trip.
+//
+// When the derived quorum is every node, while the manager's locks would
+// survive a node down (3 nodes and a limit of 2, 5 nodes and a limit of 4),
+// Semaphore logs a warning once per manager, on the logger of [WithLogger]
+// or, without that option, on [slog.Default]: limits up to nodes−2
+// tolerate a node down. A quorum asked for with [WithPermitQuorum] is not
+// reported.
 func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err
@@ -67,7 +77,30 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 	if err != nil {
 		return nil, fmt.Errorf("semaphore %q: %w", name, err)
 	}
+	if cfg.permitQuorum == 0 {
+		m.warnNoFailureTolerance(&cfg, name, limit, q)
+	}
 	return &Semaphore{m: m, name: name, opts: opts, kind: permitKind(limit, q)}, nil
+}
+
+// warnNoFailureTolerance logs, once per manager, at Warn on the logger of
+// [WithLogger] (on [slog.Default] without that option), a semaphore whose
+// derived quorum q is every node although the manager's locks survive a
+// node down: a single node down then blocks every acquire of its permits.
+// That happens from a limit of nodes−1 on; limits up to nodes−2 tolerate a
+// node down.
+func (m *Manager) warnNoFailureTolerance(cfg *config, name string, limit, q int) {
+	n := len(m.nodes)
+	if q < n || quorum(n) == n || m.warnedPermits.Swap(true) {
+		return
+	}
+	logger := cfg.logger
+	if !cfg.loggerSet {
+		logger = slog.Default()
+	}
+	logger.Warn("dlm: a semaphore's permits need every node: one node down blocks every acquire; use a smaller limit or more nodes (logged once per manager)",
+		slog.String("semaphore", name), slog.Int("limit", limit), slog.Int("nodes", n), slog.Int("quorum", q),
+		slog.Int("largest_limit_tolerating_a_node_down", n-2))
 }
 
 // permitKind is the lease kind of a semaphore's permits.
@@ -110,13 +143,28 @@ func WithPermitQuorum(q int) Option {
 }
 
 // Name returns the semaphore's name.
-func (s *Semaphore) Name() string { return s.name }
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
 
 // Limit returns how many permits may be held at once.
-func (s *Semaphore) Limit() int { return s.kind.limit }
+func (s *Semaphore) Limit() int {
+	if s == nil {
+		return 0
+	}
+	return s.kind.limit
+}
 
 // Quorum returns the number of nodes a permit needs.
-func (s *Semaphore) Quorum() int { return s.kind.need }
+func (s *Semaphore) Quorum() int {
+	if s == nil {
+		return 0
+	}
+	return s.kind.need
+}
 
 // Acquire takes a permit, retrying as [Manager.Lock] does — woken when a
 // permit is given back — until it is obtained, the retry budget is spent,
@@ -125,12 +173,18 @@ func (s *Semaphore) Quorum() int { return s.kind.need }
 // the mutex. It carries no fencing token. [WithFairness] does not apply;
 // [WithRestartGuard] does.
 func (s *Semaphore) Acquire(ctx context.Context, opts ...Option) (*Lock, error) {
+	if s == nil {
+		return nil, errNilSemaphore
+	}
 	return s.m.lockLease(ctx, s.kind, s.name, s.with(opts), true)
 }
 
 // TryAcquire makes one attempt to take a permit. It returns an error
 // wrapping [ErrNotObtained] when the permits are all held.
 func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lock, error) {
+	if s == nil {
+		return nil, errNilSemaphore
+	}
 	return s.m.lockLease(ctx, s.kind, s.name, s.with(opts), false)
 }
 
@@ -139,8 +193,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lock, erro
 // does for the mutex: fn's context is cancelled, with a cause wrapping
 // [ErrLockLost], when the permit is lost.
 func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error, opts ...Option) error {
+	if s == nil {
+		return errNilSemaphore
+	}
 	return s.m.doLease(ctx, s.kind, s.name, fn, s.with(opts))
 }
+
+// errNilSemaphore is the error of a call on a nil *Semaphore.
+var errNilSemaphore = fmt.Errorf("%w: nil *Semaphore (Manager.Semaphore failed)", ErrInvalid)
 
 func (s *Semaphore) with(opts []Option) []Option {
 	if len(s.opts) == 0 {

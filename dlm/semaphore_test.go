@@ -95,7 +95,7 @@ func TestSemaphoreLimit(t *testing.T) {
 	t.Parallel()
 	_, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)))
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)), dlm.WithNodeTimeout(200*time.Millisecond))
 	s, err := m.Semaphore("jobs", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestLeasesLeastPrivilege(t *testing.T) {
 	}
 	ctx := context.Background()
 	const window = time.Second
-	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)), dlm.WithTTL(time.Second), dlm.WithRestartGuard(window))
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)), dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500*time.Millisecond), dlm.WithRestartGuard(window))
 	// Every node is new to the guard: wait out its window once. The
 	// semaphore's permits need all three nodes, the last one started too.
 	time.Sleep(window)

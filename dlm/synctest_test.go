@@ -45,14 +45,14 @@ func TestValidity(t *testing.T) {
 	t.Parallel()
 	const ttl = 100 * time.Millisecond
 	drift := ttl/100 + 2*time.Millisecond // 3ms
-	for _, delay := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 96 * time.Millisecond, 97 * time.Millisecond, 98 * time.Millisecond, 200 * time.Millisecond} {
+	for _, delay := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 96 * time.Millisecond, 97 * time.Millisecond, 98 * time.Millisecond, 99*time.Millisecond - time.Microsecond} {
 		t.Run(fmt.Sprint(delay), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
 				fs := newFakes(5)
 				for _, f := range fs {
 					f.inject(healthy, delay)
 				}
-				m := newManager(t, fs, WithTTL(ttl), WithNodeTimeout(time.Second))
+				m := newManager(t, fs, WithTTL(ttl), WithNodeTimeout(99*time.Millisecond))
 				start := time.Now()
 				l, err := m.TryLock(context.Background(), "k")
 				if delay < ttl-drift { // validity = ttl - delay - drift > 0

@@ -289,7 +289,7 @@ func TestLostLock(t *testing.T) {
 		}
 		<-ctx.Done() // the next extension finds the lock gone
 		return nil
-	}, dlm.WithTTL(time.Second))
+	}, dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500*time.Millisecond)) // below the TTL
 	parent.End()
 	if !errors.Is(err, dlm.ErrLockLost) {
 		t.Fatalf("Do whose lock every node forgot = %v; want ErrLockLost", err)

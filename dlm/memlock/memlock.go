@@ -10,7 +10,10 @@
 // Redis.
 //
 // Keys expire by the local clock, which inside a testing/synctest bubble is
-// the bubble's fake clock: a test can let a TTL run out in no time. Waiters
+// the bubble's fake clock: a test can let a TTL run out in no time. The same
+// clock stands for the node's: under [dlm.WithFenceExpiry] fencing counters
+// expire, and a counter lost to [Node.FlushAll] or expired starts again from
+// the clock in microseconds, as on Redis, so tokens keep growing. Waiters
 // are woken by the node's announcements of releases, as on Redis.
 //
 // What it does not model: [dlm.WithFairness] (its scripts are refused with a

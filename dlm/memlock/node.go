@@ -156,14 +156,9 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		}
 		f, err := strconv.ParseInt(args[1], 10, 64)
 		if err != nil {
-			return nil, errors.New("ERR value is not an integer or out of range")
+			return nil, errNotInteger
 		}
-		for _, k := range counters {
-			if n.counter(k) < f {
-				n.keys[k] = entry{val: args[1]}
-			}
-		}
-		return int64(1), nil
+		return n.raiseFences(counters, f, args[1])
 	case scriptid.Status:
 		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
 	case scriptid.ServerID:
@@ -208,13 +203,8 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	var f int64 = 1
 	if fenced {
-		var top int64
-		for _, k := range keys[len(locks):] {
-			top = max(top, n.counter(k))
-		}
-		f = top + 1
-		for _, k := range keys[len(locks):] {
-			n.keys[k] = entry{val: strconv.FormatInt(f, 10)}
+		if f, err = n.bumpFences(keys[len(locks):], args[2]); err != nil {
+			return nil, err
 		}
 	}
 	for _, k := range locks {
@@ -226,6 +216,78 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	return f, nil
 }
+
+// bumpFences is the fenced acquire script's counting: it sets every
+// counter to one more than the largest of them and returns that value. With
+// expiry, the scripts' ARGV[3], not "0", a missing counter counts as the
+// node's clock in microseconds instead of 0 and every counter expires after
+// expiry ms. n.mu is held.
+func (n *Node) bumpFences(counters []string, expiry string) (int64, error) {
+	fx, err := strconv.ParseInt(expiry, 10, 64)
+	if err != nil || fx < 0 {
+		return 0, errNotInteger
+	}
+	var top int64
+	for _, k := range counters {
+		c, ok, err := n.fence(k)
+		switch {
+		case err != nil:
+			return 0, err
+		case !ok && fx > 0:
+			c = time.Now().UnixMicro()
+		}
+		top = max(top, c)
+	}
+	f := top + 1
+	var exp time.Time
+	if fx > 0 {
+		exp = time.Now().Add(time.Duration(fx) * time.Millisecond)
+	}
+	for _, k := range counters {
+		n.keys[k] = entry{val: strconv.FormatInt(f, 10), exp: exp}
+	}
+	return f, nil
+}
+
+// raiseFences is the raise script's writes, once the lock keys are known to
+// hold the secret: every counter below f is set to f (val, its text),
+// keeping its TTL when it has one of at least a millisecond and without
+// expiry otherwise, as the Lua's SET ... PX of its PTTL does. n.mu is held.
+func (n *Node) raiseFences(counters []string, f int64, val string) (any, error) {
+	for _, k := range counters {
+		c, _, err := n.fence(k)
+		if err != nil {
+			return nil, err
+		}
+		if c >= f {
+			continue
+		}
+		e := entry{val: val}
+		if n.pttl(k) > 0 {
+			e.exp = n.keys[k].exp
+		}
+		n.keys[k] = e
+	}
+	return int64(1), nil
+}
+
+// fence reads the fencing counter at key: its value and whether it exists
+// (0 and false when not), or an error when it holds no integer, as the
+// scripts' comparison of a nil tonumber would fail. n.mu is held.
+func (n *Node) fence(key string) (int64, bool, error) {
+	v, ok := n.get(key)
+	if !ok {
+		return 0, false, nil
+	}
+	c, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("ERR memlock: fencing counter %s holds no integer", key)
+	}
+	return c, true, nil
+}
+
+// errNotInteger is Redis' reply to an argument that should be an integer.
+var errNotInteger = errors.New("ERR value is not an integer or out of range")
 
 // owns is the scripts' owns: whether v, a lock key's value, is the holder's
 // secret. The readers' marker is nobody's secret, even when secret equals

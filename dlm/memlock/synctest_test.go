@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/memlock"
 )
 
@@ -77,6 +78,54 @@ func TestFakeClockDo(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("Do = %v", err)
+		}
+	})
+}
+
+// TestFakeClockFenceRestart checks that fencing counters under
+// WithFenceExpiry follow the fake clock: a counter restarts from the
+// bubble's clock in microseconds, after FlushAll as after its expiry, which
+// an hour of fake time brings in no real time.
+func TestFakeClockFenceRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memlock.NewNode("a:1")
+		m, err := dlm.New([]driver.Node{n}, dlm.WithFencing(), dlm.WithFenceExpiry(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ctx := context.Background()
+		grant := func(when string) uint64 {
+			t.Helper()
+			before := time.Now().UnixMicro()
+			l, err := m.TryLock(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now().UnixMicro()
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tok := int64(l.Token()); tok <= before || tok > after+1 {
+				t.Errorf("%s: token %d; want the fake clock in µs plus one, within [%d, %d]", when, tok, before+1, after+1)
+			}
+			return l.Token()
+		}
+		first := grant("first grant")
+		if next, _ := m.TryLock(ctx, "job"); next == nil || next.Token() != first+1 {
+			t.Fatalf("grant after %d = %v; want token %d", first, next, first+1)
+		} else {
+			next.Unlock(ctx)
+		}
+		time.Sleep(time.Minute)
+		n.FlushAll()
+		flushed := grant("after FlushAll")
+		if flushed <= first+1 {
+			t.Errorf("token after FlushAll %d; want more than %d", flushed, first+1)
+		}
+		time.Sleep(time.Hour + time.Second)
+		if expired := grant("after the counter expired"); expired <= flushed {
+			t.Errorf("token after the counter expired %d; want more than %d", expired, flushed)
 		}
 	})
 }

@@ -54,9 +54,11 @@ const (
 	// once, and a killed one refuses connections at once.
 	nodeTimeout = time.Second
 	// lostTTL is the TTL of the lock scene 4 loses: its first extension,
-	// which finds the lock gone, comes when a third of it is left.
-	lostTTL  = 600 * time.Millisecond
-	deadline = 30 * time.Second // the whole run, so that a hang fails
+	// which finds the lock gone, comes when a third of it is left. Its
+	// node timeout, lostNodeTimeout, must be below it.
+	lostTTL         = 600 * time.Millisecond
+	lostNodeTimeout = lostTTL / 3
+	deadline        = 30 * time.Second // the whole run, so that a hang fails
 )
 
 func main() {
@@ -192,7 +194,7 @@ func (d *demo) lost(ctx context.Context) error {
 		d.cluster.FlushAll()
 		<-ctx.Done() // cancelled when the next extension finds the lock gone
 		return nil
-	}, dlm.WithTTL(lostTTL))
+	}, dlm.WithTTL(lostTTL), dlm.WithNodeTimeout(lostNodeTimeout))
 	if !errors.Is(err, dlm.ErrLockLost) {
 		return fmt.Errorf("do whose lock was forgotten: want ErrLockLost, got %v", err)
 	}
