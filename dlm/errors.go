@@ -1,6 +1,7 @@
 package dlm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -224,3 +225,51 @@ func (e *QuorumError) Is(target error) bool {
 
 // Unwrap returns the node failures, so errors.As finds each [*NodeError].
 func (e *QuorumError) Unwrap() error { return e.Err }
+
+// waitError is the error of a blocking acquire ([Manager.Lock],
+// [Manager.RLock], [Semaphore.Acquire] ...) that stopped waiting because its
+// context ended or the Manager closed. It wraps why, ctx.Err() or
+// [ErrClosed], and the [*QuorumError] of the last attempt that completed,
+// so that the error keeps that attempt's class: [ErrNotObtained] when
+// another holder had the lock, [ErrUnavailable] when too many nodes failed.
+// An attempt that the context cut short, before its outcome was known,
+// does not count; when none completed, the error wraps why alone.
+type waitError struct {
+	what     string // "lock", "read lock" or "permit"
+	key      string
+	attempts int
+	why      error
+	last     *QuorumError // nil when no attempt completed
+}
+
+func (e *waitError) Error() string {
+	plural := "s"
+	if e.attempts == 1 {
+		plural = ""
+	}
+	s := fmt.Sprintf("dlm: %s %q: stopped waiting after %d attempt%s: %v", e.what, e.key, e.attempts, plural, e.why)
+	if e.last == nil {
+		return s + "; no attempt completed"
+	}
+	return s + "; last complete attempt: " + e.last.Error()
+}
+
+// Unwrap returns why and, if an attempt completed, the last one's error.
+func (e *waitError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.why}
+	}
+	return []error{e.why, e.last}
+}
+
+// attemptStopped is the error of an attempt at the lock what of key whose
+// vote v fell short, with qerr, while ctx ended. It wraps ctx.Err() and,
+// when the vote completed before ctx ended, qerr: that outcome stands. A
+// vote that ctx cut short is only quoted, so that the nodes it cut off do
+// not pass for failed ones.
+func attemptStopped(ctx context.Context, what, key string, v *vote, qerr *QuorumError) error {
+	if v.cut {
+		return fmt.Errorf("dlm: %s %q: %w (%v)", what, key, ctx.Err(), qerr)
+	}
+	return fmt.Errorf("dlm: %s %q: %w: %w", what, key, ctx.Err(), qerr)
+}
