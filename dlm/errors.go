@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/dlmgo/redlock/dlm/internal/invalid"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -34,7 +36,11 @@ var (
 	// at its first contact, to be the same server as another node of the
 	// manager ([New]). Like [ErrPermission], such refusals stop
 	// [Manager.Lock] from retrying once they leave no quorum possible.
-	ErrInvalid = errors.New("dlm: invalid argument")
+	//
+	// A bad node URL is bad input too: every error wrapping
+	// [driver.ErrBadURL], from [Open], [OpenNode], a driver's Open or
+	// [driver.ParseURL], matches ErrInvalid.
+	ErrInvalid = invalid.Err
 	// ErrUnknownDriver means a node URL named a driver that is not
 	// registered, or named none while several are.
 	ErrUnknownDriver = errors.New("dlm: unknown driver")
