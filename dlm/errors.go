@@ -29,13 +29,16 @@ var (
 	// quorum to be possible, whoever holds the lock.
 	ErrUnavailable = errors.New("dlm: quorum of nodes unavailable")
 	// ErrInvalid is wrapped by every error for bad input: options, keys,
-	// node lists. The operation made no round trip — with two exceptions: a
-	// [NodeError] matches it when the node refused keys of several hash
+	// node lists. The operation made no round trip — with three exceptions:
+	// a [NodeError] matches it when the node refused keys of several hash
 	// slots (CROSSSLOT), which a Redis Cluster that the manager could not
-	// tell was one ([driver.Sharded]) does, and when the node turned out,
-	// at its first contact, to be the same server as another node of the
-	// manager ([New]). Like [ErrPermission], such refusals stop
-	// [Manager.Lock] from retrying once they leave no quorum possible.
+	// tell was one ([driver.Sharded]) does; when the node redirected a key
+	// to another server (MOVED, ASK), which a member of a Redis Cluster
+	// opened as a single server does (open it with ?cluster=true); and when
+	// the node turned out, at its first contact, to be the same server as
+	// another node of the manager ([New]). Like [ErrPermission], such
+	// refusals stop [Manager.Lock] from retrying once they leave no quorum
+	// possible.
 	//
 	// A bad node URL is bad input too: every error wrapping
 	// [driver.ErrBadURL], from [Open], [OpenNode], a driver's Open or
@@ -132,15 +135,17 @@ func (e *NodeError) Error() string { return "node " + e.Node + ": " + e.Err.Erro
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is [ErrPermission] and the node refused access,
-// or [ErrInvalid] and the node refused keys of several hash slots or is the
-// same server as another node of the manager.
+// or [ErrInvalid] and the node refused keys of several hash slots, is the
+// same server as another node of the manager, or is a member of a Redis
+// Cluster opened as a single server (it answered MOVED or ASK).
 func (e *NodeError) Is(target error) bool {
 	switch target {
 	case ErrPermission:
 		return isPermission(e.Err)
 	case ErrInvalid:
 		var dup *sameServerError
-		return isCrossSlot(e.Err) || errors.As(e.Err, &dup)
+		var moved *redirectError
+		return isCrossSlot(e.Err) || errors.As(e.Err, &dup) || errors.As(e.Err, &moved)
 	}
 	return false
 }
@@ -199,9 +204,10 @@ func (e *QuorumError) outcome() string {
 
 func (e *QuorumError) unavailable() bool { return e.Failed > e.Nodes-e.Quorum }
 
-// misconfigured reports whether nodes refusing access, or refusing keys of
-// several hash slots, alone make a quorum impossible, so that retrying
-// cannot help.
+// misconfigured reports whether nodes refusing access, or failing as
+// ErrInvalid (keys of several hash slots, a redirection to another cluster
+// member, a duplicate server), alone make a quorum impossible, so that
+// retrying cannot help.
 func (e *QuorumError) misconfigured() bool {
 	merr, ok := e.Err.(*multierror.Error)
 	if !ok {

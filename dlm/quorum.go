@@ -293,7 +293,7 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	}
 	res, err := m.eval(ctx, i, req)
 	if err != nil {
-		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: m.redirected(i, err)}}
 	}
 	var ticket int64
 	if pair, ok := res.([]any); ok && req.fair && len(pair) == 2 {
