@@ -13,10 +13,18 @@ import (
 // Lock takes the lock named key, retrying with a jittered delay (see
 // [WithRetry]) until it is obtained, the retry budget is spent, or ctx ends.
 //
-// When ctx ends first, the error wraps ctx.Err() and says how many attempts
-// were made. When the budget is spent, the error is the last attempt's
-// [*QuorumError]: errors.Is(err, [ErrNotObtained]) if another holder had it,
-// errors.Is(err, [ErrUnavailable]) if too many nodes failed.
+// When the budget is spent, the error is the last attempt's [*QuorumError]:
+// errors.Is(err, [ErrNotObtained]) if another holder had it, errors.Is(err,
+// [ErrUnavailable]) if too many nodes failed. When ctx ends first, the error
+// wraps ctx.Err(), says how many attempts were made, and keeps the class of
+// the last attempt that completed: errors.Is(err, ctx.Err()) holds, and so
+// does errors.Is(err, [ErrNotObtained]) or errors.Is(err, [ErrUnavailable]),
+// with that attempt's [*QuorumError] found by errors.As. An attempt that ctx
+// cut short, before its outcome was known, does not count: if no attempt
+// completed (the first one was under way, or the call was still waiting
+// behind this Manager's earlier callers), the error wraps ctx.Err() alone.
+// [Manager.LockAll], [Manager.Do], [Manager.RLock], [Semaphore.Acquire] and
+// [Manager.Campaign] end the same way.
 //
 // Calls of one Manager that wait for the same keys without a retry budget
 // (and without [WithFairness]) line up in the Manager, and only the first
@@ -153,6 +161,10 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 	if fw != nil {
 		id = fw.id
 	}
+	stopped := func(why error, last *QuorumError) error {
+		return &waitError{what: opLock, key: keyName(keys), attempts: attempt, why: why, last: last}
+	}
+	var last *QuorumError // of the last attempt that completed
 	for attempt = 1; ; attempt++ {
 		if w != nil {
 			w.drain()
@@ -161,7 +173,14 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		l, err := m.acquire(ctx, cfg, keys, rkeys, fw, true)
 		took := time.Since(began)
 		var qerr *QuorumError
-		if err == nil || !errors.As(err, &qerr) {
+		found := err != nil && errors.As(err, &qerr)
+		if found {
+			last = qerr
+		}
+		if err != nil && ctx.Err() != nil && (found || errors.Is(err, ctx.Err())) {
+			return nil, attempt, stopped(ctx.Err(), last)
+		}
+		if err == nil || !found {
 			return l, attempt, err
 		}
 		if cfg.tries > 0 && attempt >= cfg.tries {
@@ -176,7 +195,9 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 				wake = w.c
 				// A release announced before the subscription was made
 				// went unheard: try again at once.
-				w.await(ctx, cfg.timeout())
+				if w.await(ctx, cfg.timeout()); ctx.Err() != nil {
+					return nil, attempt, stopped(ctx.Err(), qerr)
+				}
 				continue
 			}
 		}
@@ -191,7 +212,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			timer.Reset(wait)
 		}
 		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
-			return nil, attempt, fmt.Errorf("dlm: lock %q: stopped waiting after %d attempts: %w (last attempt: %v)", keyName(keys), attempt, err, qerr)
+			return nil, attempt, stopped(err, qerr)
 		}
 	}
 }
@@ -307,7 +328,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("dlm: lock %q: %w (%v)", key, ctx.Err(), qerr)
+		return nil, attemptStopped(ctx, opLock, key, &v, qerr)
 	}
 	return nil, qerr
 }

@@ -17,6 +17,10 @@ import (
 // [ErrLockLost] when the lock was lost before fn returned; check it with
 // errors.Is.
 //
+// When ctx ends before the lock is obtained, fn does not run and Do returns
+// the error [Manager.Lock] would: it wraps ctx.Err() and the class of the
+// last complete attempt.
+//
 // Extension follows [WithAutoExtend], on with its defaults unless an option
 // says otherwise. Cancelling ctx stops the wait, cancels fn's context, stops
 // extension, and releases the lock once fn returns. When the lock was lost

@@ -2,6 +2,7 @@ package dlm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -71,7 +72,9 @@ type Leadership struct {
 //
 // ctx bounds the wait only: once Campaign has returned, ending ctx changes
 // nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
-// that very moment is released. The other options are those of
+// that very moment is released; as with [Manager.Lock], it also keeps the
+// class of the last attempt that completed ([ErrNotObtained] while another
+// candidate leads, [ErrUnavailable]) and its [*QuorumError]. The other options are those of
 // [Manager.Lock]; value is at most [MaxLeaderValueLen] bytes.
 func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Option) (*Leadership, error) {
 	if ctx == nil {
@@ -99,6 +102,14 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		end()
 		if l != nil {
 			l.Unlock(context.WithoutCancel(ctx))
+		}
+		// The wait ended with lctx, for ctx's reason: say ctx's, and
+		// keep the last attempt's outcome.
+		var we *waitError
+		if errors.As(err, &we) {
+			stopped := *we
+			stopped.why = ctx.Err()
+			return nil, fmt.Errorf("dlm: campaign %q: %w", name, &stopped)
 		}
 		return nil, fmt.Errorf("dlm: campaign %q: %w", name, ctx.Err())
 	}

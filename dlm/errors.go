@@ -1,11 +1,14 @@
 package dlm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/dlmgo/redlock/dlm/internal/invalid"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -26,14 +29,21 @@ var (
 	// quorum to be possible, whoever holds the lock.
 	ErrUnavailable = errors.New("dlm: quorum of nodes unavailable")
 	// ErrInvalid is wrapped by every error for bad input: options, keys,
-	// node lists. The operation made no round trip — with two exceptions: a
-	// [NodeError] matches it when the node refused keys of several hash
+	// node lists. The operation made no round trip — with three exceptions:
+	// a [NodeError] matches it when the node refused keys of several hash
 	// slots (CROSSSLOT), which a Redis Cluster that the manager could not
-	// tell was one ([driver.Sharded]) does, and when the node turned out,
-	// at its first contact, to be the same server as another node of the
-	// manager ([New]). Like [ErrPermission], such refusals stop
-	// [Manager.Lock] from retrying once they leave no quorum possible.
-	ErrInvalid = errors.New("dlm: invalid argument")
+	// tell was one ([driver.Sharded]) does; when the node redirected a key
+	// to another server (MOVED, ASK), which a member of a Redis Cluster
+	// opened as a single server does (open it with ?cluster=true); and when
+	// the node turned out, at its first contact, to be the same server as
+	// another node of the manager ([New]). Like [ErrPermission], such
+	// refusals stop [Manager.Lock] from retrying once they leave no quorum
+	// possible.
+	//
+	// A bad node URL is bad input too: every error wrapping
+	// [driver.ErrBadURL], from [Open], [OpenNode], a driver's Open or
+	// [driver.ParseURL], matches ErrInvalid.
+	ErrInvalid = invalid.Err
 	// ErrUnknownDriver means a node URL named a driver that is not
 	// registered, or named none while several are.
 	ErrUnknownDriver = errors.New("dlm: unknown driver")
@@ -125,15 +135,17 @@ func (e *NodeError) Error() string { return "node " + e.Node + ": " + e.Err.Erro
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // Is reports whether target is [ErrPermission] and the node refused access,
-// or [ErrInvalid] and the node refused keys of several hash slots or is the
-// same server as another node of the manager.
+// or [ErrInvalid] and the node refused keys of several hash slots, is the
+// same server as another node of the manager, or is a member of a Redis
+// Cluster opened as a single server (it answered MOVED or ASK).
 func (e *NodeError) Is(target error) bool {
 	switch target {
 	case ErrPermission:
 		return isPermission(e.Err)
 	case ErrInvalid:
 		var dup *sameServerError
-		return isCrossSlot(e.Err) || errors.As(e.Err, &dup)
+		var moved *redirectError
+		return isCrossSlot(e.Err) || errors.As(e.Err, &dup) || errors.As(e.Err, &moved)
 	}
 	return false
 }
@@ -211,9 +223,10 @@ func (e *QuorumError) outcome() string {
 
 func (e *QuorumError) unavailable() bool { return e.Failed > e.Nodes-e.Quorum }
 
-// misconfigured reports whether nodes refusing access, or refusing keys of
-// several hash slots, alone make a quorum impossible, so that retrying
-// cannot help.
+// misconfigured reports whether nodes refusing access, or failing as
+// ErrInvalid (keys of several hash slots, a redirection to another cluster
+// member, a duplicate server), alone make a quorum impossible, so that
+// retrying cannot help.
 func (e *QuorumError) misconfigured() bool {
 	merr, ok := e.Err.(*multierror.Error)
 	if !ok {
@@ -243,3 +256,51 @@ func (e *QuorumError) Is(target error) bool {
 
 // Unwrap returns the node failures, so errors.As finds each [*NodeError].
 func (e *QuorumError) Unwrap() error { return e.Err }
+
+// waitError is the error of a blocking acquire ([Manager.Lock],
+// [Manager.RLock], [Semaphore.Acquire] ...) that stopped waiting because its
+// context ended or the Manager closed. It wraps why, ctx.Err() or
+// [ErrClosed], and the [*QuorumError] of the last attempt that completed,
+// so that the error keeps that attempt's class: [ErrNotObtained] when
+// another holder had the lock, [ErrUnavailable] when too many nodes failed.
+// An attempt that the context cut short, before its outcome was known,
+// does not count; when none completed, the error wraps why alone.
+type waitError struct {
+	what     string // "lock", "read lock" or "permit"
+	key      string
+	attempts int
+	why      error
+	last     *QuorumError // nil when no attempt completed
+}
+
+func (e *waitError) Error() string {
+	plural := "s"
+	if e.attempts == 1 {
+		plural = ""
+	}
+	s := fmt.Sprintf("dlm: %s %q: stopped waiting after %d attempt%s: %v", e.what, e.key, e.attempts, plural, e.why)
+	if e.last == nil {
+		return s + "; no attempt completed"
+	}
+	return s + "; last complete attempt: " + e.last.Error()
+}
+
+// Unwrap returns why and, if an attempt completed, the last one's error.
+func (e *waitError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.why}
+	}
+	return []error{e.why, e.last}
+}
+
+// attemptStopped is the error of an attempt at the lock what of key whose
+// vote v fell short, with qerr, while ctx ended. It wraps ctx.Err() and,
+// when the vote completed before ctx ended, qerr: that outcome stands. A
+// vote that ctx cut short is only quoted, so that the nodes it cut off do
+// not pass for failed ones.
+func attemptStopped(ctx context.Context, what, key string, v *vote, qerr *QuorumError) error {
+	if v.cut {
+		return fmt.Errorf("dlm: %s %q: %w (%v)", what, key, ctx.Err(), qerr)
+	}
+	return fmt.Errorf("dlm: %s %q: %w: %w", what, key, ctx.Err(), qerr)
+}

@@ -108,6 +108,7 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 		args: []string{secret, strconv.FormatInt(fence, 10)},
 		want: 1, timeout: cfg.timeout(), only: below,
 	})
+	v.cut = v.cut || raised.cut
 	return fence, holding + raised.yes
 }
 

@@ -202,7 +202,7 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	qerr.what = kind.what
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("dlm: %s %q: %w (%v)", kind.what, keys[0], ctx.Err(), qerr)
+		return nil, attemptStopped(ctx, kind.what, keys[0], &v, qerr)
 	}
 	return nil, qerr
 }
@@ -221,6 +221,10 @@ func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, k
 			w.stop()
 		}
 	}()
+	stopped := func(why error, last *QuorumError) error {
+		return &waitError{what: kind.what, key: keys[0], attempts: attempt, why: why, last: last}
+	}
+	var last *QuorumError // of the last attempt that completed
 	for attempt = 1; ; attempt++ {
 		if w != nil {
 			w.drain()
@@ -229,7 +233,14 @@ func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, k
 		l, err := m.acquireLease(ctx, cfg, kind, keys, lkeys)
 		took := time.Since(began)
 		var qerr *QuorumError
-		if err == nil || !errors.As(err, &qerr) {
+		found := err != nil && errors.As(err, &qerr)
+		if found {
+			last = qerr
+		}
+		if err != nil && ctx.Err() != nil && (found || errors.Is(err, ctx.Err())) {
+			return nil, attempt, stopped(ctx.Err(), last)
+		}
+		if err == nil || !found {
 			return l, attempt, err
 		}
 		if cfg.tries > 0 && attempt >= cfg.tries {
@@ -241,7 +252,9 @@ func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, k
 		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
 			if w = m.waker.watch(lkeys[:1], ""); w != nil {
 				wake = w.c
-				w.await(ctx, cfg.timeout())
+				if w.await(ctx, cfg.timeout()); ctx.Err() != nil {
+					return nil, attempt, stopped(ctx.Err(), qerr)
+				}
 				continue
 			}
 		}
@@ -253,7 +266,7 @@ func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, k
 			timer.Reset(wait)
 		}
 		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
-			return nil, attempt, fmt.Errorf("dlm: %s %q: stopped waiting after %d attempts: %w (last attempt: %v)", kind.what, keys[0], attempt, err, qerr)
+			return nil, attempt, stopped(err, qerr)
 		}
 	}
 }

@@ -19,6 +19,10 @@ type vote struct {
 	// manager of more nodes treats every node as possibly granted).
 	granted uint64
 	ticket  int64 // the largest ticket a fair acquire's replies carried
+	// cut is set when the caller's context ended before the outcome was
+	// known: the nodes still due were counted as failed with its error, so
+	// the vote says nothing of the lock or the nodes.
+	cut bool
 }
 
 // saidNo reports whether node i answered and refused, which for an acquire
@@ -106,9 +110,11 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 	if n == 1 {
 		// On this goroutine, under a context that ends with ctx: the
 		// adapter returns when ctx ends.
-		ctx, cancel := context.WithTimeout(ctx, req.timeout)
-		v.count(m.ask(ctx, 0, req), n)
+		actx, cancel := context.WithTimeout(ctx, req.timeout)
+		r := m.ask(actx, 0, req)
 		cancel()
+		v.count(r, n)
+		v.cut = r.err != nil && ctx.Err() != nil
 		return v, nil
 	}
 	nctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.timeout))
@@ -155,6 +161,7 @@ func (m *Manager) poll(ctx context.Context, req *request) (vote, *pending) {
 // the replies still due, if req stops early (its caller releases what they
 // grant) and nil otherwise. The requests still due end by their deadline.
 func (m *Manager) abandon(v *vote, err error, req *request, answered []bool, p *pending) *pending {
+	v.cut = true
 	for i, a := range answered {
 		if !a && (req.only == nil || req.only[i]) {
 			v.count(reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}, len(answered))
@@ -289,7 +296,7 @@ func (m *Manager) ask(ctx context.Context, i int, req *request) reply {
 	}
 	res, err := m.eval(ctx, i, req)
 	if err != nil {
-		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: err}}
+		return reply{node: i, err: &NodeError{Node: m.addrs[i], Err: m.redirected(i, err)}}
 	}
 	var ticket int64
 	if pair, ok := res.([]any); ok && req.fair && len(pair) == 2 {

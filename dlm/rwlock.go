@@ -48,6 +48,11 @@ var ErrUpgrade = fmt.Errorf("%w: a read lock cannot be upgraded to a write lock"
 // call then ends with its ctx. Inside [Manager.RDo], where the context
 // carries the read lock, Lock, TryLock and Do on the key are refused with
 // [ErrUpgrade] instead. Release the read lock first.
+//
+// RLock waits, retries and fails as [Manager.Lock] does: when ctx ends
+// first, the error wraps ctx.Err() and the last complete attempt's
+// [*QuorumError], so it matches [ErrNotObtained] (a writer holds the key
+// or waits for it) or [ErrUnavailable] (too many nodes failed).
 func (m *Manager) RLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lockLease(ctx, readLease, key, opts, true)
 }

@@ -168,7 +168,9 @@ func (s *Semaphore) Quorum() int {
 
 // Acquire takes a permit, retrying as [Manager.Lock] does — woken when a
 // permit is given back — until it is obtained, the retry budget is spent,
-// or ctx ends. The permit is a [Lock]: [Lock.Unlock] gives it back, and
+// or ctx ends; its errors are those of Lock, so one that ctx ended matches
+// ctx.Err() and, when an attempt completed, [ErrNotObtained] (the permits
+// were all held) or [ErrUnavailable]. The permit is a [Lock]: [Lock.Unlock] gives it back, and
 // [Lock.Extend], [Lock.Lost], [Lock.Until] and [WithAutoExtend] work as for
 // the mutex. It carries no fencing token. [WithFairness] does not apply;
 // [WithRestartGuard] does.

@@ -97,9 +97,11 @@ var outcomes = []string{
 }
 
 // outcome sums up how the operation e reports ended, in one of a few
-// words fit for a metric attribute. The lock's own sentinels come first: a
-// vote that fell short for node timeouts also matches
-// context.DeadlineExceeded.
+// words fit for a metric attribute. A wait that its context ended, or
+// Close, is canceled or closed, although its error also matches the
+// outcome of its last attempt (dlm.ErrNotObtained, dlm.ErrUnavailable).
+// Then the lock's own sentinels come: a vote that fell short for node
+// timeouts also matches context.DeadlineExceeded.
 func outcome(e *dlm.Event) string {
 	switch err := e.Err; {
 	case err == nil && e.Kind == dlm.EventDone:
@@ -108,6 +110,10 @@ func outcome(e *dlm.Event) string {
 		return dlm.EventObtained.String()
 	case err == nil:
 		return e.Kind.String()
+	case outsideVote(err, context.Canceled), outsideVote(err, context.DeadlineExceeded):
+		return outcomeCanceled
+	case errors.Is(err, dlm.ErrClosed):
+		return outcomeClosed
 	case errors.Is(err, dlm.ErrNotObtained):
 		return outcomeNotObtained
 	case errors.Is(err, dlm.ErrLockLost):
@@ -116,8 +122,29 @@ func outcome(e *dlm.Event) string {
 		return outcomeUnavailable
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return outcomeCanceled
-	case errors.Is(err, dlm.ErrClosed):
-		return outcomeClosed
 	}
 	return outcomeError
+}
+
+// outsideVote reports whether err is target or wraps it other than through
+// a *dlm.QuorumError, whose node timeouts match context.DeadlineExceeded
+// while the caller's context is live.
+func outsideVote(err, target error) bool {
+	if _, ok := err.(*dlm.QuorumError); ok {
+		return false
+	}
+	if err == target {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap() != nil && outsideVote(u.Unwrap(), target)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if e != nil && outsideVote(e, target) {
+				return true
+			}
+		}
+	}
+	return false
 }

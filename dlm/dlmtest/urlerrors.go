@@ -111,8 +111,9 @@ func CheckURLError(u BadURL, err, otherErr error) string {
 }
 
 // TestURLErrors checks that open refuses each of [BadURLs](driverName)
-// with an error wrapping [driver.ErrBadURL] that quotes no part of the
-// password, whatever url.Parse made of it. open is ParseURL, or what
+// with an error wrapping [driver.ErrBadURL], and so matching
+// [dlm.ErrInvalid], that quotes no part of the password, whatever url.Parse
+// made of it. open is ParseURL, or what
 // calls it on a node URL: [dlm.Open], [dlm.OpenNode], a driver's Open.
 // It returns the error, or nil when it accepted the URL (and closed what
 // it opened).
@@ -124,8 +125,8 @@ func TestURLErrors(t *testing.T, driverName string, open func(rawURL string) err
 			t.Errorf("open(%q): %s", u.URL, problem)
 			continue
 		}
-		if !errors.Is(err, driver.ErrBadURL) {
-			t.Errorf("open(%q) = %v; want an error wrapping driver.ErrBadURL", u.URL, err)
+		if !errors.Is(err, driver.ErrBadURL) || !errors.Is(err, dlm.ErrInvalid) {
+			t.Errorf("open(%q) = %v; want an error wrapping driver.ErrBadURL, matching dlm.ErrInvalid", u.URL, err)
 		}
 	}
 }

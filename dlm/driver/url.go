@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/invalid"
 )
 
 // Default values that [ParseURL] fills in when a URL leaves them out.
@@ -23,8 +25,20 @@ const (
 )
 
 // ErrBadURL is wrapped by every error [ParseURL] returns; check it with
-// errors.Is.
-var ErrBadURL = errors.New("driver: bad node URL")
+// errors.Is. A bad URL is bad input: every error that wraps ErrBadURL also
+// matches [github.com/dlmgo/redlock/dlm.ErrInvalid], whichever function
+// returned it — ParseURL, a driver's Open, [github.com/dlmgo/redlock/dlm.Open]
+// or [github.com/dlmgo/redlock/dlm.OpenNode].
+var ErrBadURL error = &badURLError{"driver: bad node URL"}
+
+// badURLError is the type of [ErrBadURL], whose Is makes it match
+// dlm.ErrInvalid.
+type badURLError struct{ msg string }
+
+func (e *badURLError) Error() string { return e.msg }
+
+// Is reports whether target is dlm.ErrInvalid.
+func (e *badURLError) Is(target error) bool { return target == invalid.Err }
 
 // Config is what a node URL says, in the terms every client library shares.
 // Adapters translate it into their own client options.
