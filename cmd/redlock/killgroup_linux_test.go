@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,6 +137,52 @@ func TestKillRedlockKillsCommandGroup(t *testing.T) {
 					group, describe(left), shPid, sleepPid)
 			}
 		})
+	}
+}
+
+// TestKillRedlockKillsDetachedProcesses kills redlock with SIGKILL while
+// its command runs a process that left the command's process group and
+// session (setsid) and whose parent, a subshell, has exited: the
+// supervisor, a child subreaper, still finds it below itself and ends it
+// within the lock's TTL.
+func TestKillRedlockKillsDetachedProcesses(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	_, nodes := startServers(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The background subshell is no group leader, so setsid(1) calls
+	// setsid(2) and execs sleep in its own process.
+	script := `(setsid sleep 30 & echo $! > "$2.tmp"; mv "$2.tmp" "$2"); ` + boundedWait
+	first := startRedlock(t, nil, runArgs("detached", sh(script, pidFile+".never", pidFile), "--nodes", nodes, "--ttl", ttl.String())...)
+	waitFor(t, "the detached process to start", func() bool { return exists(pidFile) })
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
+	if err != nil {
+		t.Fatalf("the detached process's pid %q: %v", readFile(t, pidFile), err)
+	}
+	var st procStat
+	waitFor(t, "the detached process to be in a session of its own", func() bool {
+		s, ok := readStat(pid)
+		st = s
+		return ok && s.pgrp == pid
+	})
+	t.Cleanup(func() {
+		if s, ok := readStat(pid); ok && s.start == st.start {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for {
+		s, ok := readStat(pid)
+		if !ok || s.start != st.start || s.zombie() {
+			break
+		}
+		if time.Since(killed) > ttl {
+			t.Fatalf("%v after redlock was killed, the detached process %d still runs (state %c, parent %d); want it gone", ttl, pid, s.state, s.ppid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
