@@ -41,8 +41,16 @@
 // processes COMMAND started included. In the foreground of a terminal
 // COMMAND shares redlock's process group, so that it can read the terminal;
 // the terminal then sends Ctrl-C and Ctrl-\ to COMMAND itself, and redlock
-// does not send them a second time. On Linux, COMMAND is killed if redlock
-// dies without ending it.
+// does not send them a second time.
+//
+// On Linux COMMAND runs under a supervisor, redlock's own executable, which
+// keeps every process COMMAND starts below it (a child subreaper) and exits
+// with COMMAND's status. If redlock dies without ending COMMAND (SIGKILL, a
+// crash), the supervisor sends SIGTERM to COMMAND's process group and every
+// process below it, then SIGKILL after --grace or a quarter of --ttl,
+// whichever is shorter: all are gone before the lock expires. Processes
+// COMMAND leaves running when it exits, and those that COMMAND did not start
+// itself, are not covered.
 //
 // While redlock waits on a terminal, a line on stderr shows how long it has
 // waited and what the nodes say of the holder: on how many nodes the lock

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -154,8 +155,18 @@ func TestRunWhileHeld(t *testing.T) {
 func TestRunExitCodes(t *testing.T) {
 	t.Parallel()
 	_, nodes := startServers(t, 3)
-	noExec := filepath.Join(t.TempDir(), "not-executable")
+	dir := t.TempDir()
+	noExec, badFormat, noInterpreter := filepath.Join(dir, "not-executable"), filepath.Join(dir, "bad-format"), filepath.Join(dir, "no-interpreter")
 	writeFile(t, noExec, "#!/bin/sh\nexit 0\n")
+	// Executable files that execve(2) refuses: found, so only starting
+	// them tells.
+	writeFile(t, badFormat, "\x00\x01 not a program\n")
+	writeFile(t, noInterpreter, "#!/redlock-test-no-such-interpreter\n")
+	for _, f := range []string{badFormat, noInterpreter} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name    string
 		command []string
@@ -168,6 +179,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"killed by SIGKILL", sh("kill -KILL $$"), 128 + 9},
 		{"not found", []string{"redlock-test-no-such-command"}, 127},
 		{"not executable", []string{noExec}, 126},
+		{"not a program", []string{badFormat}, 126},
+		{"interpreter not found", []string{noInterpreter}, 127},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +189,28 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("run %q = %d; want %d; stderr:\n%s", tt.command, code, tt.want, stderr)
 			}
 		})
+	}
+}
+
+// TestCommandStreams checks that the command reads redlock's stdin and
+// writes its stdout and stderr, and that redlock exits with its code.
+func TestCommandStreams(t *testing.T) {
+	t.Parallel()
+	_, nodes := startServers(t, 3)
+	script := sh(`read line; echo "out $line"; echo "err $line" >&2; exit 3`)
+	for _, args := range [][]string{
+		runArgs("streams", script, "--nodes", nodes),
+		append([]string{"elect", "--nodes", nodes, "streams", "v", "--"}, script...),
+	} {
+		p := &proc{t: t, args: args, done: make(chan struct{})}
+		p.start(func() { p.cmd.Stdin = strings.NewReader("hello\n") })
+		p.expectExit(3)
+		if got := p.stdout.String(); got != "out hello\n" {
+			t.Errorf("redlock %q: stdout %q; want %q", args, got, "out hello\n")
+		}
+		if got := p.stderr.String(); !strings.Contains(got, "err hello\n") {
+			t.Errorf("redlock %q: stderr %q; want the command's %q", args, got, "err hello\n")
+		}
 	}
 }
 

@@ -181,12 +181,7 @@ func (r *runner) runLeading(ld *dlm.Leadership, sigs <-chan os.Signal) (code int
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = commandEnv(os.Environ(), r.key, ld.Term(), ld.GrantID(), r.cfg.passNodes)
-	ch, err := startChild(cmd, !inForeground())
-	if err != nil {
-		r.log.Error("redlock: cannot start the command", slog.String("command", r.argv[0]), slog.Any("error", err))
-		return startExitCode(err), false
-	}
-	return r.supervise(ch, ld, sigs)
+	return r.startAndSupervise(cmd, ld, sigs)
 }
 
 // observe prints the election's leader and each change until INT or TERM.

@@ -27,6 +27,8 @@ func redlock(args []string, getenv func(string) string, stdout, stderr io.Writer
 		return statusMain(args, getenv, stdout, stderr)
 	case "elect":
 		return electMain(args, getenv, stdout, stderr)
+	case superviseCommand:
+		return superviseMain(args, stderr)
 	case "version", "--version", "-version":
 		if len(args) > 0 {
 			return usageError(stderr, "version", fmt.Errorf("unexpected argument %q", args[0]))

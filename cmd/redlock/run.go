@@ -116,13 +116,27 @@ func (r *runner) runLocked(l *dlm.Lock, sigs <-chan os.Signal) (code int, lost b
 	// In the foreground of a terminal the command shares redlock's
 	// process group, so that it can read the terminal. Elsewhere it gets a
 	// group of its own, so that signals reach the processes it starts.
-	ch, err := startChild(cmd, !inForeground())
+	return r.startAndSupervise(cmd, l, sigs)
+}
+
+// startAndSupervise starts cmd and supervises it while h is held.
+func (r *runner) startAndSupervise(cmd *exec.Cmd, h held, sigs <-chan os.Signal) (code int, lost bool) {
+	ch, err := startChild(cmd, !inForeground(), r.killAfter(), r.log)
 	if err != nil {
 		r.log.Error("redlock: cannot start the command", slog.String("command", r.argv[0]), slog.Any("error", err))
 		return startExitCode(err), false
 	}
-	r.log.Debug("redlock: command started", slog.String("command", r.argv[0]), slog.Int("pid", cmd.Process.Pid), slog.Bool("own_group", ch.ownGroup))
-	return r.supervise(ch, l, sigs)
+	r.log.Debug("redlock: command started", slog.String("command", r.argv[0]), slog.Int("pid", ch.pid), slog.Bool("own_group", ch.ownGroup))
+	return r.supervise(ch, h, sigs)
+}
+
+// killAfter is how long the command's processes get between SIGTERM and
+// SIGKILL if redlock dies while they run: --grace, but at most a quarter of
+// the TTL, so that they are gone before the lock expires. An extension
+// starts when a third of the TTL is left, so a lock outlives its holder by
+// more than that unless its extension was already failing.
+func (r *runner) killAfter() time.Duration {
+	return min(r.cfg.grace, r.cfg.ttl/4)
 }
 
 // supervise waits for the command to exit, forwarding signals to it. If the
