@@ -18,7 +18,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {
 # builds them as users do.
 unexport GOWORK
 
-.PHONY: test deps vet staticcheck unit bench fuzz release-check test-load
+.PHONY: test deps vet staticcheck unit bench fuzz release-check test-load safety soak
 
 test: deps vet staticcheck unit release-check
 
@@ -84,6 +84,23 @@ CHAOS_SOAK ?= 5m
 .PHONY: chaos
 chaos: deps
 	cd internal/chaos && $(GO) test -race -count=1 -v -run '^TestSoak$$' -chaos.soak=$(CHAOS_SOAK) -timeout 30m .
+
+# make safety: the safety matrix (internal/chaos, TestSafetyMatrix): every
+# scenario in which a Redis lock is known to fail (a holder process frozen
+# past its validity, a node's clock jump, a node restarted without its data,
+# delayed replies, a Sentinel failover, a holder frozen under
+# auto-extension), under each configuration that applies, on real
+# redis-server processes, SAFETY_TRIALS trials per cell the docs call safe.
+# It fails if a documented limit does not show or a safe cell accepts a
+# stale write, and rewrites docs/safety.md. The full log is in
+# .bin/safety.log; the figures (lines starting "safety:") and failures are
+# printed. make test runs two trials per cell.
+SAFETY_TRIALS ?= 200
+safety: deps
+	@mkdir -p $(BIN)
+	@cd internal/chaos && $(GO) test -race -count=1 -v -run '^TestSafetyMatrix$$' -safety.trials=$(SAFETY_TRIALS) \
+	  -safety.out=$(CURDIR)/docs/safety.md -timeout 40m . >$(BIN)/safety.log 2>&1; rc=$$?; \
+	  grep -E '^(safety:|--- FAIL|FAIL|ok|PASS)|_test.go:[0-9]+:' $(BIN)/safety.log; exit $$rc
 
 # make release-check: the README's install commands (go get of the core and
 # each backend in a new module, a build of its Usage snippet, go install of
