@@ -91,7 +91,7 @@ func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
 			continue
 		}
 		until := checkAt.Add(left)
-		aid := hist.Grant(key, "holder", start, granted, until, hl.token)
+		hist.Grant(key, "holder", start, granted, until, hl.token)
 		h.signal(syscall.SIGSTOP)
 		waitStopped(t, h.cmd.Process.Pid)
 		h.send("write") // read once the holder runs again
@@ -125,7 +125,6 @@ func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
 		_ = l.Unlock(context.Background())
 		h.send("unlock")
 		h.reply("unlocked", holderReplyTimeout)
-		_ = aid
 		tl.add(hist, res)
 	}
 	return tl
