@@ -21,7 +21,6 @@
 //     deliberately broken Redlocks ([ToyLocker]), read-write locks and
 //     semaphores ([ToySharedLocker]) that prove the checkers can fail.
 //   - [Workload] and [Injector]: the contention and the faults.
-//
 //   - TestSafetyMatrix: the safety matrix, every scenario in which a Redis
 //     lock is known to fail (a holder process frozen past its validity, a
 //     node's clock jump, a node restarted without its data, delayed
