@@ -391,7 +391,7 @@ func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
 			hist.Grant(key, "A", astart, time.Now(), la.Until(), la.Token())
 			res.write(1, la.Token(), grantOf(la))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*delayTTL)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*delayTTL+holderReplyTimeout)
 		bstart := time.Now()
 		lb, err := b.Lock(ctx, key, delayTTL)
 		cancel()

@@ -54,9 +54,11 @@ func (g *sentinelGroup) stop(t *testing.T) {
 }
 
 // failOver freezes the master (SIGSTOP: it fails, as a stalled machine)
-// and has Sentinel promote the replica; it returns once Sentinel names the
-// replica as the master.
-func (g *sentinelGroup) failOver(t *testing.T) {
+// and has Sentinel promote the replica; it reports whether Sentinel named
+// the replica as the master within 30 seconds. A failover that Sentinel
+// did not complete (it can abort one on a loaded machine) makes the trial
+// void: it says nothing about the lock.
+func (g *sentinelGroup) failOver(t *testing.T) bool {
 	t.Helper()
 	g.master.Pause()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -65,17 +67,19 @@ func (g *sentinelGroup) failOver(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("SENTINEL FAILOVER: %v", err)
+			t.Logf("SENTINEL FAILOVER: %v", err)
+			return false
 		}
 	}
 	port := strconv.Itoa(g.replica.Port())
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		v, err := g.sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", dlmtest.SentinelMaster)
 		if addr, _ := v.([]any); err == nil && len(addr) == 2 && addr[1] == port {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Sentinel names %v, %v as the master 30s after the failover; want the replica", v, err)
+			t.Logf("Sentinel names %v, %v as the master 30s after the failover; want the replica", v, err)
+			return false
 		}
 	}
 }
@@ -111,35 +115,51 @@ func failover(t *testing.T, trials int, ack bool) tally {
 		astart := time.Now()
 		la, err := a.TryLock(context.Background(), key)
 		if err != nil {
-			t.Fatalf("A's TryLock on the master: %v", err)
+			// WithReplicaAck's WAIT can time out on a loaded machine.
+			t.Logf("A's TryLock on the master: %v", err)
+			tl.Void++
+			_ = a.Close()
+			_ = b.Close()
+			g.stop(t)
+			continue
 		}
 		hist.Grant(key, "A", astart, time.Now(), la.Until(), 0)
 		res.write(1, 0, 0)
 		if v, _ := g.replica.Do("EXISTS", lockKey(key)); v == int64(1) {
 			tl.note("replica had A's key at the failover")
 		}
-		g.failOver(t)
+		if !g.failOver(t) {
+			tl.Void++
+			_ = a.Close()
+			_ = b.Close()
+			g.stop(t)
+			continue
+		}
 		// B tries until a live node answers it: the new master. A
 		// refusal (ErrNotObtained) comes from there, since the old
 		// master is frozen.
 		var lb *dlm.Lock
+		answered := false
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			bstart := time.Now()
 			lb, err = b.TryLock(context.Background(), key)
 			if err == nil {
 				hist.Grant(key, "B", bstart, time.Now(), lb.Until(), 0)
 				res.write(2, 0, 0)
+				answered = true
 				break
 			}
 			if errors.Is(err, dlm.ErrNotObtained) {
 				tl.note("B refused by the new master")
+				answered = true
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("B's TryLock 30s after the failover: %v", err)
+				t.Logf("B's TryLock 30s after the failover: %v", err)
+				break
 			}
 		}
-		if time.Now().After(la.Until()) {
+		if !answered || time.Now().After(la.Until()) {
 			tl.Void++
 		} else {
 			res.write(1, 0, 0)
