@@ -204,7 +204,7 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	res.violations += len(rep.Violations) + len(rwr.Violations) + len(semr.Violations) + len(writers.Violations)
 	res.mostReaders = max(res.mostReaders, rwr.MostShared)
 	res.mostPermits = max(res.mostPermits, semr.MostShared)
-	t.Logf("epoch %s (%v): %d grants (%s), %d violations", suffix, d, len(hist.Grants()), FormatCounts(res.byKind), res.violations)
+	t.Logf("epoch %s (%v): %d grants; so far %s, %d violations", suffix, d, len(hist.Grants()), FormatCounts(res.byKind), res.violations)
 }
 
 // TestSoak runs, for -chaos.soak, the real manager through all three
