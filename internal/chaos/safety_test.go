@@ -31,6 +31,9 @@ const (
 	// safeLock cells must show neither a stale write accepted nor two
 	// holders at once.
 	safeLock
+	// unclaimed cells are measured and shown, not checked: the docs claim
+	// neither way.
+	unclaimed
 )
 
 // safetyCell is one cell of the matrix: a scenario under a configuration.
@@ -60,7 +63,7 @@ var safetyMatrix = []safetyCell{
 		run: func(t *testing.T, n int) tally { return restartEmpty(t, n, restartConfig{fenced: true}) }},
 	{id: "restart-guard", scenario: "3. node killed (kill -9) and restarted at once without its data", config: "WithRestartGuard, no persistence", want: safeLock, workers: 3,
 		run: func(t *testing.T, n int) tally { return restartEmpty(t, n, restartConfig{guard: true}) }},
-	{id: "restart-everysec", scenario: "3. node killed (kill -9) and restarted at once with its AOF", config: "appendfsync everysec", want: safeLock,
+	{id: "restart-everysec", scenario: "3. node killed (kill -9) and restarted at once with its AOF", config: "appendfsync everysec", want: unclaimed,
 		run: func(t *testing.T, n int) tally { return restartEmpty(t, n, restartConfig{appendfsync: "everysec"}) }},
 	{id: "restart-always", scenario: "3. node killed (kill -9) and restarted at once with its AOF", config: "appendfsync always", want: safeLock,
 		run: func(t *testing.T, n int) tally { return restartEmpty(t, n, restartConfig{appendfsync: "always"}) }},
@@ -169,20 +172,34 @@ func TestSafetyMatrix(t *testing.T) {
 			t.Errorf("%s: %d trials; want %d", c.id, r.Trials, cellTrials(c))
 		}
 	}
-	if *safetyOut != "" && !t.Failed() {
+	// The table is written whatever the outcome: a safe cell that failed
+	// shows as such in its verdict.
+	if *safetyOut != "" {
 		if err := os.WriteFile(*safetyOut, []byte(safetyMarkdown(results, time.Since(start))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// verdictText is the verdict column.
-func verdictText(c safetyCell) string {
+// verdictText is the verdict column, from what the docs say of the cell
+// and what its trials showed.
+func verdictText(c safetyCell, r *cellResult) string {
 	switch c.want {
 	case documentedLimit:
+		if r.Overlaps == 0 && r.Stale == 0 {
+			return "**FAILED: the documented limit did not show**"
+		}
 		return "reproduces documented limit"
 	case safeResource:
+		if r.Stale > 0 {
+			return "**FAILED: claimed safe, stale writes accepted**"
+		}
 		return "safe: the resource refuses the stale writes"
+	case unclaimed:
+		return "not claimed either way: measured"
+	}
+	if r.Stale > 0 || r.Overlaps > 0 {
+		return "**FAILED: claimed safe, two holders**"
 	}
 	return "safe"
 }
@@ -222,7 +239,8 @@ without, it accepts every write. Per cell:
 - **modelled**: the fault is modelled, not real (see the scenario).
 
 A documented limit must reproduce its failure, or the run fails: that shows the harness sees failures. A safe
-cell must show 0 stale writes accepted (and, where the lock itself is claimed safe, 0 overlaps), or the run fails.
+cell must show 0 stale writes accepted (and, where the lock itself is claimed safe, 0 overlaps), or the run fails;
+the table is written either way, and a cell that failed says so in its verdict.
 
 `)
 	fmt.Fprintf(&b, "Command: `make safety` (`go test -race -run '^TestSafetyMatrix$' -safety.trials=%d -safety.out=...`), %s, %v.  \n",
@@ -240,7 +258,7 @@ cell must show 0 stale writes accepted (and, where the lock itself is claimed sa
 			mod = "yes"
 		}
 		fmt.Fprintf(&b, "| <a id=\"%s\"></a>`%s` | %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n",
-			c.id, c.id, c.scenario, c.config, r.Trials, r.Overlaps, r.Stale, r.Refused, r.Void, mod, verdictText(c), r.notes())
+			c.id, c.id, c.scenario, c.config, r.Trials, r.Overlaps, r.Stale, r.Refused, r.Void, mod, verdictText(c, r), r.notes())
 	}
 	b.WriteString(safetyScenarios)
 	return b.String()
@@ -269,8 +287,9 @@ every wait derived from them.
    fencing, the key was first granted twice on nodes 0 and 1 only, so node 2's counter lags: a node that lost
    its counter lets B's token fall below A's, and the resource, which never saw A's token, accepts A's write
    after B's. The restart guard's window equals the TTL; under it, each trial first waits until every node
-   has been up for the window. kill -9 ends the process, not the machine: what ` + "`appendfsync everysec`" + `
-   had written to the kernel survives it; a power cut, which would lose up to a second, is not reproduced.
+   has been up for the window. kill -9 ends the process, not the machine; the docs make no claim for
+   ` + "`appendfsync everysec`" + ` (Redis may postpone its write while a background fsync runs), so its cell is
+   measured, not checked.
 4. **Replies delayed** (TTL 200 ms). The proxy holds every reply to A back for 300 ms (A's node timeout is
    1.2 s, so the replies arrive); A's keys have expired on the nodes by the time A learns they were set. B
    takes the lock as soon as it can and writes. The control row is a Redlock of the suite's own that skips the
