@@ -219,29 +219,6 @@ func TestChaosFast(t *testing.T) {
 	t.Logf("TestChaosFast took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// TestSoak is TestChaosFast's first part for -chaos.soak, in epochs of at
-// most a minute with fresh keys, so that each history porcupine checks stays
-// well under 20k operations per key.
-func TestSoak(t *testing.T) {
-	snap := leakcheck.Take()
-	r := rand.New(rand.NewPCG(pickSeed(t), 1))
-	c, clients := startChaos(t)
-	var res epochResult
-	const epoch = time.Minute
-	for left, i := *soakFor, 0; left > 0; left, i = left-epoch, i+1 {
-		d := min(left, epoch)
-		e := chaosEpoch(t, c, clients, d, fmt.Sprintf("-soak%d", i), r)
-		t.Logf("epoch %d (%v): %d grants, %d faults, %d violations", i, d, e.stats.Grants, sum(e.faults), len(e.report.Violations))
-		res.add(e)
-	}
-	res.figures(t, "TestSoak", *soakFor)
-	CloseClients(t, clients)
-	if err := c.Net.Close(); err != nil {
-		t.Errorf("closing proxies: %v", err)
-	}
-	snap.Check(t, 10*time.Second)
-}
-
 func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0

@@ -157,7 +157,8 @@ type KeySpec struct {
 //     then "writes" late; its window still ends at Until, and the write is
 //     counted as a late write — what fencing tokens will reject;
 //   - Crash: the client abandons the lock without unlocking;
-//   - Extend: the client extends the lock midway (real manager only).
+//   - Extend: the client extends the lock midway (real manager only), to
+//     the key's TTL, or, with VaryExtend, to between half and twice it.
 type Workload struct {
 	Clients     []*Client
 	Keys        []KeySpec
@@ -167,6 +168,7 @@ type Workload struct {
 	Hold                             float64
 	Overrun, Pause, Crash, Extend    float64
 	PauseBeyond                      time.Duration // how far past Until a paused client wakes
+	VaryExtend                       bool
 	Seed                             uint64
 	stats                            Stats
 	statsMu                          sync.Mutex
@@ -258,7 +260,11 @@ func (w *Workload) hold(ctx context.Context, c *Client, r *rand.Rand, k KeySpec,
 		if ext, ok := lease.(Extender); ok && r.Float64() < w.Extend {
 			sleep(ctx, d/2)
 			ectx, cancel := context.WithTimeout(ctx, w.LockTimeout)
-			if err := ext.Extend(ectx, k.TTL); err == nil {
+			ttl := k.TTL
+			if w.VaryExtend {
+				ttl = time.Duration((0.5 + 1.5*r.Float64()) * float64(k.TTL)).Round(time.Millisecond)
+			}
+			if err := ext.Extend(ectx, ttl); err == nil {
 				w.extendsOK.Add(1)
 				w.History.Extended(id, lease.Until())
 			} else {

@@ -1,0 +1,272 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/internal/leakcheck"
+)
+
+var soakMinGrants = flag.Int64("chaos.mingrants", 0, "TestSoak fails with fewer checked grants than this (make soak: 100000)")
+
+// The soak's keys: the mutex, read-write locks and semaphores of soakLimit
+// permits, with TTLs from 200 to 800 ms, two of each, so that 27 callers
+// keep a grant going on most of them; and two elections.
+const (
+	soakLimit    = 2
+	electionPref = "lead-"
+)
+
+var (
+	soakKeys = []KeySpec{
+		{"m200", 200 * time.Millisecond}, {"m300", 300 * time.Millisecond}, {"m500", 500 * time.Millisecond}, {"m800", 800 * time.Millisecond},
+		{"n200", 200 * time.Millisecond}, {"n300", 300 * time.Millisecond}, {"n500", 500 * time.Millisecond}, {"n800", 800 * time.Millisecond},
+		{RWPrefix + "300", 300 * time.Millisecond}, {RWPrefix + "500", 500 * time.Millisecond},
+		{RWPrefix + "b300", 300 * time.Millisecond}, {RWPrefix + "b500", 500 * time.Millisecond},
+		{SemPrefix + "300", 300 * time.Millisecond}, {SemPrefix + "600", 600 * time.Millisecond},
+		{SemPrefix + "b300", 300 * time.Millisecond}, {SemPrefix + "b600", 600 * time.Millisecond},
+	}
+	soakElections = []string{electionPref + "a", electionPref + "b"}
+	soakLeaderTTL = []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 800 * time.Millisecond}
+)
+
+// soakCallers returns three callers of each manager, which contend in the
+// same process: two with the same options (the plain acquire, SET NX, when
+// the key is free; a lock can be handed over between them without a round
+// trip) and one with WithFencing (the acquire script; never handed a lock
+// of the others, whose lease differs).
+func soakCallers(managers []*dlm.Manager, backends []string) []*Client {
+	var out []*Client
+	for i, m := range managers {
+		for j, c := range []struct {
+			name string
+			opts []dlm.Option
+		}{{"plain", nil}, {"plain2", nil}, {"fenced", []dlm.Option{dlm.WithFencing()}}} {
+			out = append(out, &Client{ID: 3*i + j, Backend: backends[i], Name: fmt.Sprintf("c%d/%s/%s", i, backends[i], c.name),
+				Locker: SharedLocker{M: m, Opts: c.opts, ReadShare: 0.7, Limit: soakLimit}})
+		}
+	}
+	return out
+}
+
+// campaign runs one candidate until ctx ends: it campaigns for a random
+// election with a random TTL, leads for a random time or until its
+// leadership is lost, records the term in h, and resigns.
+func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *rand.Rand, wins, losses *atomic.Int64) {
+	for ctx.Err() == nil {
+		el := soakElections[r.IntN(len(soakElections))]
+		ttl := soakLeaderTTL[r.IntN(len(soakLeaderTTL))]
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		start := time.Now()
+		ld, err := m.Campaign(cctx, el, name, dlm.WithTTL(ttl))
+		cancel()
+		if err != nil {
+			sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
+			continue
+		}
+		wins.Add(1)
+		id := h.Grant(el, name, start, time.Now(), ld.Until(), ld.Term())
+		t := time.NewTimer(time.Duration(r.Float64() * 1.5 * float64(ttl)))
+		select {
+		case <-t.C:
+		case <-ld.Lost():
+			losses.Add(1)
+		case <-ctx.Done():
+		}
+		t.Stop()
+		h.Release(id, time.Now(), ld.Until())
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = ld.Resign(rctx)
+		cancel()
+	}
+}
+
+// soakResult is what the soak's epochs found.
+type soakResult struct {
+	stats                       Stats
+	faults                      map[string]int64
+	byKind                      map[string]int64
+	exclusive                   Report
+	lin                         porcupine.CheckResult
+	linOps                      int
+	linTime                     time.Duration
+	violations                  int
+	mostReaders, mostPermits    int
+	leaderWins, leadershipLosts int64
+}
+
+// soakEpoch runs the callers' workload and the candidates on keys renamed
+// with suffix for d under the injector's faults, then checks the history:
+// the mutex and the elections with the exact checker (no overlap, terms and
+// tokens increasing) and porcupine, the read-write locks and semaphores
+// with the shared checker (no writer with anyone, never more than the limit
+// of permits).
+func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Client, d time.Duration, suffix string, r *rand.Rand, res *soakResult) {
+	t.Helper()
+	keys := make([]KeySpec, len(soakKeys))
+	for i, k := range soakKeys {
+		keys[i] = KeySpec{k.Name + suffix, k.TTL}
+	}
+	hist := NewHistory()
+	w := &Workload{
+		Clients: callers, Keys: keys, History: hist, LockTimeout: 2 * time.Second,
+		Hold: 0.2, Overrun: 0.03, Pause: 0.03, Crash: 0.02, Extend: 0.2, VaryExtend: true, PauseBeyond: 100 * time.Millisecond,
+		Seed: r.Uint64(),
+	}
+	// Extensions reach twice a key's TTL: a killed node stays down
+	// longer than that.
+	in := &Injector{C: c, MaxTTL: 2 * maxTTL(keys), Kinds: faultKinds(t), MaxKilled: 1, Rand: rand.New(rand.NewPCG(r.Uint64(), 1)),
+		Logf: func(f string, a ...any) { t.Logf("fault: "+f, a...) }}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan Stats)
+	go func() { done <- w.Run(ctx) }()
+	var wg sync.WaitGroup
+	var wins, losts atomic.Int64
+	for i, m := range managers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The elections' names get the epoch's suffix through
+			// the history's keys only: each epoch has a fresh history.
+			campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(r.Uint64(), uint64(i))), &wins, &losts)
+		}()
+	}
+	in.Run(t, ctx)
+	stats := <-done
+	wg.Wait()
+	res.leaderWins += wins.Load()
+	res.leadershipLosts += losts.Load()
+	for k, v := range in.Counts {
+		res.faults[k] += v
+	}
+	res.faults[FaultClientPausePastValidity] += stats.Pauses
+	res.faults[FaultHolderCrash] += stats.Crashes
+	res.stats.Attempts += stats.Attempts
+	res.stats.Grants += stats.Grants
+	res.stats.ExtendsOK += stats.ExtendsOK
+	res.stats.ExtendsErr += stats.ExtendsErr
+	for k, v := range stats.Errors {
+		res.stats.Errors[k] += v
+	}
+
+	var exclusive, rw, sem []Grant
+	for _, g := range hist.Grants() {
+		switch {
+		case strings.HasPrefix(g.Key, electionPref):
+			res.byKind["election"]++
+			exclusive = append(exclusive, g)
+		case g.Mode == Permit:
+			res.byKind["semaphore"]++
+			sem = append(sem, g)
+		case strings.HasPrefix(g.Key, RWPrefix):
+			res.byKind["rw-"+g.Mode.String()]++
+			rw = append(rw, g)
+		default:
+			res.byKind["mutex"]++
+			exclusive = append(exclusive, g)
+		}
+	}
+	rep := Check(exclusive)
+	start := time.Now()
+	lin, ops := CheckLinearizable(exclusive, time.Minute)
+	res.linTime += time.Since(start)
+	res.linOps += ops
+	if lin != porcupine.Ok {
+		res.lin = lin
+	}
+	if (lin == porcupine.Illegal) != (len(rep.Violations) > 0) || lin == porcupine.Unknown {
+		t.Errorf("porcupine says %v over %d operations; the exact checker found %d violations", lin, ops, len(rep.Violations))
+	}
+	res.exclusive.Ops += rep.Ops
+	res.exclusive.Grants += rep.Grants
+	res.exclusive.Tokens += rep.Tokens
+	for _, v := range rep.Violations {
+		t.Errorf("violation: %v", v)
+	}
+	rwr, semr, writers := CheckShared(rw, 1), CheckShared(sem, soakLimit), Check(onlyExclusive(rw))
+	for _, v := range append(rwr.Violations, semr.Violations...) {
+		t.Errorf("violation: %v", v)
+	}
+	for _, v := range writers.Violations {
+		t.Errorf("violation among writers: %v", v)
+	}
+	res.violations += len(rep.Violations) + len(rwr.Violations) + len(semr.Violations) + len(writers.Violations)
+	res.mostReaders = max(res.mostReaders, rwr.MostShared)
+	res.mostPermits = max(res.mostPermits, semr.MostShared)
+	t.Logf("epoch %s (%v): %d grants; so far %s, %d violations", suffix, d, len(hist.Grants()), FormatCounts(res.byKind), res.violations)
+}
+
+// TestSoak runs, for -chaos.soak, the real manager through all three
+// backends under every fault, in epochs of at most a minute with fresh keys
+// (so that each history porcupine checks stays well under 20k operations
+// per key): the mutex, read-write locks and semaphores, three callers per
+// manager contending in the process with different options (plain and
+// fenced acquires; hand-overs), extensions to varying TTLs, and two
+// elections with a candidate per manager. Every grant is checked: no two
+// holders of the mutex, never two leaders, no writer with anyone, never
+// more than the limit of permits, tokens and terms increasing; porcupine
+// checks the mutex and the elections again. make soak runs it for 25
+// minutes and requires -chaos.mingrants checked grants.
+func TestSoak(t *testing.T) {
+	snap := leakcheck.Take()
+	r := rand.New(rand.NewPCG(pickSeed(t), 1))
+	c := StartCluster(t, chaosNodes, chaosClients)
+	managers := make([]*dlm.Manager, chaosClients)
+	backends := make([]string, chaosClients)
+	for i := range managers {
+		backends[i] = Backends[i%len(Backends)]
+		urls := make([]string, 0, chaosNodes)
+		for _, a := range c.Net.Addrs(i) {
+			urls = append(urls, NodeURL(backends[i], a))
+		}
+		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		managers[i] = m
+	}
+	callers := soakCallers(managers, backends)
+	res := soakResult{faults: map[string]int64{}, byKind: map[string]int64{}, lin: porcupine.Ok,
+		stats: Stats{Errors: map[string]int64{}}}
+	const epoch = time.Minute
+	began := time.Now()
+	for left, i := *soakFor, 0; left > 0; left, i = left-epoch, i+1 {
+		soakEpoch(t, c, managers, callers, min(left, epoch), fmt.Sprintf("-soak%d", i), r, &res)
+	}
+	checked := int64(0)
+	for _, n := range res.byKind {
+		checked += n
+	}
+	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
+		chaosNodes, len(managers), len(callers), time.Since(began).Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
+		res.stats.ExtendsOK, res.stats.ExtendsOK+res.stats.ExtendsErr, res.leaderWins, res.leadershipLosts, res.mostReaders, res.mostPermits, soakLimit,
+		sum(res.faults), FormatCounts(res.faults), res.violations, res.lin, res.linOps, res.linTime.Round(time.Millisecond), FormatCounts(res.stats.Errors))
+	if checked < *soakMinGrants {
+		t.Errorf("%d checked grants; want at least %d", checked, *soakMinGrants)
+	}
+	for _, k := range []string{"mutex", "election", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()} {
+		if res.byKind[k] == 0 {
+			t.Errorf("no %s grant in %v", k, *soakFor)
+		}
+	}
+	for _, m := range managers {
+		if err := m.Close(); err != nil {
+			t.Errorf("Manager.Close: %v", err)
+		}
+	}
+	if err := c.Net.Close(); err != nil {
+		t.Errorf("closing proxies: %v", err)
+	}
+	snap.Check(t, 10*time.Second)
+}
