@@ -3,6 +3,7 @@ package rueidis
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -31,14 +32,21 @@ func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 // bounded by the dial timeout, a write by the write timeout) comes back from
 // rueidis as context.DeadlineExceeded too; while ctx is not done it must not
 // pass for the caller's, and becomes errClientTimeout.
+//
+// A socket timeout (an i/o timeout) is one of these too: rueidis sets the
+// socket's deadline from ctx's or from its own timeouts, and the socket's
+// may fire a moment before ctx's deadline by the clock read here.
 func ctxError(ctx context.Context, err error) error {
-	if !errors.Is(err, context.DeadlineExceeded) {
+	var ne net.Error
+	if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &ne) && ne.Timeout()) {
 		return driver.ContextError(ctx, err)
 	}
 	switch e := driver.ContextError(ctx, errClientTimeout); {
 	case e == errClientTimeout:
 		return e // ctx has not ended: the timeout is the client's
-	case errors.Is(e, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(e, context.DeadlineExceeded):
+		return driver.ContextError(ctx, err) // err, matching DeadlineExceeded
+	case errors.Is(err, context.Canceled):
 		return err // err already matches the error ctx ended with
 	default:
 		return e // cancelled during a timeout of the client's

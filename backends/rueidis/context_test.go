@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -20,6 +22,7 @@ func TestCtxError(t *testing.T) {
 	defer cancelRunning()
 	errConn := errors.New("dial tcp 127.0.0.1:6379: connection refused")
 	errTimeout := fmt.Errorf("rueidis: %w", context.DeadlineExceeded)
+	errIOTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	for _, tc := range []struct {
 		name   string
 		ctx    context.Context
@@ -39,6 +42,11 @@ func TestCtxError(t *testing.T) {
 		{name: "cancelled, connection error", ctx: cancelled, err: errConn,
 			wantIs: []error{context.Canceled, errConn}},
 		{name: "cancelled, Canceled", ctx: cancelled, err: context.Canceled, want: context.Canceled},
+		// A socket deadline set from the caller's may fire a moment before
+		// it: while the caller's runs, it is a client timeout.
+		{name: "running, socket timeout", ctx: running, err: errIOTimeout, want: errClientTimeout},
+		{name: "deadline exceeded, socket timeout", ctx: expired, err: errIOTimeout,
+			wantIs: []error{context.DeadlineExceeded, os.ErrDeadlineExceeded}},
 	} {
 		got := ctxError(tc.ctx, tc.err)
 		if tc.want != nil {
