@@ -24,6 +24,12 @@ var ErrNodeRestarted = errors.New("dlm: node restarted empty within the restart 
 // Each node keeps, per lock key, a key that holds the moment, by the node's
 // own clock, from which it may be counted; when that key is missing, the
 // acquire script computes the moment from the node's uptime (INFO server).
+// A node is never counted before it has been up for window. INFO gives the
+// uptime in whole seconds, from times cut to the second, so a node started
+// a millisecond ago may report one second: the script takes the latest
+// start the figure allows, and a node that lost its data is counted between
+// window and window rounded up to the second plus one second after it
+// started.
 // The key expires a window after the lock key's last acquire (after that
 // moment), so keys no longer used leave nothing behind; a node restarted
 // with its data then waits out the window for them, as an empty one does. The guarded scripts therefore also need the INFO

@@ -30,7 +30,7 @@ func TestRestartGuard(t *testing.T) {
 			ctx := context.Background()
 			if len(tc.opts) > 0 {
 				// Every node is new to the guard: wait out its window once.
-				time.Sleep(3 * time.Second)
+				time.Sleep(guardSettled(3 * time.Second))
 			}
 			c.do(t, []int{3, 4}, "SET", fencePrefix+"{k}", "someone-else", "PX", "60000")
 			mark := c.mark()

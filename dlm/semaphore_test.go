@@ -334,7 +334,7 @@ func TestLeasesLeastPrivilege(t *testing.T) {
 	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(10*time.Millisecond)), dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500*time.Millisecond), dlm.WithRestartGuard(window))
 	// Every node is new to the guard: wait out its window once. The
 	// semaphore's permits need all three nodes, the last one started too.
-	time.Sleep(window)
+	time.Sleep(guardSettled(window))
 	r, err := m.RLock(ctx, "doc")
 	if err != nil {
 		t.Fatalf("RLock as the least-privilege user = %v", err)

@@ -196,8 +196,10 @@ func testClusterGuard(t *testing.T, c *cluster) {
 	if !errors.Is(err, dlm.ErrNodeRestarted) {
 		t.Fatalf("TryLock on clusters up for less than the guard window (%v) = %v; want ErrNodeRestarted", window, err)
 	}
-	// Every master counts once its own uptime reaches the window.
-	time.Sleep(window - youngest)
+	// Every master counts once it has been up for the window, and at the
+	// latest a second after it: the youngest has been up for more than
+	// youngest-1s.
+	time.Sleep(window - youngest + 2*time.Second)
 	l, err := m.TryLock(ctx, "guarded")
 	if err != nil {
 		t.Fatalf("TryLock once the window (%v) passed: %v", window, err)

@@ -287,7 +287,8 @@ every wait derived from them.
    fencing, the key was first granted twice on nodes 0 and 1 only, so node 2's counter lags: a node that lost
    its counter lets B's token fall below A's, and the resource, which never saw A's token, accepts A's write
    after B's. The restart guard's window equals the TTL; under it, each trial first waits until every node
-   has been up for the window. kill -9 ends the process, not the machine; the docs make no claim for
+   has been up for the window plus a second (the guard reads the node's uptime in whole seconds, and counts it
+   up to a second after the window). kill -9 ends the process, not the machine; the docs make no claim for
    ` + "`appendfsync everysec`" + ` (Redis may postpone its write while a background fsync runs), so its cell is
    measured, not checked.
 4. **Replies delayed** (TTL 200 ms). The proxy holds every reply to A back for 300 ms (A's node timeout is
