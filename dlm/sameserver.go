@@ -75,13 +75,14 @@ type servers struct {
 	mu    sync.Mutex
 	ids   []string        // by node, once known
 	dups  []error         // by node, once a duplicate: its *sameServerError
+	errs  []error         // by node: why the last asking got no answer
 	wait  []chan struct{} // by node: closed when the asking under way ends
 }
 
 // newServers returns the identities of n nodes: unknown, to be asked, when
 // ask is set, but for the nodes marked in cluster; otherwise not compared.
 func newServers(n int, cluster []bool, ask bool) *servers {
-	s := &servers{state: make([]atomic.Int32, n), ids: make([]string, n), dups: make([]error, n), wait: make([]chan struct{}, n)}
+	s := &servers{state: make([]atomic.Int32, n), ids: make([]string, n), dups: make([]error, n), errs: make([]error, n), wait: make([]chan struct{}, n)}
 	for i := range s.state {
 		if !ask || (cluster != nil && cluster[i]) {
 			s.state[i].Store(idUnsaid)
@@ -104,8 +105,12 @@ func (e *sameServerError) Error() string {
 
 // admit returns nil when node i's answers may count, and otherwise the
 // node's failure: the error of a duplicate, or, while the node has not
-// said what it is, the error of asking it. It asks at most once at a time
-// per node; the others wait for that answer within ctx.
+// said what it is, the error of asking it. The asking runs on a goroutine
+// of its own, at most one at a time per node, bounded by identifyTimeout
+// rather than by ctx: a node whose first contact (a connection, its
+// handshake and the question) takes longer than a request may is still
+// identified, and counts from the request after the answer. Callers wait
+// for the answer within ctx.
 func (m *Manager) admit(ctx context.Context, i int) error {
 	s := m.servers
 	switch s.state[i].Load() {
@@ -114,47 +119,69 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	case idDuplicate:
 		return s.dups[i]
 	}
-	for {
-		s.mu.Lock()
-		if st := s.state[i].Load(); st != idUnknown {
-			s.mu.Unlock()
-			if st == idDuplicate {
-				return s.dups[i]
-			}
-			return nil
-		}
-		if ch := s.wait[i]; ch != nil {
-			s.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return fmt.Errorf("asking the server for its run_id: %w", ctx.Err())
-			}
-		}
-		ch := make(chan struct{})
+	s.mu.Lock()
+	ch := s.wait[i]
+	start := ch == nil && s.state[i].Load() == idUnknown
+	if start {
+		ch = make(chan struct{})
 		s.wait[i] = ch
-		s.mu.Unlock()
-
-		id, why, err := m.askServerID(ctx, i)
-
-		s.mu.Lock()
-		s.wait[i] = nil
-		close(ch)
-		if err != nil {
-			s.mu.Unlock()
-			return err
+	}
+	s.mu.Unlock()
+	if start {
+		m.spawn(func() { m.identify(i, ch) })
+	}
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("asking the server for its run_id: %w", ctx.Err())
 		}
-		st := s.record(m, i, id)
-		s.mu.Unlock()
-		switch st {
-		case idDuplicate:
-			m.logServer(i, s.dups[i])
-			return s.dups[i]
-		case idUnsaid:
-			m.logServer(i, why)
-		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state[i].Load() {
+	case idKnown, idUnsaid:
 		return nil
+	case idDuplicate:
+		return s.dups[i]
+	}
+	return s.errs[i] // the asking failed: the next request asks again
+}
+
+// identifyTimeout bounds the asking of a node's run_id: a few node
+// timeouts, and at least a second.
+func (m *Manager) identifyTimeout() time.Duration {
+	return max(4*m.cfg.timeout(), time.Second)
+}
+
+// identify asks node i for its run_id, records what it said, or why it
+// could not say, and closes done. Close ends the asking.
+func (m *Manager) identify(i int, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.identifyTimeout())
+	defer cancel()
+	go func() {
+		select {
+		case <-m.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	id, why, err := m.askServerID(ctx, i)
+	s := m.servers
+	s.mu.Lock()
+	s.wait[i] = nil
+	s.errs[i] = err
+	st := idUnknown
+	if err == nil {
+		st = s.record(m, i, id)
+	}
+	s.mu.Unlock()
+	close(done)
+	switch st {
+	case idDuplicate:
+		m.logServer(i, s.dups[i])
+	case idUnsaid:
+		m.logServer(i, why)
 	}
 }
 

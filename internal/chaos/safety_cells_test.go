@@ -21,8 +21,18 @@ const (
 	jumpTTL           = time.Second            // scenario 2: A's validity spans B's grant
 	restartTTL        = time.Second            // scenario 3: A's validity spans a restart
 	delayTTL          = 200 * time.Millisecond // scenario 4
-	delayReplies      = 300 * time.Millisecond // scenario 4: past delayTTL
-	failoverLockTTL   = 20 * time.Second       // scenario 5: A's validity spans a failover
+	delayReplies      = 300 * time.Millisecond // scenario 4, the toy's: past delayTTL
+	// Scenario 4 with the manager, whose node timeout must be below the TTL:
+	// the replies come after the validity (the TTL less the drift of
+	// delayDrift, 452 ms of the second) and within the node timeout, so A
+	// learns of a grant it may no longer use. Each attempt costs one delayed
+	// round trip: A's connections and the servers' scripts are warm before
+	// the delay starts.
+	delayManagerTTL     = time.Second
+	delayManagerReplies = 600 * time.Millisecond
+	delayNodeTimeout    = 900 * time.Millisecond
+	delayDrift          = 0.45
+	failoverLockTTL     = 20 * time.Second // scenario 5: A's validity spans a failover
 )
 
 // lockKey is the node key of lock name under the default prefix.
@@ -78,14 +88,14 @@ func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
 		hl, err := h.lock(key, pauseTTL, fenced, autoExtend)
 		if err != nil {
 			t.Logf("holder's TryLock: %v", err)
-			tl.Void++
+			tl.void(t, trials)
 			continue
 		}
 		granted := time.Now()
 		checkAt := time.Now()
 		valid, left := h.check()
 		if !valid || granted.After(checkAt.Add(left)) {
-			tl.Void++ // the machine was too slow: the validity ended before the check
+			tl.void(t, trials) // the machine was too slow: the validity ended before the check
 			h.send("unlock")
 			h.reply("unlocked", holderReplyTimeout)
 			continue
@@ -205,7 +215,7 @@ func clockJump(t *testing.T, trials int, fenced bool) tally {
 		a, astart, err := tc.lockReaching(0, key, []dlm.Option{dlm.WithTTL(jumpTTL)}, 0, 1)
 		if err != nil {
 			t.Logf("A's TryLock on nodes 0, 1: %v", err)
-			tl.Void++
+			tl.void(t, trials)
 			continue
 		}
 		aid := hist.Grant(key, "A", astart, astart, a.Until(), a.Token())
@@ -221,7 +231,7 @@ func clockJump(t *testing.T, trials int, fenced bool) tally {
 			t.Logf("B's TryLock: %v", err)
 		}
 		if time.Now().After(a.Until()) {
-			tl.Void++ // too slow: A's validity ended before its second write
+			tl.void(t, trials) // too slow: A's validity ended before its second write
 		} else {
 			if !res.write(1, a.Token(), a.GrantID()) {
 				tl.note("A's write after B refused")
@@ -293,7 +303,7 @@ func restartEmpty(t *testing.T, trials int, cfg restartConfig) tally {
 		a, astart, err := tc.lockReaching(0, key, nil, 0, 1)
 		if err != nil {
 			t.Logf("A's TryLock on nodes 0, 1: %v", err)
-			tl.Void++
+			tl.void(t, trials)
 			continue
 		}
 		aid := hist.Grant(key, "A", astart, astart, a.Until(), a.Token())
@@ -316,7 +326,7 @@ func restartEmpty(t *testing.T, trials int, cfg restartConfig) tally {
 			t.Logf("B's TryLock: %v", err)
 		}
 		if time.Now().After(a.Until()) {
-			tl.Void++ // too slow: A's validity ended before B's attempt was over
+			tl.void(t, trials) // too slow: A's validity ended before B's attempt was over
 		} else {
 			if !res.write(1, a.Token(), a.GrantID()) {
 				tl.note("A's write refused")
@@ -346,9 +356,12 @@ func nodeHas(t *testing.T, s *dlmtest.Server, key string) bool {
 	}
 }
 
-// delayedReplies is scenario 4: every reply to A is delayed past the TTL
-// (the proxy holds it back), so A's keys have expired on the nodes by the
-// time A learns they were set; B takes the lock as soon as it can. If A
+// delayedReplies is scenario 4: every reply to A is delayed (the proxy
+// holds it back) past A's validity: past the TTL for the toy, whose node
+// timeout may exceed it; for the manager, whose node timeout must be below
+// the TTL, past the TTL less the drift, so that A's keys have expired on the
+// nodes, or soon will, by the time A learns they were set. B takes the lock
+// as soon as it can. If A
 // counts itself granted, it writes, B writes, and A writes again. toy
 // replaces both managers with [ToyLocker]s, A with the NoValidityCheck flaw:
 // the control that shows the harness sees the failure.
@@ -359,9 +372,7 @@ func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
-	for _, p := range n.Proxies[0] {
-		p.SetLatency(0, delayReplies)
-	}
+	delay, ttl := delayReplies, delayTTL
 	var a, b Locker
 	if toy {
 		cl := (&Cluster{t: t, Servers: servers, Net: n}).ToyClients(func(l *ToyLocker) { l.NodeTimeout = 4 * delayReplies })
@@ -370,23 +381,38 @@ func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
 		t.Cleanup(func() { CloseClients(t, cl) })
 		a, b = cl[0].Locker, cl[1].Locker
 	} else {
+		delay, ttl = delayManagerReplies, delayManagerTTL
 		var opts []dlm.Option
 		if fenced {
 			opts = append(opts, dlm.WithFencing())
 		}
-		a = ManagerLocker{M: openManager(t, "goredis", n.Addrs(0), append(opts, dlm.WithNodeTimeout(4*delayReplies))...)}
+		a = ManagerLocker{M: openManager(t, "goredis", n.Addrs(0), append(opts, dlm.WithNodeTimeout(delayNodeTimeout), dlm.WithDriftFactor(delayDrift))...)}
 		b = ManagerLocker{M: openManager(t, "redigo", n.Addrs(1), opts...)}
+		// Warm: A's connections open, the scripts in the servers' caches.
+		warm, err := a.TryLock(context.Background(), "delay-warm", ttl)
+		if err != nil {
+			t.Fatalf("A's TryLock before the delay: %v", err)
+		}
+		if err := warm.Unlock(context.Background()); err != nil {
+			t.Fatalf("A's Unlock before the delay: %v", err)
+		}
+	}
+	for _, p := range n.Proxies[0] {
+		p.SetLatency(0, delay)
 	}
 	var tl tally
 	for i := 0; tl.Trials < trials; i++ {
 		key := fmt.Sprintf("delay-%d", i)
 		hist, res := NewHistory(), &resource{fenced: fenced}
 		astart := time.Now()
-		la, err := a.TryLock(context.Background(), key, delayTTL)
+		la, err := a.TryLock(context.Background(), key, ttl)
 		if err != nil {
+			if errors.Is(err, dlm.ErrInvalid) {
+				t.Fatalf("A's TryLock: %v", err)
+			}
 			if !errors.Is(err, dlm.ErrNotObtained) {
 				t.Logf("A's TryLock: %v", err)
-				tl.Void++
+				tl.void(t, trials)
 				continue
 			}
 			tl.note("A refused by the validity check")
@@ -394,9 +420,9 @@ func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
 			hist.Grant(key, "A", astart, time.Now(), la.Until(), la.Token())
 			res.write(1, la.Token(), grantOf(la))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*delayTTL+holderReplyTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*ttl+holderReplyTimeout)
 		bstart := time.Now()
-		lb, err := b.Lock(ctx, key, delayTTL)
+		lb, err := b.Lock(ctx, key, ttl)
 		cancel()
 		if err != nil {
 			t.Fatalf("B's Lock: %v", err)

@@ -117,7 +117,7 @@ func failover(t *testing.T, trials int, ack bool) tally {
 		if err != nil {
 			// WithReplicaAck's WAIT can time out on a loaded machine.
 			t.Logf("A's TryLock on the master: %v", err)
-			tl.Void++
+			tl.void(t, trials)
 			_ = a.Close()
 			_ = b.Close()
 			g.stop(t)
@@ -129,7 +129,7 @@ func failover(t *testing.T, trials int, ack bool) tally {
 			tl.note("replica had A's key at the failover")
 		}
 		if !g.failOver(t) {
-			tl.Void++
+			tl.void(t, trials)
 			_ = a.Close()
 			_ = b.Close()
 			g.stop(t)
@@ -160,7 +160,7 @@ func failover(t *testing.T, trials int, ack bool) tally {
 			}
 		}
 		if !answered || time.Now().After(la.Until()) {
-			tl.Void++
+			tl.void(t, trials)
 		} else {
 			res.write(1, 0, 0)
 			tl.add(hist, res)

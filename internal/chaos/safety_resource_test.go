@@ -61,6 +61,17 @@ type tally struct {
 	Notes    map[string]int
 }
 
+// void counts a trial whose timing went off, to be run again, and fails tb
+// once voids outnumber twice the trials wanted: a cell whose every trial is
+// void (a machine too slow for its timeouts, or a setup the manager
+// refuses) must end, not run forever.
+func (t *tally) void(tb testing.TB, trials int) {
+	tb.Helper()
+	if t.Void++; t.Void > 2*trials+10 {
+		tb.Fatalf("%d trials void, %d counted of %d: the machine is too slow for the cell's timeouts", t.Void, t.Trials, trials)
+	}
+}
+
 func (t *tally) note(k string) {
 	if t.Notes == nil {
 		t.Notes = map[string]int{}
