@@ -164,7 +164,30 @@ func (b *batcher) send(batch []*call, self *call) {
 			_ = pipe.Process(ctx, c.cmd)
 		}
 	}
-	_, _ = pipe.Exec(ctx) // each command has its own reply or error
+	_, err := pipe.Exec(ctx)
+	answered(batch, err)
+}
+
+// answered gives err, a pipeline's failure, to the requests of batch that
+// have neither a reply nor an error. go-redis v9.0 leaves the commands of a
+// pipeline that got no connection (the pool's wait, the dial or the
+// handshake failed, or the context ended first) in that state: read as they
+// are, they carry a nil reply, which SetNXGet takes for a key it set — a
+// grant from a node it never reached. (Later releases set the error
+// themselves.) A command that was read always has one or the other, a nil
+// reply being the error [redis.Nil], so no reply is overwritten; and when
+// err is an error reply of the server, every command was read.
+//
+// Invariant: every request of a batch ends with its own reply or an error.
+func answered(batch []*call, err error) {
+	if err == nil || isReply(err) {
+		return
+	}
+	for _, c := range batch {
+		if c.cmd.Err() == nil && c.cmd.Val() == nil {
+			c.cmd.SetErr(err)
+		}
+	}
 }
 
 // put returns c to the pool, holding nothing of its request.
