@@ -74,3 +74,9 @@ func SetContendedFor(m *Manager, d time.Duration) {
 		m.plain.contendFor.Store(int64(d))
 	}
 }
+
+// OpenNodes is Open over nodes the test opened itself: the manager owns
+// them and compares their servers as Open does.
+func OpenNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
+	return openNodes(nodes, opts...)
+}

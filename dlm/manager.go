@@ -147,6 +147,12 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 		}
 		nodes = append(nodes, n)
 	}
+	return openNodes(nodes, opts...)
+}
+
+// openNodes is Open's manager over the nodes it opened, which the manager
+// owns: it closes them, when New fails too.
+func openNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m, err := New(nodes, opts...)
 	if err != nil {
 		closeAll(nodes)

@@ -35,15 +35,6 @@ func (n *slowFirstNode) Eval(ctx context.Context, s *driver.Script, keys, args [
 	return n.Node.Eval(ctx, s, keys, args)
 }
 
-// slowFirstDriver opens slowFirstNodes.
-type slowFirstDriver struct{ slow time.Duration }
-
-func (d slowFirstDriver) Open(url string) (driver.Node, error) {
-	return &slowFirstNode{Node: memlock.NewNode(url), slow: d.slow}, nil
-}
-
-func init() { dlm.Register("slowfirst", slowFirstDriver{slow: 300 * time.Millisecond}) }
-
 // TestSlowFirstContactStillCounts checks that a node whose first contact
 // takes longer than the node timeout (here every node's: Open's asking of
 // the servers' run_ids gives up on them) is identified all the same and
@@ -52,13 +43,13 @@ func init() { dlm.Register("slowfirst", slowFirstDriver{slow: 300 * time.Millise
 // fail every one, for good.
 func TestSlowFirstContactStillCounts(t *testing.T) {
 	t.Parallel()
-	var urls []string
+	var nodes []driver.Node
 	for i := range 3 {
-		urls = append(urls, fmt.Sprintf("redis+slowfirst://n%d:1", i))
+		nodes = append(nodes, &slowFirstNode{Node: memlock.NewNode(fmt.Sprintf("n%d:1", i)), slow: 300 * time.Millisecond})
 	}
-	m, err := dlm.Open(urls, dlm.WithTTL(2*time.Second), dlm.WithNodeTimeout(100*time.Millisecond))
+	m, err := dlm.OpenNodes(nodes, dlm.WithTTL(2*time.Second), dlm.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
-		t.Fatalf("Open = %v", err)
+		t.Fatalf("OpenNodes = %v", err)
 	}
 	defer m.Close()
 	// The question runs on beyond a request's node timeout: within a few
