@@ -170,68 +170,6 @@ func TestTryLockSkipsLocalQueue(t *testing.T) {
 	}
 }
 
-// TestLocalHandOver checks when Unlock hands the lock to the next caller in
-// line without a round trip — same secret, same validity — and when it goes
-// back to the nodes instead: a fenced lock (each grant needs a greater
-// fencing token), a lease too short for the next caller, a lock passed around for
-// longer than handOverSlice, and no one in line.
-func TestLocalHandOver(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name   string
-		ttl    time.Duration
-		before time.Duration // held this long before Unlock
-		handed bool
-	}{
-		{"next in line takes it", time.Minute, 0, true},
-		{"lease too short for the next", 200 * time.Millisecond, 120 * time.Millisecond, false},
-		{"passed around too long", time.Minute, handOverSlice + 10*time.Millisecond, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
-			fs := newFakes(3)
-			m := newManager(t, fs, WithTTL(tc.ttl))
-			ctx := context.Background()
-			first, err := m.Lock(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := make(chan *Lock, 1)
-			go func() {
-				l, err := m.Lock(ctx, "k")
-				if err != nil {
-					t.Errorf("next caller's Lock = %v", err)
-				}
-				res <- l
-			}()
-			waitFor(t, "the next caller in line", func() bool { return queued(m, rkey("k")) == 1 })
-			time.Sleep(tc.before)
-			requests := countAll(fs, "")
-			firstUntil := first.Until() // in the past once unlocked
-			if err := first.Unlock(ctx); err != nil {
-				t.Fatalf("Unlock = %v", err)
-			}
-			next := <-res
-			if next == nil {
-				return
-			}
-			handed := next.secret == first.secret
-			if handed != tc.handed {
-				t.Errorf("lock handed over in the manager: %v; want %v", handed, tc.handed)
-			}
-			if sent := countAll(fs, "") - requests; handed && (sent != 0 || next.Until() != firstUntil) {
-				t.Errorf("hand-over sent %d requests and moved the validity from %v to %v; want none and the same validity", sent, firstUntil, next.Until())
-			}
-			if err := next.Unlock(ctx); err != nil {
-				t.Fatalf("Unlock of the lock handed over = %v", err)
-			}
-			if got := holders(fs, rkey("k")); got[0]+got[1]+got[2] != "" {
-				t.Errorf("after the last Unlock, nodes hold %q; want nothing", got)
-			}
-		})
-	}
-}
-
 // TestRetryBudgetOutOfLine checks that a Lock call with a retry budget
 // stays out of the manager's line, as WithRetry's doc says: waiting behind a
 // caller from the line, it competes on the nodes and is not handed the
