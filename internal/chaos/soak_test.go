@@ -133,13 +133,17 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	go func() { done <- w.Run(ctx) }()
 	var wg sync.WaitGroup
 	var wins, losts atomic.Int64
+	seeds := make([]uint64, len(managers)) // r is not safe for the goroutines
+	for i := range seeds {
+		seeds[i] = r.Uint64()
+	}
 	for i, m := range managers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// The elections' names get the epoch's suffix through
 			// the history's keys only: each epoch has a fresh history.
-			campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(r.Uint64(), uint64(i))), &wins, &losts)
+			campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(seeds[i], uint64(i))), &wins, &losts)
 		}()
 	}
 	in.Run(t, ctx)
