@@ -19,9 +19,9 @@ import (
 )
 
 // TestMain fails the run if goroutines of this package outlive the tests.
-// Its tests wait on TTLs and servers: eight run at once unless -parallel says.
+// Its tests wait on TTLs and servers: four run at once unless -parallel says.
 func TestMain(m *testing.M) {
-	testflags.DefaultParallel(8)
+	testflags.DefaultParallel(4)
 	snap := leakcheck.Take()
 	code := m.Run()
 	if code == 0 {

@@ -7,9 +7,9 @@ import (
 	"github.com/dlmgo/redlock/internal/testflags"
 )
 
-// TestMain runs eight parallel tests at once unless -parallel says: they
+// TestMain runs four parallel tests at once unless -parallel says: they
 // wait on TTLs and servers far more than they compute.
 func TestMain(m *testing.M) {
-	testflags.DefaultParallel(8)
+	testflags.DefaultParallel(4)
 	os.Exit(m.Run())
 }
