@@ -1,14 +1,12 @@
 package dlm_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +30,6 @@ func asDriverNodes(ns []*memlock.Node) []driver.Node {
 		out[i] = n
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestSemaphoreNoFailureToleranceLogged checks that a semaphore whose
@@ -77,7 +57,7 @@ func TestSemaphoreNoFailureToleranceLogged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var buf syncBuffer
+			var buf secretLog // a concurrency-safe buffer
 			logger := slog.New(slog.NewTextHandler(&buf, nil))
 			m, err := dlm.New(asDriverNodes(memNodes(tc.nodes)), dlm.WithLogger(logger))
 			if err != nil {
