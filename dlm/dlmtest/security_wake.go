@@ -230,6 +230,19 @@ func (s *secure) testHostilePublish(t *testing.T) {
 			await(fmt.Sprintf("waiter woken by %q into an attempt", p), func() bool { return w.attempts.Load() > before })
 		}
 	}
+	// The last release's attempt may start a moment after await saw the
+	// one before it: count from once the attempts have settled, no new one
+	// for half a second (more than a release's spread, 25 ms at most, and
+	// an attempt's start on a loaded machine).
+	last, stable := w.attempts.Load(), time.Now()
+	for end := stable.Add(10 * time.Second); time.Since(stable) < 500*time.Millisecond; time.Sleep(20 * time.Millisecond) {
+		if n := w.attempts.Load(); n != last {
+			last, stable = n, time.Now()
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the waiter's attempts did not settle within 10s of the last release (%d)", last)
+		}
+	}
 	logged, tried := strings.Count(s.log.String(), malformedLog), w.attempts.Load()
 	for _, srv := range s.servers {
 		s.publish(t, srv, channel, malformedWakes...)
