@@ -160,7 +160,7 @@ func summarize(w io.Writer, dir string) int {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "start")); err == nil {
 		if start, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			fmt.Fprintf(w, "total: %ds for make test\n", int(time.Since(time.Unix(start, 0)).Seconds()))
+			fmt.Fprintf(w, "total: %ds\n", int(time.Since(time.Unix(start, 0)).Seconds()))
 		}
 	}
 	if len(rows) == 0 {
