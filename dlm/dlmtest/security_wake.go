@@ -223,11 +223,27 @@ func (s *secure) testHostilePublish(t *testing.T) {
 	}
 	await("waiter's first attempt, subscribed on every server", func() bool { return w.attempts.Load() >= 1 && s.listening(t, "hostile") })
 	channel := dlm.DefaultKeyPrefix + "{hostile}:wake"
+	// A release heard while the waiter's previous attempt is still under
+	// way finds no watcher to wake; the count is published again until an
+	// attempt follows it.
 	for range 4 {
 		for _, p := range overflowingCounts {
 			before := w.attempts.Load()
-			s.publish(t, s.servers[0], channel, p)
-			await(fmt.Sprintf("waiter woken by %q into an attempt", p), func() bool { return w.attempts.Load() > before })
+			woke := func() bool { return w.attempts.Load() > before }
+			for try := 0; !woke(); try++ {
+				if try == 20 {
+					t.Fatalf("waiter not woken by %q into an attempt after 20 publications", p)
+				}
+				s.publish(t, s.servers[0], channel, p)
+				for deadline := time.Now().Add(200 * time.Millisecond); !woke() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					select {
+					case r := <-done:
+						s.sawErr(r.err)
+						t.Fatalf("waiter's Lock(hostile) returned (%v) while the lock was held, after hostile wake messages", r.err)
+					default:
+					}
+				}
+			}
 		}
 	}
 	// The last release's attempt may start a moment after await saw the
