@@ -176,13 +176,15 @@ func (m *Manager) identify(i int, done chan struct{}) {
 		st = s.record(m, i, id)
 	}
 	s.mu.Unlock()
-	close(done)
+	// Logged before the waiters wake, so that the log holds the duplicate
+	// once its first request has failed.
 	switch st {
 	case idDuplicate:
 		m.logServer(i, s.dups[i])
 	case idUnsaid:
 		m.logServer(i, why)
 	}
+	close(done)
 }
 
 // record stores what node i said, its run_id or "" for none, and returns

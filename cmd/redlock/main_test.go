@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	unignoreSignals()
 	dir, err := os.MkdirTemp("", "redlock-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -283,5 +285,24 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// forwarded are the signals the tests send redlock to pass on.
+var forwarded = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM}
+
+// unignoreSignals makes the redlock processes the tests start begin with
+// the default disposition of every signal they forward, as from a
+// terminal. A test run under nohup, or as a background job of a
+// non-interactive shell (SIGINT and SIGQUIT ignored), would otherwise pass
+// its ignored signals on through exec, and redlock, rightly, forwards no
+// signal its caller ignores. A signal caught here is reset to the default
+// in a child at exec; this process goes on ignoring it, as before, since
+// nothing reads the channel.
+func unignoreSignals() {
+	for _, sig := range forwarded {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
 	}
 }
