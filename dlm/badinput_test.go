@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -50,9 +50,9 @@ func respNode(t *testing.T, addr, password string) driver.Node {
 }
 
 // startNodes starts n redis-servers and returns them with a node for each.
-func startNodes(t *testing.T, n int) ([]*dlmtest.Server, []driver.Node) {
+func startNodes(t *testing.T, n int) ([]*redistest.Server, []driver.Node) {
 	t.Helper()
-	srvs := dlmtest.StartServers(t, n)
+	srvs := redistest.StartServers(t, n)
 	nodes := make([]driver.Node, n)
 	for i, s := range srvs {
 		nodes[i] = respNode(t, s.Addr(), "")
@@ -92,7 +92,7 @@ func call(t *testing.T, what string, f func() error) error {
 }
 
 // keysLeft returns the keys on srvs, "node i: key" each, sorted.
-func keysLeft(t *testing.T, srvs []*dlmtest.Server) []string {
+func keysLeft(t *testing.T, srvs []*redistest.Server) []string {
 	t.Helper()
 	var left []string
 	for i, s := range srvs {
@@ -116,7 +116,7 @@ const releaseBound = 2 * time.Second
 // checkNoKeys fails t if a key is left on srvs once the releases still under
 // way have had their time, and removes it so that the next row starts
 // clean.
-func checkNoKeys(t *testing.T, what string, srvs []*dlmtest.Server) {
+func checkNoKeys(t *testing.T, what string, srvs []*redistest.Server) {
 	t.Helper()
 	left := keysLeft(t, srvs)
 	for deadline := time.Now().Add(releaseBound); len(left) > 0 && time.Now().Before(deadline); {
@@ -484,8 +484,8 @@ func TestBadInputNotRedis(t *testing.T) {
 	silent := func(t *testing.T) driver.Node {
 		return respNode(t, blackHole(t), "")
 	}
-	authServers := func(t *testing.T, password string) (func(*testing.T) driver.Node, []*dlmtest.Server) {
-		srvs := dlmtest.StartServers(t, 2, dlmtest.WithArgs("--requirepass", serverPassword))
+	authServers := func(t *testing.T, password string) (func(*testing.T) driver.Node, []*redistest.Server) {
+		srvs := redistest.StartServers(t, 2, redistest.WithArgs("--requirepass", serverPassword))
 		i := 0
 		return func(t *testing.T) driver.Node {
 			i++
@@ -495,19 +495,19 @@ func TestBadInputNotRedis(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		bad  func(t *testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server)
+		bad  func(t *testing.T) (func(*testing.T) driver.Node, []*redistest.Server)
 		say  string // in the error
 	}{
-		{"HTTP server", func(*testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server) { return httpNode, nil }, "protocol error"},
-		{"closed port", func(*testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server) { return closedPort, nil }, "connection refused"},
-		{"never answers", func(*testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server) { return silent, nil }, "deadline exceeded"},
-		{"wrong password", func(t *testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server) {
+		{"HTTP server", func(*testing.T) (func(*testing.T) driver.Node, []*redistest.Server) { return httpNode, nil }, "protocol error"},
+		{"closed port", func(*testing.T) (func(*testing.T) driver.Node, []*redistest.Server) { return closedPort, nil }, "connection refused"},
+		{"never answers", func(*testing.T) (func(*testing.T) driver.Node, []*redistest.Server) { return silent, nil }, "deadline exceeded"},
+		{"wrong password", func(t *testing.T) (func(*testing.T) driver.Node, []*redistest.Server) {
 			return authServers(t, wrongPassword)
 		}, "WRONGPASS"},
-		{"no password", func(t *testing.T) (func(*testing.T) driver.Node, []*dlmtest.Server) { return authServers(t, "") }, "NOAUTH"},
+		{"no password", func(t *testing.T) (func(*testing.T) driver.Node, []*redistest.Server) { return authServers(t, "") }, "NOAUTH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			good := dlmtest.StartServer(t)
+			good := redistest.StartServer(t)
 			newBad, badSrvs := tc.bad(t)
 			nodes := []driver.Node{respNode(t, good.Addr(), ""), newBad(t), newBad(t)}
 			m, err := dlm.New(nodes, dlm.WithTTL(2*time.Second)) // node timeout 100ms
@@ -516,7 +516,7 @@ func TestBadInputNotRedis(t *testing.T) {
 			}
 			defer m.Close()
 			ctx := context.Background()
-			all := append([]*dlmtest.Server{good}, badSrvs...)
+			all := append([]*redistest.Server{good}, badSrvs...)
 			for _, op := range []struct {
 				name string
 				f    func() error

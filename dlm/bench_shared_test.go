@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -16,7 +16,7 @@ import (
 // the mutex, a read lock, and semaphores whose permits need 3, 4 and 5 of
 // the nodes (limits 1, 2 and 4). Run with -bench SharedCycle.
 func BenchmarkSharedCycle(b *testing.B) {
-	servers := dlmtest.StartServers(b, 5)
+	servers := redistest.StartServers(b, 5)
 	var nodes []driver.Node
 	for _, s := range servers {
 		cfg, _ := driver.ParseURL("redis://" + s.Addr())

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 	"github.com/dlmgo/redlock/internal/resp"
 )
@@ -22,14 +22,14 @@ const electPrefix = "elect:"
 // electionCluster is n redis-servers and a way to open managers over them,
 // each with nodes of its own, as separate processes would have.
 type electionCluster struct {
-	servers []*dlmtest.Server
+	servers []*redistest.Server
 	opts    []dlm.Option
 }
 
 func newElectionCluster(t *testing.T, n int, opts ...dlm.Option) *electionCluster {
 	t.Helper()
 	return &electionCluster{
-		servers: dlmtest.StartServers(t, n),
+		servers: redistest.StartServers(t, n),
 		opts:    append([]dlm.Option{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // fairOpts is the fair mode with places that live long enough that the
@@ -20,7 +20,7 @@ import (
 var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
 
 // lineLen returns how many waiters s keeps in key's line.
-func lineLen(t *testing.T, s *dlmtest.Server, key string) int64 {
+func lineLen(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
 	v, err := s.Do("ZCARD", "redlock:{"+key+"}:line")
 	if err != nil {
@@ -30,7 +30,7 @@ func lineLen(t *testing.T, s *dlmtest.Server, key string) int64 {
 }
 
 // awaitLine waits until every server keeps n waiters in key's line.
-func awaitLine(t *testing.T, srvs []*dlmtest.Server, key string, n int64) {
+func awaitLine(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		all := true
@@ -54,7 +54,7 @@ func awaitLine(t *testing.T, srvs []*dlmtest.Server, key string, n int64) {
 
 // awaitHeld waits until every server holds key's lock: the requests of the
 // grant have all been served, and none can land after the next client's.
-func awaitHeld(t *testing.T, srvs []*dlmtest.Server, key string) {
+func awaitHeld(t *testing.T, srvs []*redistest.Server, key string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		all := true
@@ -79,7 +79,7 @@ func awaitHeld(t *testing.T, srvs []*dlmtest.Server, key string) {
 // before it, and that the lines are empty afterwards.
 func TestFairOrder(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	holder := newWakeManager(t, srvs, fairOpts...)
 	held, err := holder.Lock(ctx, "fifo")
@@ -122,7 +122,7 @@ func TestFairOrder(t *testing.T) {
 // asks for it again at once queues behind the waiter already in line.
 func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	a, b := newWakeManager(t, srvs, fairOpts...), newWakeManager(t, srvs, fairOpts...)
 	held, err := a.Lock(ctx, "turns")
@@ -157,7 +157,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 // until its place expires, and that TryLock does not jump the line.
 func TestFairDeadWaiter(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	m := newWakeManager(t, srvs, dlm.WithFairness(dlm.Fairness{Expiry: time.Second}))
 	// A waiter that died: first in line, its place ending in 600 ms.
@@ -197,7 +197,7 @@ func TestFairDeadWaiter(t *testing.T) {
 // a waiter without a place still obtains the lock once there is room.
 func TestFairLineBound(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
 	holder := newWakeManager(t, srvs, opts...)
@@ -293,7 +293,7 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 		held bool // the lock is held when the first waiter asks
 	}{{"head of the line", true}, {"first to ask", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srvs := dlmtest.StartServers(t, 3)
+			srvs := redistest.StartServers(t, 3)
 			ctx := context.Background()
 			var held *dlm.Lock
 			if tc.held {

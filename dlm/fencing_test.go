@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -81,7 +81,7 @@ func (c *countingNode) scripts() int {
 }
 
 type fencingCluster struct {
-	servers []*dlmtest.Server
+	servers []*redistest.Server
 	nodes   []*countingNode
 	m       *dlm.Manager
 }
@@ -90,7 +90,7 @@ const fencePrefix = "fence:"
 
 func newFencingCluster(t *testing.T, opts ...dlm.Option) *fencingCluster {
 	t.Helper()
-	c := &fencingCluster{servers: dlmtest.StartServers(t, 5)}
+	c := &fencingCluster{servers: redistest.StartServers(t, 5)}
 	var nodes []driver.Node
 	for _, s := range c.servers {
 		cfg, err := driver.ParseURL("redis://" + s.Addr())
@@ -161,7 +161,7 @@ func TestFencingTokensIncrease(t *testing.T) {
 
 func TestTokenZeroWithoutFencing(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 1)
+	servers := redistest.StartServers(t, 1)
 	cfg, _ := driver.ParseURL("redis://" + servers[0].Addr())
 	n := resp.NewNode(cfg)
 	defer n.Close()
@@ -372,7 +372,7 @@ func TestGrantID(t *testing.T) {
 // BenchmarkAcquire compares a plain and a fenced lock+unlock cycle on five
 // real nodes; run with -bench Acquire to see the cost of fencing.
 func BenchmarkAcquire(b *testing.B) {
-	servers := dlmtest.StartServers(b, 5)
+	servers := redistest.StartServers(b, 5)
 	var nodes []driver.Node
 	for _, s := range servers {
 		cfg, _ := driver.ParseURL("redis://" + s.Addr())

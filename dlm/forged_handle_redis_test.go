@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/memlock"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // Handles that did not come from a Lock, on real redis-servers: a Handle
@@ -21,7 +21,7 @@ import (
 // its lease, and a writer is still kept out.
 func TestResumeRejectsForgedReaderMarker(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	readers := redisManager(t, srvs)
 	service := redisManager(t, srvs)
 	ctx := context.Background()
@@ -65,7 +65,7 @@ func TestScriptsRefuseReaderMarker(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		node  driver.Node
-		redis *dlmtest.Server // nil: memlock, which refuses the fair scripts
+		redis *redistest.Server // nil: memlock, which refuses the fair scripts
 	}{
 		{"redis-server", nodes[0], srvs[0]},
 		{"memlock", memlock.NewNode("mem-0:6379"), nil},
@@ -135,7 +135,7 @@ func refused(reply any) bool {
 func TestResumeCapsUntilAtTTL(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	orig := redisManager(t, srvs, dlm.WithTTL(ttl))
 	m := redisManager(t, srvs, dlm.WithTTL(ttl))
 	ctx := context.Background()

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -40,7 +40,7 @@ func TestRestartGuardNotSoonerThanWindow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := dlmtest.StartServer(t)
+			s := redistest.StartServer(t)
 			cfg, err := driver.ParseURL("redis://" + s.Addr())
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +88,7 @@ func TestRestartGuardNotSoonerThanWindow(t *testing.T) {
 }
 
 // uptime returns s's INFO uptime_in_seconds.
-func uptime(t *testing.T, s *dlmtest.Server) int {
+func uptime(t *testing.T, s *redistest.Server) int {
 	t.Helper()
 	v, err := s.Do("INFO", "server")
 	if err != nil {

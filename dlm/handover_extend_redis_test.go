@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // appliedButFailed is a node that, while fail is set, runs each request on
@@ -150,7 +150,7 @@ func TestNoHandOverAfterFailedExtend(t *testing.T) {
 
 // keptLonger returns on how many of srvs the lock key of key lives longer
 // than ttl.
-func keptLonger(t *testing.T, srvs []*dlmtest.Server, key string, ttl time.Duration) int {
+func keptLonger(t *testing.T, srvs []*redistest.Server, key string, ttl time.Duration) int {
 	t.Helper()
 	n := 0
 	for _, s := range srvs {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestHandOverHonoursReceiverTTL checks that Unlock hands a lock over within
@@ -19,7 +19,7 @@ import (
 // the holder's longer lease.
 func TestHandOverHonoursReceiverTTL(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	const ttl = 2 * time.Second
 	m := newWakeManager(t, srvs, dlm.WithTTL(ttl))
 	ctx := context.Background()

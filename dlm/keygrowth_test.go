@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestGuardKeyExpires checks on real Redis that the restart guard leaves no
@@ -189,7 +189,7 @@ func TestFairLineExpires(t *testing.T) {
 		ttl    = time.Second
 		keep   = max(expiry, ttl) // how long a place keeps the line's keys
 	)
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: expiry}), dlm.WithTTL(ttl), dlm.WithNodeTimeout(expiry / 5)}
 	ctx := context.Background()
 	lineKeys := []string{"redlock:{q}:tickets", "redlock:{q}:line", "redlock:{q}:places"}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // The lock's lifetime against real redis-server processes: validity after a
@@ -17,7 +17,7 @@ import (
 // and a lock after Unlock.
 
 // redisManager returns a Manager over srvs, closed when the test ends.
-func redisManager(t *testing.T, srvs []*dlmtest.Server, opts ...dlm.Option) *dlm.Manager {
+func redisManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
 	t.Helper()
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {
@@ -32,7 +32,7 @@ func redisManager(t *testing.T, srvs []*dlmtest.Server, opts ...dlm.Option) *dlm
 }
 
 // pttl returns the TTL s has for lock key, in ms: -2 when it is absent.
-func pttl(t *testing.T, s *dlmtest.Server, key string) int64 {
+func pttl(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
 	v, err := s.Do("PTTL", "redlock:{"+key+"}")
 	if err != nil {
@@ -57,7 +57,7 @@ func closedChan(ch <-chan struct{}) bool {
 // are never two holders.
 func TestFailedExtendShortensValidityRedis(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	// A node timeout well above a loaded machine's stalls under -race, so
 	// that every node runs the grant and the first extension.
 	const timeout = 500 * time.Millisecond
@@ -131,7 +131,7 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // recovered panic higher up does not leave the lock held.
 func TestDoReleasesOnPanic(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	m := redisManager(t, srvs, dlm.WithTTL(5*time.Second))
 	ctx := context.Background()
 	var recovered any
@@ -160,7 +160,7 @@ func TestDoReleasesOnPanic(t *testing.T) {
 // cancels fn and releases the lock once fn returns.
 func TestAutoExtendOutlivesLockContext(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	// Node timeouts well above a loaded machine's stalls under -race.
 	const ttl = time.Second
 	m := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
@@ -213,7 +213,7 @@ func TestAutoExtendOutlivesLockContext(t *testing.T) {
 // ErrNotHeld, not ErrLockLost.
 func TestUnlockedLockRefusesHandle(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	m := redisManager(t, srvs)
 	ctx := context.Background()
 	l, err := m.TryLock(ctx, "k")

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestClusterMemberWithoutClusterFlagFailsAtOnce checks that a member of a
@@ -21,7 +21,7 @@ import (
 func TestClusterMemberWithoutClusterFlagFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	const nodeTimeout = 250 * time.Millisecond
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	member := rc.Masters[0]
 	// A key of a slot another member owns: the member answers MOVED.
 	key := ""

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // rwManager returns a manager over the nodes of srvs, closed when the test
@@ -155,7 +155,7 @@ func TestRWLockTryWriterLeavesNoIntent(t *testing.T) {
 }
 
 // awaitKey waits until key exists (or is gone) on a majority of srvs.
-func awaitKey(t *testing.T, srvs []*dlmtest.Server, key string, exists bool) {
+func awaitKey(t *testing.T, srvs []*redistest.Server, key string, exists bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -31,7 +31,7 @@ const secretsPassword = "Sh0wn-N0where/#@%"
 // reaches); nor may the servers' password.
 func TestSecretsNeverShown(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", secretsPassword))
+	srvs := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", secretsPassword))
 	sp := &secretSpy{}
 	log := &secretLog{}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -11,6 +11,7 @@ import (
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -320,7 +321,7 @@ func TestLeasesLeastPrivilege(t *testing.T) {
 	line := "user locker on >pw-locker " + strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " ")
 	nodes := make([]driver.Node, 3)
 	for i := range nodes {
-		s := dlmtest.StartServer(t, dlmtest.WithACLFile(t, line))
+		s := redistest.StartServer(t, redistest.WithACLFile(t, line))
 		cfg, err := driver.ParseURL("redis://locker:pw-locker@" + s.Addr())
 		if err != nil {
 			t.Fatal(err)

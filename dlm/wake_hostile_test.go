@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // Payloads any client allowed to publish on a wake channel can send.
@@ -33,7 +33,7 @@ var (
 // be counted; and the real release must still wake the waiter.
 func TestWakePublishCannotCrashWaiter(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	attempts := &attemptCounter{}
 	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts))
 	ctx := context.Background()
@@ -53,7 +53,7 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 		res <- lockResult{l, err, time.Now()}
 	}()
 	awaitListening(t, srvs, key)
-	publish := func(payload string, on ...*dlmtest.Server) {
+	publish := func(payload string, on ...*redistest.Server) {
 		for _, s := range on {
 			if _, err := s.Do("PUBLISH", "redlock:{"+key+"}:wake", payload); err != nil {
 				t.Fatal(err)

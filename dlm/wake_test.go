@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // slowRetry is a retry pace so slow that a waiter obtaining a lock well
@@ -18,7 +18,7 @@ const slowRetry = 10 * time.Second
 
 // newWakeManager returns a manager over its own connections to srvs, whose
 // waiters retry only every 5 to 10 seconds unless woken.
-func newWakeManager(t *testing.T, srvs []*dlmtest.Server, opts ...dlm.Option) *dlm.Manager {
+func newWakeManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
 	t.Helper()
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {
@@ -33,7 +33,7 @@ func newWakeManager(t *testing.T, srvs []*dlmtest.Server, opts ...dlm.Option) *d
 }
 
 // subscribers returns how many clients of s are in pub/sub mode.
-func subscribers(t *testing.T, s *dlmtest.Server) int {
+func subscribers(t *testing.T, s *redistest.Server) int {
 	t.Helper()
 	v, err := s.Do("CLIENT", "LIST", "TYPE", "pubsub")
 	if err != nil {
@@ -43,7 +43,7 @@ func subscribers(t *testing.T, s *dlmtest.Server) int {
 }
 
 // listening returns how many subscribers the wake channel of key has on s.
-func listening(t *testing.T, s *dlmtest.Server, key string) int64 {
+func listening(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
 	v, err := s.Do("PUBSUB", "NUMSUB", "redlock:{"+key+"}:wake")
 	if err != nil {
@@ -55,7 +55,7 @@ func listening(t *testing.T, s *dlmtest.Server, key string) int64 {
 
 // awaitListening waits until every server has a subscriber for key's wake
 // channel.
-func awaitListening(t *testing.T, srvs []*dlmtest.Server, key string) {
+func awaitListening(t *testing.T, srvs []*redistest.Server, key string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		all := true
@@ -94,7 +94,7 @@ type lockResult struct {
 // be made again.
 func TestWaiterWokenByRelease(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
 	ctx := context.Background()
 	for _, cut := range []bool{false, true} {
@@ -134,7 +134,7 @@ func TestWaiterWokenByRelease(t *testing.T) {
 // keys, share one subscription connection per node.
 func TestOneSubscriptionPerNode(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
 	ctx := context.Background()
 	const keys, perKey = 20, 2
@@ -187,7 +187,7 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 // released on the nodes, which wakes that waiter.
 func TestHandOverServesOtherProcesses(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	busy, other := newWakeManager(t, srvs, dlm.WithTTL(10*time.Second)), newWakeManager(t, srvs, dlm.WithTTL(10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -228,7 +228,7 @@ func TestHandOverServesOtherProcesses(t *testing.T) {
 // from the nodes.
 func TestFencedLockNotHandedOver(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3)
+	srvs := redistest.StartServers(t, 3)
 	m := newWakeManager(t, srvs, dlm.WithFencing())
 	ctx := context.Background()
 	first, err := m.Lock(ctx, "fenced")

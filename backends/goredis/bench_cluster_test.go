@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // BenchmarkLockThroughput measures lock + unlock of distinct keys from
@@ -19,8 +19,8 @@ func BenchmarkLockThroughput(b *testing.B) {
 		name string
 		url  func(b *testing.B) string
 	}{
-		{"plain", func(b *testing.B) string { return "redis+goredis://" + dlmtest.StartServer(b).Addr() }},
-		{"cluster", func(b *testing.B) string { return dlmtest.StartRedisCluster(b).URL(Name) }},
+		{"plain", func(b *testing.B) string { return "redis+goredis://" + redistest.StartServer(b).Addr() }},
+		{"cluster", func(b *testing.B) string { return redistest.StartRedisCluster(b).URL(Name) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, err := dlm.Open([]string{tc.url(b)})

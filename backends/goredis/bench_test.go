@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // BenchmarkEval measures one cached script call, as a lock attempt makes
 // it: a per-request deadline, two keys, two arguments.
 func BenchmarkEval(b *testing.B) {
-	s := dlmtest.StartServer(b)
+	s := redistest.StartServer(b)
 	n, err := dlm.OpenNode("redis+goredis://" + s.Addr())
 	if err != nil {
 		b.Fatal(err)
@@ -36,7 +36,7 @@ func BenchmarkEval(b *testing.B) {
 // BenchmarkNodeCall compares a script call with SET NX GET, both as package
 // dlm sends them: under a context of driver.WithNodeDeadline.
 func BenchmarkNodeCall(b *testing.B) {
-	s := dlmtest.StartServer(b)
+	s := redistest.StartServer(b)
 	n, err := dlm.OpenNode("redis+goredis://" + s.Addr())
 	if err != nil {
 		b.Fatal(err)

@@ -11,13 +11,14 @@ import (
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestConformance runs the driver.Node conformance suite on nodes opened
 // from URLs.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		n, err := dlm.OpenNode("redis+goredis://" + s.Addr())
 		if err != nil {
@@ -31,7 +32,7 @@ func TestConformance(t *testing.T) {
 // go-redis' defaults, ContextTimeoutEnabled unset among them.
 func TestConformanceWrapped(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { c.Close() })
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node { return NewNode(c) })
@@ -68,7 +69,7 @@ func TestManagerOnClusters(t *testing.T) {
 // lock over keys of two slots is refused up front, and takes locks.
 func TestNewNodeCluster(t *testing.T) {
 	t.Parallel()
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
 	defer c.Close()
 	n := NewNode(c)
@@ -116,7 +117,7 @@ func TestReplicaAck(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
-		n, err := dlm.OpenNode("redis+goredis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
+		n, err := dlm.OpenNode("redis+goredis://" + addr + "?sentinel_master=" + redistest.SentinelMaster)
 		if err != nil {
 			t.Fatalf("OpenNode: %v", err)
 		}

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestCloseWaitsForAbandonedCalls checks that no goroutine of a call given up
 // on outlives the Close of a node that owns its client.
 func TestCloseWaitsForAbandonedCalls(t *testing.T) {
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n, err := dlm.OpenNode("redis+goredis://" + s.Addr() + "?read_timeout=10s")
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // wrappedCluster is a type of the user's around a ClusterClient, which
@@ -25,7 +25,7 @@ type wrappedCluster struct{ *redis.ClusterClient }
 // unavailable node until the context ends; single-key locks work.
 func TestUndetectedClusterCrossSlot(t *testing.T) {
 	t.Parallel()
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), MaxRetries: -1})
 	defer c.Close()
 	n := NewNode(wrappedCluster{c})
@@ -57,7 +57,7 @@ func TestUndetectedClusterCrossSlot(t *testing.T) {
 // with ErrInvalid naming the Ring, and Lock returns at once, unretried.
 func TestNewNodeRing(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": s.Addr()}, MaxRetries: -1})
 	defer ring.Close()
 	n := NewNode(ring)
@@ -88,7 +88,7 @@ func TestNewNodeRing(t *testing.T) {
 // once, rather than hanging or panicking.
 func TestEvalAckMoved(t *testing.T) {
 	t.Parallel()
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	stale := rc.Addrs()[0]
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		MaxRetries: -1,
@@ -124,7 +124,7 @@ func TestEvalAckMoved(t *testing.T) {
 }
 
 // ownedBy reports whether the master at addr serves key's slot.
-func ownedBy(t *testing.T, rc *dlmtest.RedisCluster, key, addr string) bool {
+func ownedBy(t *testing.T, rc *redistest.RedisCluster, key, addr string) bool {
 	t.Helper()
 	v, err := rc.Do("CLUSTER", "KEYSLOT", key)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestDriver runs the driver suite through this driver: passwords, ACL
@@ -20,7 +21,7 @@ func TestDriver(t *testing.T) {
 // driver suite leaves this case out.)
 func TestUntrustedCertificate(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t, dlmtest.WithTLS())
+	s := redistest.StartServer(t, redistest.WithTLS())
 	n := openNode(t, "rediss+goredis://"+s.Addr())
 	if v, err := eval(n, echo, nil, []string{"tls"}); err == nil {
 		t.Errorf("Eval with an untrusted certificate = %v, nil; want an error", v)
@@ -32,7 +33,7 @@ func TestUntrustedCertificate(t *testing.T) {
 // RESP3 and reads it as nil, so the driver suite leaves this case out.)
 func TestRESP3False(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openNode(t, "redis+goredis://"+s.Addr())
 	src := "redis.setresp(3); return false"
 	if v, err := eval(n, src, []string{"{k}1"}, []string{"arg"}); err != nil || v != int64(0) {

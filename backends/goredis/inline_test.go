@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestNodeDeadlineInline checks that a call under a context of
@@ -18,7 +18,7 @@ import (
 // still returns at the deadline; and that a client that does not goes on
 // waiting on a goroutine of its own.
 func TestNodeDeadlineInline(t *testing.T) {
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	owned := openNode(t, "redis+goredis://"+s.Addr()+"?read_timeout=10s&write_timeout=10s")
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // stderrLogger writes go-redis' lines to standard error, as go-redis'
@@ -51,9 +51,9 @@ func TestSetLoggerRoutesSentinelLines(t *testing.T) {
 	SetLogger(slog.New(slog.NewJSONHandler(&buf, nil)))
 	t.Cleanup(func() { redis.SetLogger(stderrLogger{log.New(os.Stderr, "redis: ", log.LstdFlags|log.Lshortfile)}) })
 
-	master := dlmtest.StartServer(t)
-	sentinel := dlmtest.StartSentinel(t, master, 0)
-	n := openNode(t, "redis+goredis://"+sentinel.Addr()+"?sentinel_master="+dlmtest.SentinelMaster)
+	master := redistest.StartServer(t)
+	sentinel := redistest.StartSentinel(t, master, 0)
+	n := openNode(t, "redis+goredis://"+sentinel.Addr()+"?sentinel_master="+redistest.SentinelMaster)
 	if v, err := eval(n, echo, nil, []string{"hi"}); v != "hi" || err != nil {
 		t.Fatalf("Eval through Sentinel = %v, %v; want hi, nil", v, err)
 	}

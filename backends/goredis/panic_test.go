@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // panicHook makes go-redis panic when it dials or sends a command.
@@ -48,7 +48,7 @@ func (panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // and without a context that can end, and on the pub/sub path.
 func TestClientPanic(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	newPanicky := func(h panicHook) driver.Node {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 		c.AddHook(h)
@@ -131,7 +131,7 @@ func closePanicDialer(ctx context.Context, network, addr string) (net.Conn, erro
 // driver.PanicError, and that the subscription's reader still ends.
 func TestClosePanic(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	n := newNode(redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, Dialer: closePanicDialer}), s.Addr(), true)
@@ -201,7 +201,7 @@ func (h *panicOnceHandler) Message(channel, _ string) {
 // subscription, while another master's reader waits to call it, ends the
 // subscription without leaving that reader blocked: Close returns.
 func TestShardedHandlerPanic(t *testing.T) {
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), MaxRetries: -1})
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // errNoRoute is the dial error of the unreachable node below.
@@ -112,7 +112,7 @@ func (c cuttableConn) Write(b []byte) (int, error) {
 // holds.
 func TestNoGrantFromUnreachableNodes(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	urls := make([]string, len(servers))
 	for i, s := range servers {
 		urls[i] = "redis+goredis://" + s.Addr()

@@ -11,15 +11,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestBatchedRequests sends many requests at once, as package dlm does, and
 // checks that each gets its own reply: the batches keep them apart.
 func TestBatchedRequests(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openNode(t, "redis+goredis://"+s.Addr())
 	incr := driver.NewScript(`return redis.call('INCR', KEYS[1])`)
 	const goroutines, calls = 48, 40
@@ -52,7 +52,7 @@ func TestBatchedRequests(t *testing.T) {
 // batch and later requests still get their replies.
 func TestBatchedRequestLeavesQueue(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openNode(t, "redis+goredis://"+s.Addr()+"?read_timeout=10s&write_timeout=10s")
 	echoScript := driver.NewScript(echo)
 	if v, err := eval(n, echo, nil, []string{"warm"}); v != "warm" || err != nil {
@@ -120,7 +120,7 @@ func (h panicky) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // [driver.PanicError] (it never escapes the adapter).
 func TestBatchPanicReleasesWaiters(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	var armed atomic.Bool
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	c.AddHook(panicky{&armed})

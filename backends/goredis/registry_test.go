@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestPlainURL relies on this test binary linking no driver but this one.
@@ -14,7 +14,7 @@ func TestPlainURL(t *testing.T) {
 	if got := dlm.Drivers(); !slices.Equal(got, []string{Name}) {
 		t.Fatalf("Drivers() = %v; want [%s]", got, Name)
 	}
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openNode(t, "redis://"+s.Addr())
 	if _, ok := n.(*node); !ok {
 		t.Errorf("OpenNode(redis://...) = %T; want a %s node", n, Name)

@@ -7,12 +7,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 func TestNewNodeKeepsClient(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
 	n := NewNode(c)

@@ -9,13 +9,14 @@ import (
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestConformance runs the driver.Node conformance suite on nodes opened
 // from URLs.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		n, err := dlm.OpenNode("redis+redigo://" + s.Addr())
 		if err != nil {
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 // redigo's documentation shows, with a DialContext and no bound.
 func TestConformanceWrapped(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	p := &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", s.Addr()) },
 		MaxIdle:     8,

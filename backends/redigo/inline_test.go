@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestInlineRequests checks that a node from a URL runs each request on the
@@ -18,7 +18,7 @@ import (
 // a cancellable one cut short by closing the connection. Either way the call
 // returns when its context ends, and the late reply is never read.
 func TestInlineRequests(t *testing.T) {
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openNode(t, "redis+redigo://"+s.Addr()+"?read_timeout=10s&write_timeout=10s&pool_size=1")
 	if v, err := eval(n, echo, nil, []string{"warm"}); v != "warm" || err != nil {
 		t.Fatalf("Eval = %v, %v; want warm, nil", v, err)

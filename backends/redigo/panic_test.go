@@ -9,8 +9,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // panicConn is a connection whose every request panics, as a buggy
@@ -111,7 +111,7 @@ func (c closePanicConn) Close() error {
 // driver.PanicError, and that the subscription's reader still ends.
 func TestClosePanic(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pool := &redis.Pool{MaxIdle: 1, DialContext: func(ctx context.Context) (redis.Conn, error) {

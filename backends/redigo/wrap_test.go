@@ -7,12 +7,12 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 func TestNewNodeKeepsPool(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	p := &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", s.Addr()) },
 		MaxIdle:     2,

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 var returnOne = driver.NewScript("return 1")
@@ -30,7 +30,7 @@ func TestACLUser(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
 	const password = "locker-pw"
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	if _, err := s.Do("ACL", "SETUSER", "locker", "on", ">"+password, "resetkeys", "~lock:*",
 		"-@all", "+@connection", "+eval", "+evalsha", "+get", "+set", "+del", "+pexpire"); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)

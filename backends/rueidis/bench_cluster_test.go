@@ -8,7 +8,7 @@ import (
 
 	"github.com/dlmgo/redlock/backends/rueidis"
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // BenchmarkLockThroughput measures lock + unlock of distinct keys from
@@ -20,8 +20,8 @@ func BenchmarkLockThroughput(b *testing.B) {
 		name string
 		url  func(b *testing.B) string
 	}{
-		{"plain", func(b *testing.B) string { return "redis+rueidis://" + dlmtest.StartServer(b).Addr() }},
-		{"cluster", func(b *testing.B) string { return dlmtest.StartRedisCluster(b).URL(rueidis.Name) }},
+		{"plain", func(b *testing.B) string { return "redis+rueidis://" + redistest.StartServer(b).Addr() }},
+		{"cluster", func(b *testing.B) string { return redistest.StartRedisCluster(b).URL(rueidis.Name) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, err := dlm.Open([]string{tc.url(b)})

@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // BenchmarkEval measures one acquire-like script call, the hot path of a
 // lock operation; run with -benchmem for allocs/op.
 func BenchmarkEval(b *testing.B) {
-	s := dlmtest.StartServer(b)
+	s := redistest.StartServer(b)
 	n := openURL(b, "redis+rueidis://"+s.Addr())
 	defer n.Close()
 	sc := driver.NewScript("return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) and 1")

@@ -10,6 +10,7 @@ import (
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // openURL opens a node through the registry, as dlm.Open does.
@@ -35,7 +36,7 @@ func newClient(t testing.TB, opt rueidisclient.ClientOption) rueidisclient.Clien
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	t.Run("Open", func(t *testing.T) {
 		dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 			return openURL(t, "redis+rueidis://"+s.Addr())
@@ -90,7 +91,7 @@ func TestReplicaAck(t *testing.T) {
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	dlmtest.TestSentinelFailover(t, func(t *testing.T, addr string) driver.Node {
-		n, err := dlm.OpenNode("redis+rueidis://" + addr + "?sentinel_master=" + dlmtest.SentinelMaster)
+		n, err := dlm.OpenNode("redis+rueidis://" + addr + "?sentinel_master=" + redistest.SentinelMaster)
 		if err != nil {
 			t.Fatalf("OpenNode: %v", err)
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/dlmgo/redlock/backends/rueidis"
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 func TestRegistered(t *testing.T) {
@@ -31,7 +31,7 @@ func TestRegistered(t *testing.T) {
 func TestOpenDownNode(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	s.Kill()
 
 	start := time.Now()
@@ -64,7 +64,7 @@ func TestOpenDownNode(t *testing.T) {
 func TestOpenPausedNode(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	s.Pause()
 
 	start := time.Now()
@@ -86,7 +86,7 @@ func TestOpenPausedNode(t *testing.T) {
 func TestPausedServer(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=200ms&dial_timeout=3s")
 	defer n.Close()
 	evalOne(t, n)
@@ -148,7 +148,7 @@ func checkPrompt(t *testing.T, n driver.Node, when string) {
 func TestClosePausedServer(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr()+"?write_timeout=300ms")
 	evalOne(t, n)
 	s.Pause()
@@ -165,7 +165,7 @@ func TestClosePausedServer(t *testing.T) {
 func TestNewNodeDoesNotCloseClient(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
 
 	n := rueidis.NewNode(c)
@@ -192,7 +192,7 @@ func TestNewNodeDoesNotCloseClient(t *testing.T) {
 func TestCloseIdempotent(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())
 	evalOne(t, n)
 	for i := 0; i < 2; i++ {
@@ -212,7 +212,7 @@ func TestCloseIdempotent(t *testing.T) {
 func TestUntrustedCertificate(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t, dlmtest.WithTLS())
+	s := redistest.StartServer(t, redistest.WithTLS())
 	if n, err := dlm.OpenNode("rediss+rueidis://" + s.Addr()); err == nil {
 		n.Close()
 		t.Error("dlm.OpenNode(rediss:// without the CA) = nil error; want a certificate error")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/dlmgo/redlock/backends/rueidis"
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // panicClient is a rueidis client whose requests panic, as a wrapper of the
@@ -44,7 +44,7 @@ func (nopHandler) Subscribed(string)      {}
 // every path into the client: Eval, Ping, and a subscription's requests.
 func TestClientPanic(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: []string{s.Addr()}, DisableCache: true})
 	n := rueidis.NewNode(panicClient{c})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -91,7 +91,7 @@ func TestClientPanic(t *testing.T) {
 // such a lock up front with ErrInvalid instead of sending it.
 func TestClusterMultiSlot(t *testing.T) {
 	t.Parallel()
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	c := newClient(t, rueidisclient.ClientOption{InitAddress: rc.Addrs(), DisableCache: true})
 	n := rueidis.NewNode(c)
 	if s, ok := n.(driver.Sharded); !ok || !s.Sharded() {

@@ -8,8 +8,8 @@ import (
 
 	rueidisclient "github.com/redis/rueidis"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestOpenPanic checks that a panic in rueidis.NewClient fails Open with a
@@ -65,7 +65,7 @@ func (dc closePanicDedicated) Close() {
 // and leaves the subscription refusing requests rather than locked.
 func TestClosePanic(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	newClient := func(addrs ...string) rueidisclient.Client {
@@ -99,7 +99,7 @@ func TestClosePanic(t *testing.T) {
 		t.Errorf("Subscription.Subscribe after Close = %v; want %v", err, errSubscriptionClosed)
 	}
 
-	rc := dlmtest.StartRedisCluster(t)
+	rc := redistest.StartRedisCluster(t)
 	cc := newClient(rc.Addrs()...)
 	defer cc.Close()
 	sharded, err := NewNode(closePanicClient{cc}).(driver.Subscriber).Subscribe(ctx, nopHandler{})

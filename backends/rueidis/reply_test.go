@@ -12,8 +12,8 @@ import (
 	rueidisclient "github.com/redis/rueidis"
 
 	"github.com/dlmgo/redlock/backends/rueidis"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestReplies checks the normalization of Lua replies over RESP3 (the
@@ -21,7 +21,7 @@ import (
 func TestReplies(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	nodes := map[string]driver.Node{
 		"RESP3": openURL(t, "redis+rueidis://"+s.Addr()),
 		"RESP2": rueidis.NewNode(newClient(t, rueidisclient.ClientOption{
@@ -69,7 +69,7 @@ func TestReplies(t *testing.T) {
 func TestErrorReplies(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())
 	defer n.Close()
 	for _, tc := range []struct{ src, prefix string }{
@@ -107,7 +107,7 @@ func TestErrorReplies(t *testing.T) {
 func TestNoScriptFallback(t *testing.T) {
 	t.Parallel()
 	checkNoLeak(t)
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	n := openURL(t, "redis+rueidis://"+s.Addr())
 	defer n.Close()
 	sc := driver.NewScript("return 'fallback'")

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // TestStatusClusterNode checks that status reports a node that is a whole
@@ -16,8 +16,8 @@ import (
 // cluster opened through go-redis, one through rueidis, one plain server.
 func TestStatusClusterNode(t *testing.T) {
 	t.Parallel()
-	clusters := dlmtest.StartRedisClusters(t, 2)
-	plain := dlmtest.StartServer(t)
+	clusters := redistest.StartRedisClusters(t, 2)
+	plain := redistest.StartServer(t)
 	urls := []string{clusters[0].URL("goredis"), clusters[1].URL("rueidis"), "redis+goredis://" + plain.Addr()}
 	nodes := strings.Join(urls, ",")
 	m, err := dlm.Open(urls, dlm.WithKeyPrefix(dlm.DefaultKeyPrefix))

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // openPTY opens a pseudo-terminal and returns its two ends; both are closed
@@ -124,7 +124,7 @@ func TestCommandDiesWithRedlock(t *testing.T) {
 // --pass-nodes or REDLOCK_PASS_NODES asks for it.
 func TestCommandEnvironmentWithoutNodes(t *testing.T) {
 	const password = "pw-environ-5d2b"
-	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
+	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
 	var urls []string
 	for _, s := range servers {
 		urls = append(urls, "redis://:"+password+"@"+s.Addr())

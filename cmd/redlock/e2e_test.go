@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // The end-to-end tests run the redlock binary against real redis-server
@@ -402,7 +402,7 @@ func TestEnvironment(t *testing.T) {
 // --nodes and from REDLOCK_NODES alike.
 func TestRunPasswordWithComma(t *testing.T) {
 	const password = "pa,ss,w0rd"
-	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
+	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
 	nodes := "redis://:" + password + "@" + servers[0].Addr() +
 		",redis+redigo://:pa%2Css%2Cw0rd@" + servers[1].Addr() +
 		", redis+rueidis://:" + password + "@" + servers[2].Addr()
@@ -426,8 +426,8 @@ func TestRunPasswordWithComma(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	const password = "pw-right-7c1e"
-	guarded := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password))
-	down := dlmtest.StartServers(t, 3)
+	guarded := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
+	down := redistest.StartServers(t, 3)
 	var wrongPW, noPW, downURLs []string
 	for i := range 3 {
 		wrongPW = append(wrongPW, "redis://:pw-wrong-93af@"+guarded[i].Addr())
@@ -437,7 +437,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// A user who may connect but not run scripts: refused at the first
 	// request rather than when the node is opened.
-	acl := dlmtest.StartServers(t, 3)
+	acl := redistest.StartServers(t, 3)
 	var limited []string
 	for _, s := range acl {
 		if _, err := s.Do("ACL", "SETUSER", "limited", "on", ">"+password, "~*", "&*", "+@all", "-@scripting"); err != nil {

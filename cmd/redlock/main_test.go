@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // Timing of the end-to-end tests: generous, for a loaded machine running
@@ -208,9 +208,9 @@ func redlockRun(t *testing.T, env []string, args ...string) (code int, stdout, s
 // startServers starts n redis-server processes and returns them with the
 // --nodes value naming them, one backend each in turn, the first by a
 // plain redis:// URL.
-func startServers(t *testing.T, n int, opts ...dlmtest.ServerOption) ([]*dlmtest.Server, string) {
+func startServers(t *testing.T, n int, opts ...redistest.ServerOption) ([]*redistest.Server, string) {
 	t.Helper()
-	servers := dlmtest.StartServers(t, n, opts...)
+	servers := redistest.StartServers(t, n, opts...)
 	schemes := []string{"redis", "redis+redigo", "redis+rueidis"}
 	urls := make([]string, n)
 	for i, s := range servers {
@@ -250,7 +250,7 @@ func readFile(t *testing.T, path string) string {
 
 // flush empties the servers, as a node restarted without persistence
 // would be.
-func flush(t *testing.T, servers ...*dlmtest.Server) {
+func flush(t *testing.T, servers ...*redistest.Server) {
 	t.Helper()
 	for _, s := range servers {
 		if _, err := s.Do("FLUSHALL"); err != nil {

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 
 	_ "github.com/dlmgo/redlock/backends/goredis"
@@ -43,7 +43,7 @@ const password = "s3cret-pw"
 // rig is a manager over three redis-server processes, with a Hook recording
 // into an in-memory span recorder and a manual metric reader.
 type rig struct {
-	servers []*dlmtest.Server
+	servers []*redistest.Server
 	m       *dlm.Manager
 	tracer  trace.Tracer // for the test's own parent spans
 	spans   *tracetest.SpanRecorder
@@ -53,7 +53,7 @@ type rig struct {
 func newRig(t *testing.T, opts ...dlm.Option) *rig {
 	t.Helper()
 	r := &rig{
-		servers: dlmtest.StartServers(t, 3, dlmtest.WithArgs("--requirepass", password)),
+		servers: redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password)),
 		spans:   tracetest.NewSpanRecorder(),
 		reader:  sdkmetric.NewManualReader(),
 	}

@@ -2,6 +2,7 @@ package dlmtest
 
 import (
 	"fmt"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strings"
 	"testing"
 )
@@ -76,7 +77,7 @@ func escapeGlob(s string) string {
 // aclDenials returns what s's ACL LOG recorded as refused to user, oldest
 // first, each as "REASON OBJECT": "command pexpire", "key app:{k}",
 // "channel redlock:{k}:wake", "auth AUTH".
-func aclDenials(t *testing.T, s *Server, user string) []string {
+func aclDenials(t *testing.T, s *redistest.Server, user string) []string {
 	t.Helper()
 	v, err := s.Do("ACL", "LOG")
 	if err != nil {

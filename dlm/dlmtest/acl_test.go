@@ -2,6 +2,7 @@ package dlmtest_test
 
 import (
 	"context"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // doAs sends one command to s as user (the default user when "").
-func doAs(t *testing.T, s *dlmtest.Server, user, password string, args ...string) (any, error) {
+func doAs(t *testing.T, s *redistest.Server, user, password string, args ...string) (any, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -31,17 +32,17 @@ func TestACLFile(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []dlmtest.ServerOption
+		opts []redistest.ServerOption
 	}{
 		{"Plain", nil},
-		{"TLS", []dlmtest.ServerOption{dlmtest.WithTLS()}},
+		{"TLS", []redistest.ServerOption{redistest.WithTLS()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := dlmtest.StartServer(t, append(tc.opts, dlmtest.WithACLFile(t, "user alice on >pw-alice resetkeys ~a:* -@all +set +ping"))...)
+			s := redistest.StartServer(t, append(tc.opts, redistest.WithACLFile(t, "user alice on >pw-alice resetkeys ~a:* -@all +set +ping"))...)
 			check := func(when string) {
 				t.Helper()
 				if v, err := s.Do("ACL", "WHOAMI"); v != "default" || err != nil {
-					t.Errorf("%s: Server.Do(ACL WHOAMI) = %v, %v; want default, nil", when, v, err)
+					t.Errorf("%s: redistest.Server.Do(ACL WHOAMI) = %v, %v; want default, nil", when, v, err)
 				}
 				if v, err := doAs(t, s, "alice", "pw-alice", "SET", "a:1", "x"); v != "OK" || err != nil {
 					t.Errorf("%s: SET a:1 as alice = %v, %v; want OK, nil", when, v, err)
@@ -71,7 +72,7 @@ func TestACLFile(t *testing.T) {
 func TestLeastPrivilegeRulesEscape(t *testing.T) {
 	t.Parallel()
 	const prefix = "a*b?[c]:"
-	s := dlmtest.StartServer(t, dlmtest.WithACLFile(t, "user u on >pw "+strings.Join(dlmtest.LeastPrivilegeRules(prefix), " ")))
+	s := redistest.StartServer(t, redistest.WithACLFile(t, "user u on >pw "+strings.Join(dlmtest.LeastPrivilegeRules(prefix), " ")))
 	get := "return redis.call('GET', KEYS[1])"
 	if _, err := doAs(t, s, "u", "pw", "EVAL", get, "1", prefix+"{k}"); err != nil {
 		t.Errorf("GET %s{k} = %v; want nil", prefix, err)

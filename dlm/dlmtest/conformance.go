@@ -33,7 +33,7 @@ import (
 // An adapter's test is one line:
 //
 //	func TestConformance(t *testing.T) {
-//		s := dlmtest.StartServer(t)
+//		s := redistest.StartServer(t)
 //		dlmtest.TestNode(t, func(t *testing.T) driver.Node { return myadapter.New(s.Addr()) })
 //	}
 func TestNode(t *testing.T, open func(t *testing.T) driver.Node) {

@@ -12,13 +12,14 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
 func TestNodeOnResp(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	snap := leakcheck.Scoped()
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		return resp.NewNode(&driver.Config{Addr: s.Addr()})
@@ -28,7 +29,7 @@ func TestNodeOnResp(t *testing.T) {
 
 func TestNodeOnRespTLSPasswordDB(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t, dlmtest.WithTLS(), dlmtest.WithArgs("--requirepass", "s3cret"))
+	s := redistest.StartServer(t, redistest.WithTLS(), redistest.WithArgs("--requirepass", "s3cret"))
 	cfg, err := driver.ParseURL("rediss://:s3cret@" + s.Addr() + "/3?tls_ca_file=" + s.CAFile())
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestBrokenAdapterChild(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s=%q: no such broken adapter", brokenAdapterEnv, name)
 	}
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 		return b.wrap(resp.NewNode(&driver.Config{Addr: s.Addr()}))
 	})

@@ -1,16 +1,10 @@
 // Package dlmtest tests node adapters and lock managers against real Redis.
 //
-// It has five parts, for the backends of this module and for anyone who
-// writes an adapter of their own:
+// It has four parts, for the backends of this module and for anyone who
+// writes an adapter of their own. Their servers come from package
+// [github.com/dlmgo/redlock/dlm/redistest], which starts redis-server processes for a test (servers,
+// Redis Clusters, Sentinels, replicas, TLS, ACL files) and injects faults.
 //
-//   - A harness that runs redis-server processes for a test: [StartServer]
-//     and [StartServers] start them as children of the test binary on free
-//     127.0.0.1 ports, with no persistence and no configuration file, and
-//     stop them in t.Cleanup. A [Server] can be killed and restarted empty on
-//     its port, as after a crash, or paused with SIGSTOP, as a stalled
-//     machine, for fault tests. [Server.Do] sends administrative commands.
-//     The harness needs the redis-server binary ([RedisServerPath]); without
-//     it, tests fail with the command that installs it rather than skip.
 //   - [TestNode], a conformance suite in the spirit of testing/fstest: it
 //     checks that a [driver.Node] keeps the contract the lock algorithm
 //     relies on — reply normalization, the EVALSHA/EVAL fallback, error
@@ -31,7 +25,7 @@
 // A typical adapter test:
 //
 //	func TestConformance(t *testing.T) {
-//		s := dlmtest.StartServer(t)
+//		s := redistest.StartServer(t)
 //		dlmtest.TestNode(t, func(t *testing.T) driver.Node {
 //			n, err := myadapter.Open("redis://" + s.Addr())
 //			if err != nil {
@@ -41,6 +35,6 @@
 //		})
 //	}
 //
-// The harness talks to Redis through a small RESP client of its own, so
+// The suites talk to Redis through a small RESP client of their own, so
 // importing dlmtest pulls no client library into a module.
 package dlmtest

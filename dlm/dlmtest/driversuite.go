@@ -2,6 +2,7 @@ package dlmtest
 
 import (
 	"context"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"net/url"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ func evalSource(n driver.Node, src string, keys, args []string) (any, error) {
 }
 
 func (d driverSuite) testPassword(t *testing.T) {
-	s := StartServer(t, WithArgs("--requirepass", "s3cret"))
+	s := redistest.StartServer(t, redistest.WithArgs("--requirepass", "s3cret"))
 	n := d.open(t, d.plain+":s3cret@"+s.Addr())
 	if v, err := evalSource(n, echoScript, nil, []string{"hi"}); v != "hi" || err != nil {
 		t.Errorf("Eval with the right password = %v, %v; want hi, nil", v, err)
@@ -137,7 +138,7 @@ func (d driverSuite) testPassword(t *testing.T) {
 }
 
 func (d driverSuite) testACLUser(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	for _, cmd := range [][]string{
 		{"ACL", "SETUSER", "alice", "on", ">pw-alice", "~*", "+@all"},
 		{"ACL", "SETUSER", "bob", "on", ">pw-bob", "~bob:*", "+@all"},
@@ -169,7 +170,7 @@ func (d driverSuite) testACLUser(t *testing.T) {
 }
 
 func (d driverSuite) testDatabase(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	set := "return redis.call('SET', KEYS[1], ARGV[1])"
 	get := "return redis.call('GET', KEYS[1])"
 	if _, err := evalSource(d.open(t, d.plain+s.Addr()+"/3"), set, []string{"k"}, []string{"in3"}); err != nil {
@@ -198,7 +199,7 @@ func (d driverSuite) testDatabase(t *testing.T) {
 // testServerDownAtOpen checks that a node opens while its server is down,
 // fails calls meanwhile, and works once the server is back.
 func (d driverSuite) testServerDownAtOpen(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	s.Kill()
 	n := d.open(t, d.plain+s.Addr())
 	if v, err := evalSource(n, echoScript, nil, []string{"down"}); err == nil {
@@ -215,14 +216,14 @@ func (d driverSuite) testServerDownAtOpen(t *testing.T) {
 func (d driverSuite) testServerRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		opts   []ServerOption
+		opts   []redistest.ServerOption
 		scheme string
 	}{
 		{"plain", nil, d.plain},
-		{"TLS", []ServerOption{WithTLS()}, d.tls},
+		{"TLS", []redistest.ServerOption{redistest.WithTLS()}, d.tls},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := StartServer(t, tc.opts...)
+			s := redistest.StartServer(t, tc.opts...)
 			u := tc.scheme + s.Addr()
 			if ca := s.CAFile(); ca != "" {
 				u += "?tls_ca_file=" + ca
@@ -244,7 +245,7 @@ func (d driverSuite) testServerRestart(t *testing.T) {
 // testOpenWhileBusy checks that a server that answers it is busy does not
 // fail Open, as a wrong password does: it is as good as down for now.
 func (d driverSuite) testOpenWhileBusy(t *testing.T) {
-	s := StartServer(t, WithArgs("--lua-time-limit", "50"))
+	s := redistest.StartServer(t, redistest.WithArgs("--lua-time-limit", "50"))
 	busy := d.open(t, d.plain+s.Addr())
 	done := make(chan error, 1)
 	go func() {
@@ -270,7 +271,7 @@ func (d driverSuite) testOpenWhileBusy(t *testing.T) {
 // awaitBusy returns once s answers BUSY: a script has run past the server's
 // lua-time-limit. Until then a PING waits for the script or is answered
 // before it started.
-func awaitBusy(t *testing.T, s *Server) {
+func awaitBusy(t *testing.T, s *redistest.Server) {
 	t.Helper()
 	deadline := time.Now().Add(driverEvalTimeout)
 	for {
@@ -286,7 +287,7 @@ func awaitBusy(t *testing.T, s *Server) {
 }
 
 func (d driverSuite) testTLS(t *testing.T) {
-	s := StartServer(t, WithTLS())
+	s := redistest.StartServer(t, redistest.WithTLS())
 	for _, u := range []string{
 		d.tls + s.Addr() + "?tls_ca_file=" + s.CAFile(),
 		d.tls + s.Addr() + "?tls_ca_file=" + url.QueryEscape(s.CAFile()),

@@ -1,6 +1,7 @@
 package dlmtest
 
 import (
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 // fails Open with the server's answer to AUTH, while the same URL opens the
 // server that wants that password.
 func (d driverSuite) testPasswordWithoutServerPassword(t *testing.T) {
-	open := StartServer(t)
-	locked := StartServer(t, WithArgs("--requirepass", "s3cret"))
+	open := redistest.StartServer(t)
+	locked := redistest.StartServer(t, redistest.WithArgs("--requirepass", "s3cret"))
 	for _, user := range []string{"", "default"} {
 		u := d.plain + user + ":s3cret@" + open.Addr()
 		n, err := dlm.OpenNode(u)

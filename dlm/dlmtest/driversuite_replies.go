@@ -3,6 +3,7 @@ package dlmtest
 import (
 	"context"
 	"errors"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"reflect"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ var driverReplyCases = []struct {
 }
 
 func (d driverSuite) testReplies(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	if _, err := s.Do("SET", "notanumber-{k}1", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func (d driverSuite) testReplies(t *testing.T) {
 }
 
 func (d driverSuite) testNestedErrorReply(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	n := d.open(t, d.plain+s.Addr())
 	src := "return {1, redis.error_reply('INNER trouble')}"
 	v, err := evalSource(n, src, nil, nil)
@@ -85,7 +86,7 @@ func (d driverSuite) testNestedErrorReply(t *testing.T) {
 }
 
 func (d driverSuite) testNoScriptFallback(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	n := d.open(t, d.plain+s.Addr())
 	script := driver.NewScript("return 'cached'")
 	for i := 0; i < 3; i++ {
@@ -111,7 +112,7 @@ const (
 )
 
 func (d driverSuite) testContextDone(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	n := d.open(t, d.plain+s.Addr()+"?read_timeout=10s&write_timeout=10s")
 	script := driver.NewScript(echoScript)
 	if v, err := evalSource(n, echoScript, nil, []string{"warm"}); v != "warm" || err != nil {
@@ -157,7 +158,7 @@ func (d driverSuite) testContextDone(t *testing.T) {
 // testLateReplyNotReused checks that a connection whose request timed out is
 // not reused: its late reply must not answer the next request.
 func (d driverSuite) testLateReplyNotReused(t *testing.T) {
-	s := StartServer(t)
+	s := redistest.StartServer(t)
 	n := d.open(t, d.plain+s.Addr()+"?pool_size=1")
 	script := driver.NewScript(echoScript)
 	if v, err := evalSource(n, echoScript, nil, []string{"warm"}); v != "warm" || err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,12 +74,16 @@ type target interface {
 	Kill()
 	Pause()
 	Resume()
-	// processes are its redis-server processes.
-	processes() []*Server
 }
 
-func (s *Server) processes() []*Server       { return []*Server{s} }
-func (c *RedisCluster) processes() []*Server { return c.Masters }
+// processes returns the redis-server processes of tg, and whether they are
+// the masters of a Redis Cluster.
+func processes(tg target) (servers []*redistest.Server, cluster bool) {
+	if c, ok := tg.(*redistest.RedisCluster); ok {
+		return c.Masters, true
+	}
+	return []*redistest.Server{tg.(*redistest.Server)}, false
+}
 
 // cluster is a manager over its own redis-server processes: one per node,
 // or one Redis Cluster per node.
@@ -95,7 +100,7 @@ type cluster struct {
 
 func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 	t.Helper()
-	servers := StartServers(t, n)
+	servers := redistest.StartServers(t, n)
 	targets := make([]target, n)
 	for i, s := range servers {
 		targets[i] = s

@@ -3,6 +3,7 @@ package dlmtest
 import (
 	"context"
 	"errors"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clusters := StartRedisClusters(t, 3)
+			clusters := redistest.StartRedisClusters(t, 3)
 			targets := make([]target, len(clusters))
 			for i, rc := range clusters {
 				targets[i] = rc
@@ -182,7 +183,8 @@ func testClusterGuard(t *testing.T, c *cluster) {
 	ctx := context.Background()
 	oldest, youngest := time.Duration(0), time.Duration(1<<62)
 	for _, tg := range c.servers {
-		for _, s := range tg.processes() {
+		masters, _ := processes(tg)
+		for _, s := range masters {
 			up := serverUptime(t, s)
 			oldest, youngest = max(oldest, up), min(youngest, up)
 		}
@@ -213,7 +215,7 @@ func testClusterGuard(t *testing.T, c *cluster) {
 }
 
 // serverUptime returns s's uptime as INFO reports it, in whole seconds.
-func serverUptime(t *testing.T, s *Server) time.Duration {
+func serverUptime(t *testing.T, s *redistest.Server) time.Duration {
 	t.Helper()
 	v, err := s.Do("INFO", "server")
 	if err != nil {

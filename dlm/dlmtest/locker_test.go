@@ -7,6 +7,7 @@ import (
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -14,7 +15,7 @@ import (
 // redis-servers; package memlock runs the same suite in memory.
 func TestLockerOnRedis(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	dlmtest.TestLocker(t, func(t *testing.T) dlm.Locker {
 		return openManager(t, servers, dlm.WithKeyPrefix("locker:"), dlm.WithNodeTimeout(200*time.Millisecond))
 	})
@@ -27,14 +28,14 @@ func TestLockerOnRedis(t *testing.T) {
 // answer on a loaded machine does not fail it.
 func TestSharedOnRedis(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
 		return openManager(t, servers, dlm.WithKeyPrefix("shared:"), dlm.WithNodeTimeout(500*time.Millisecond))
 	})
 }
 
 // openManager returns a manager over servers, closed with the test.
-func openManager(t *testing.T, servers []*dlmtest.Server, opts ...dlm.Option) *dlm.Manager {
+func openManager(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
 	var nodes []driver.Node
 	for _, s := range servers {
 		cfg, err := driver.ParseURL("redis://" + s.Addr())

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -49,7 +49,7 @@ func TestLossSignalLatency(t *testing.T) {
 		// one TTL of the injection.
 		trialBound = 3 * ttl
 	)
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	var nodes []driver.Node
 	for _, s := range servers {
 		cfg, err := driver.ParseURL("redis://" + s.Addr())

@@ -3,38 +3,13 @@ package dlmtest
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
 )
-
-// replicaSyncTimeout bounds the wait for a new replica's first sync.
-const replicaSyncTimeout = 20 * time.Second
-
-// StartReplica starts a redis-server that replicates master (--replicaof)
-// and returns once master reports it online. It is killed in t.Cleanup.
-func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
-	t.Helper()
-	host, port, _ := strings.Cut(master.Addr(), ":")
-	// A replica saves the master's data it receives as dump.rdb in its
-	// working directory: keep it out of the package's.
-	r := StartServer(t, append(opts, WithArgs("--replicaof", host, port, "--dir", t.TempDir()))...)
-	want := "port=" + strconv.Itoa(r.Port()) + ",state=online"
-	for deadline := time.Now().Add(replicaSyncTimeout); ; time.Sleep(20 * time.Millisecond) {
-		v, err := master.Do("INFO", "replication")
-		info, _ := v.(string)
-		if err == nil && strings.Contains(info, want) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dlmtest: replica %s not online at %s after %v: %v %q", r.Addr(), master.Addr(), replicaSyncTimeout, err, info)
-		}
-	}
-}
 
 // TestReplicaAck checks [dlm.WithReplicaAck] through dial on a master with
 // one replica: grants and extensions count once the replica acknowledged
@@ -44,8 +19,8 @@ func StartReplica(t testing.TB, master *Server, opts ...ServerOption) *Server {
 // [dlm.ErrInvalid]. Read locks and semaphore permits are granted and
 // extended under the same acknowledgement as locks.
 func TestReplicaAck(t *testing.T, dial Dial) {
-	master := StartServer(t)
-	replica := StartReplica(t, master)
+	master := redistest.StartServer(t)
+	replica := redistest.StartReplica(t, master)
 	n := dial(t, master.Addr())
 	defer n.Close()
 	ctx := context.Background()

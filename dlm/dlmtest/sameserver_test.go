@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // samePassword is the password of the servers of these tests, which no
@@ -33,7 +33,7 @@ func sameURL(host string, port int) string {
 // after Open, are three nodes.
 func TestOneServerNamedTwiceRefused(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 3, dlmtest.WithArgs("--bind", "127.0.0.1 127.0.0.2", "--requirepass", samePassword))
+	srvs := redistest.StartServers(t, 3, redistest.WithArgs("--bind", "127.0.0.1 127.0.0.2", "--requirepass", samePassword))
 	p, q := srvs[0].Port(), srvs[1].Port()
 	for _, tc := range []struct {
 		name  string
@@ -113,7 +113,7 @@ func TestOneServerNamedTwiceRefused(t *testing.T) {
 // error matching ErrInvalid that names both nodes, logged once.
 func TestOneServerFoundLaterNotCounted(t *testing.T) {
 	t.Parallel()
-	srvs := dlmtest.StartServers(t, 2, dlmtest.WithArgs("--requirepass", samePassword))
+	srvs := redistest.StartServers(t, 2, redistest.WithArgs("--requirepass", samePassword))
 	p := srvs[0].Port()
 	var logged syncBuffer
 	m, err := dlm.Open([]string{sameURL("127.0.0.1", p), sameURL("127.0.0.2", p), sameURL("127.0.0.1", srvs[1].Port())},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -86,7 +87,7 @@ func TestSecurity(t *testing.T, driverName string) {
 // secure is the security suite's servers and what it saw.
 type secure struct {
 	driver  string
-	servers []*Server
+	servers []*redistest.Server
 	log     *logSink
 	logger  *slog.Logger
 
@@ -118,7 +119,7 @@ func startSecure(t *testing.T, driverName string) *secure {
 		lines = append(lines, user(r.user, r.rules()))
 	}
 	s.secrets = append(s.secrets, wrongSecret, rotatedSecret)
-	s.servers = StartServers(t, 3, WithTLS(), WithACLFile(t, lines...))
+	s.servers = redistest.StartServers(t, 3, redistest.WithTLS(), redistest.WithACLFile(t, lines...))
 	return s
 }
 
@@ -361,7 +362,7 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 // awaitDenial waits up to 2 seconds for srv's ACL LOG to record denied
 // ("REASON OBJECT") for user, and fails t if it does not: calls return once
 // a quorum has answered, and the last node's refusal may come later.
-func (s *secure) awaitDenial(t *testing.T, srv *Server, user, denied string) {
+func (s *secure) awaitDenial(t *testing.T, srv *redistest.Server, user, denied string) {
 	t.Helper()
 	d := aclDenials(t, srv, user)
 	for deadline := time.Now().Add(2 * time.Second); !slices.Contains(d, denied) && time.Now().Before(deadline); {

@@ -1,6 +1,8 @@
 package dlmtest
 
 import (
+	"github.com/dlmgo/redlock/dlm/redistest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -293,11 +295,7 @@ func (s *secure) aclChange(t *testing.T, rules ...string) {
 // the error, from Open or, for drivers that connect on use, from the first
 // TryLock, names the cause and shows no password.
 func (s *secure) testOpenErrors(t *testing.T) {
-	port, err := pickPort() // reserved, and nothing listens on it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer releasePort(port)
+	port := redistest.UnusedPort(t)
 	pw := secretOf(lockerUser)
 	addr := s.servers[0].Addr()
 	drv := "rediss+" + s.driver + "://"

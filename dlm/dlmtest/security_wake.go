@@ -3,6 +3,7 @@ package dlmtest
 import (
 	"context"
 	"fmt"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strings"
 	"testing"
 	"time"
@@ -279,9 +280,9 @@ func (s *secure) releaseToWaiter(t *testing.T, ctx context.Context, key string, 
 // publish sends each payload on channel of srv as a user with
 // [LeastPrivilegeRules], over one connection, and fails t unless srv
 // accepted every PUBLISH.
-func (s *secure) publish(t *testing.T, srv *Server, channel string, payloads ...string) {
+func (s *secure) publish(t *testing.T, srv *redistest.Server, channel string, payloads ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), doTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := resp.Dial(ctx, &driver.Config{Addr: srv.Addr(), Username: lockerUser, Password: secretOf(lockerUser), TLS: srv.TLSConfig()})
 	if err != nil {

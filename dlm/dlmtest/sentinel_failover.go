@@ -2,6 +2,7 @@ package dlmtest
 
 import (
 	"context"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,16 +35,16 @@ const failoverTTL = 12 * time.Second
 func TestSentinelFailover(t *testing.T, dial Dial) {
 	// The old master becomes a replica, which saves what it receives
 	// (dump.rdb) in its working directory: keep it out of the package's.
-	master := StartServer(t, WithArgs("--dir", t.TempDir()))
+	master := redistest.StartServer(t, redistest.WithArgs("--dir", t.TempDir()))
 	// Two replicas: the failover promotes one and points the other at it
 	// at once, so the new master has a replica to acknowledge extensions
 	// while the old master waits to be converted (Sentinel finds it in its
 	// next INFO, up to ten seconds later).
 	// No delay before a full resynchronisation, should the other replica
 	// need one from the promoted one.
-	replica := StartReplica(t, master, WithArgs("--repl-diskless-sync-delay", "0"))
-	other := StartReplica(t, master, WithArgs("--repl-diskless-sync-delay", "0"))
-	sentinel := StartSentinel(t, master, 2)
+	replica := redistest.StartReplica(t, master, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	other := redistest.StartReplica(t, master, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	sentinel := redistest.StartSentinel(t, master, 2)
 	n, rn := dial(t, sentinel.Addr()), dial(t, sentinel.Addr())
 	defer n.Close()
 	defer rn.Close()
@@ -115,7 +116,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 		// have started the failover itself (INPROG), finding the master
 		// down.
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			_, err := sentinel.Do("SENTINEL", "FAILOVER", SentinelMaster)
+			_, err := sentinel.Do("SENTINEL", "FAILOVER", redistest.SentinelMaster)
 			if err == nil || strings.Contains(err.Error(), "INPROG") {
 				break
 			}
@@ -125,7 +126,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 			}
 		}
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			v, err := sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+			v, err := sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", redistest.SentinelMaster)
 			if addr, _ := v.([]any); err == nil && len(addr) == 2 && addr[0] == "127.0.0.1" &&
 				(addr[1] == portOf(replica) || addr[1] == portOf(other)) {
 				break
@@ -156,7 +157,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 	}
 }
 
-func portOf(s *Server) string {
+func portOf(s *redistest.Server) string {
 	_, port, _ := cutLast(s.Addr(), ":")
 	return port
 }

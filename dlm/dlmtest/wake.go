@@ -45,7 +45,8 @@ func testWakeOnRelease(t *testing.T, c *cluster) {
 			c.awaitSubscribers(t, key)
 			if cut {
 				for _, node := range c.servers {
-					for _, s := range node.processes() {
+					procs, _ := processes(node)
+					for _, s := range procs {
 						if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
 							t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v", s.Addr(), err)
 						}
@@ -81,10 +82,11 @@ func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 		all := true
 		for _, node := range c.servers {
 			subs := int64(0)
-			for _, s := range node.processes() {
+			procs, sharded := processes(node)
+			for _, s := range procs {
 				// A Redis Cluster node's waiters listen on shard channels.
 				sub := "NUMSUB"
-				if s.cfg.cluster {
+				if sharded {
 					sub = "SHARDNUMSUB"
 				}
 				v, err := s.Do("PUBSUB", sub, channel)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -27,7 +27,7 @@ type fenceNodes struct {
 
 // redisFenceNodes starts three redis-servers.
 func redisFenceNodes(t *testing.T) *fenceNodes {
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	f := &fenceNodes{
 		flush: func(t *testing.T) {
 			for _, s := range servers {

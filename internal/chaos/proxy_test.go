@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
@@ -75,7 +75,7 @@ func newProxy(t *testing.T, target string) *Proxy {
 
 func TestProxyForwardsAndDelays(t *testing.T) {
 	t.Parallel()
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	c := dialPing(t, p.Addr())
 	base, err := c.ping(2 * time.Second)
@@ -109,7 +109,7 @@ func TestProxyForwardsAndDelays(t *testing.T) {
 
 func TestProxyBlackHole(t *testing.T) {
 	t.Parallel()
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	old := dialPing(t, p.Addr())
 	if _, err := old.ping(2 * time.Second); err != nil {
@@ -142,7 +142,7 @@ func TestProxyBlackHole(t *testing.T) {
 
 func TestProxyDrop(t *testing.T) {
 	t.Parallel()
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	old := dialPing(t, p.Addr())
 	if _, err := old.ping(2 * time.Second); err != nil {
@@ -167,7 +167,7 @@ func TestProxyDrop(t *testing.T) {
 
 func TestProxyTargetDown(t *testing.T) {
 	t.Parallel()
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	p := newProxy(t, srv.Addr())
 	srv.Kill()
 	if err := pingOnce(p.Addr(), 2*time.Second); err == nil || isTimeout(err) {
@@ -181,7 +181,7 @@ func TestProxyTargetDown(t *testing.T) {
 
 func TestPartition(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	addrs := []string{servers[0].Addr(), servers[1].Addr(), servers[2].Addr()}
 	n, err := NewNet(addrs, 2)
 	if err != nil {
@@ -218,7 +218,7 @@ func TestPartition(t *testing.T) {
 }
 
 func TestProxyCloseEndsGoroutines(t *testing.T) {
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	snap := leakcheck.Take()
 	p, err := NewProxy(srv.Addr())
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
@@ -17,7 +17,7 @@ import (
 // with a proxy to each node: A (client 0, go-redis) and B (client 1,
 // redigo), each a real manager.
 type pair struct {
-	servers []*dlmtest.Server
+	servers []*redistest.Server
 	net     *Net
 	a, b    *dlm.Manager
 	hist    *History
@@ -25,15 +25,15 @@ type pair struct {
 
 func startPair(t *testing.T, persist bool, opts ...dlm.Option) *pair {
 	t.Helper()
-	servers := make([]*dlmtest.Server, 5)
-	others := dlmtest.StartServers(t, 4, dlmtest.WithArgs(ServerArgs...))
+	servers := make([]*redistest.Server, 5)
+	others := redistest.StartServers(t, 4, redistest.WithArgs(ServerArgs...))
 	copy(servers[:2], others[:2])
 	copy(servers[3:], others[2:])
 	args := ServerArgs
 	if persist {
 		args = append(append([]string(nil), ServerArgs...), "--dir", t.TempDir(), "--appendonly", "yes", "--appendfsync", "always")
 	}
-	servers[2] = dlmtest.StartServer(t, dlmtest.WithArgs(args...))
+	servers[2] = redistest.StartServer(t, redistest.WithArgs(args...))
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		addrs[i] = s.Addr()

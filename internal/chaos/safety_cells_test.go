@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // The safety matrix's timing. Every margin is a multiple of a configured
@@ -53,7 +53,7 @@ func openManager(t testing.TB, backend string, addrs []string, opts ...dlm.Optio
 	return m
 }
 
-func addrsOf(servers []*dlmtest.Server) []string {
+func addrsOf(servers []*redistest.Server) []string {
 	out := make([]string, len(servers))
 	for i, s := range servers {
 		out[i] = s.Addr()
@@ -69,7 +69,7 @@ func addrsOf(servers []*dlmtest.Server) []string {
 // run while the process is frozen, and its Lost must be closed when it
 // wakes.
 func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
-	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs(ServerArgs...))
+	servers := redistest.StartServers(t, 3, redistest.WithArgs(ServerArgs...))
 	urls := make([]string, len(servers))
 	for i, s := range servers {
 		urls[i] = NodeURL("goredis", s.Addr())
@@ -143,12 +143,12 @@ func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
 // twoClients is three nodes and two in-process managers, A (goredis) and B
 // (redigo), each behind its own proxy to every node.
 type twoClients struct {
-	servers []*dlmtest.Server
+	servers []*redistest.Server
 	net     *Net
 	a, b    *dlm.Manager
 }
 
-func startTwoClients(t *testing.T, servers []*dlmtest.Server, aOpts, bOpts []dlm.Option) *twoClients {
+func startTwoClients(t *testing.T, servers []*redistest.Server, aOpts, bOpts []dlm.Option) *twoClients {
 	t.Helper()
 	n, err := NewNet(addrsOf(servers), 2)
 	if err != nil {
@@ -202,7 +202,7 @@ func containsInt(s []int, v int) bool {
 // redis-server here); B, reaching every node, is granted on nodes 1 and 2
 // while A's validity runs. Both write; A writes again.
 func clockJump(t *testing.T, trials int, fenced bool) tally {
-	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs(ServerArgs...))
+	servers := redistest.StartServers(t, 3, redistest.WithArgs(ServerArgs...))
 	var opts []dlm.Option
 	if fenced {
 		opts = append(opts, dlm.WithFencing())
@@ -262,14 +262,14 @@ type restartConfig struct {
 // nodes 0 and 1 only, so that node 2's counter lags: a node that lost its
 // counter then lets B's token fall below A's.
 func restartEmpty(t *testing.T, trials int, cfg restartConfig) tally {
-	servers := make([]*dlmtest.Server, 3)
-	others := dlmtest.StartServers(t, 2, dlmtest.WithArgs(ServerArgs...))
+	servers := make([]*redistest.Server, 3)
+	others := redistest.StartServers(t, 2, redistest.WithArgs(ServerArgs...))
 	servers[0], servers[2] = others[0], others[1]
 	args := append([]string(nil), ServerArgs...)
 	if cfg.appendfsync != "" {
 		args = append(args, "--dir", t.TempDir(), "--appendonly", "yes", "--appendfsync", cfg.appendfsync)
 	}
-	servers[1] = dlmtest.StartServer(t, dlmtest.WithArgs(args...))
+	servers[1] = redistest.StartServer(t, redistest.WithArgs(args...))
 	opts := []dlm.Option{dlm.WithTTL(restartTTL)}
 	if cfg.guard {
 		opts = append(opts, dlm.WithRestartGuard(restartTTL))
@@ -343,7 +343,7 @@ func restartEmpty(t *testing.T, trials int, cfg restartConfig) tally {
 }
 
 // nodeHas reports whether s holds key, waiting while it loads its AOF.
-func nodeHas(t *testing.T, s *dlmtest.Server, key string) bool {
+func nodeHas(t *testing.T, s *redistest.Server, key string) bool {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		v, err := s.Do("EXISTS", key)
@@ -366,7 +366,7 @@ func nodeHas(t *testing.T, s *dlmtest.Server, key string) bool {
 // replaces both managers with [ToyLocker]s, A with the NoValidityCheck flaw:
 // the control that shows the harness sees the failure.
 func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
-	servers := dlmtest.StartServers(t, 3, dlmtest.WithArgs(ServerArgs...))
+	servers := redistest.StartServers(t, 3, redistest.WithArgs(ServerArgs...))
 	n, err := NewNet(addrsOf(servers), 2)
 	if err != nil {
 		t.Fatal(err)

@@ -10,26 +10,26 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // sentinelGroup is one node of the lock: a master, a replica that
 // replicates it through a proxy (so that the test can keep the replica from
 // syncing), and a Sentinel.
 type sentinelGroup struct {
-	master, replica, sentinel *dlmtest.Server
+	master, replica, sentinel *redistest.Server
 	link                      *Proxy // replica → master
 }
 
 func startSentinelGroup(t *testing.T) *sentinelGroup {
 	t.Helper()
-	g := &sentinelGroup{master: dlmtest.StartServer(t, dlmtest.WithArgs("--dir", t.TempDir()))}
+	g := &sentinelGroup{master: redistest.StartServer(t, redistest.WithArgs("--dir", t.TempDir()))}
 	var err error
 	if g.link, err = NewProxy(g.master.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	host, port, _ := strings.Cut(g.link.Addr(), ":")
-	g.replica = dlmtest.StartServer(t, dlmtest.WithArgs("--replicaof", host, port, "--dir", t.TempDir()))
+	g.replica = redistest.StartServer(t, redistest.WithArgs("--replicaof", host, port, "--dir", t.TempDir()))
 	want := "port=" + strconv.Itoa(g.replica.Port()) + ",state=online"
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		v, err := g.master.Do("INFO", "replication")
@@ -40,7 +40,7 @@ func startSentinelGroup(t *testing.T) *sentinelGroup {
 			t.Fatalf("replica %s not online at %s: %v %v", g.replica.Addr(), g.master.Addr(), v, err)
 		}
 	}
-	g.sentinel = dlmtest.StartSentinel(t, g.master, 1)
+	g.sentinel = redistest.StartSentinel(t, g.master, 1)
 	return g
 }
 
@@ -62,7 +62,7 @@ func (g *sentinelGroup) failOver(t *testing.T) bool {
 	t.Helper()
 	g.master.Pause()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_, err := g.sentinel.Do("SENTINEL", "FAILOVER", dlmtest.SentinelMaster)
+		_, err := g.sentinel.Do("SENTINEL", "FAILOVER", redistest.SentinelMaster)
 		if err == nil || strings.Contains(err.Error(), "INPROG") {
 			break
 		}
@@ -73,7 +73,7 @@ func (g *sentinelGroup) failOver(t *testing.T) bool {
 	}
 	port := strconv.Itoa(g.replica.Port())
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		v, err := g.sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", dlmtest.SentinelMaster)
+		v, err := g.sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", redistest.SentinelMaster)
 		if addr, _ := v.([]any); err == nil && len(addr) == 2 && addr[1] == port {
 			return true
 		}
@@ -94,7 +94,7 @@ func failover(t *testing.T, trials int, ack bool) tally {
 	var tl tally
 	for i := 0; tl.Trials < trials; i++ {
 		g := startSentinelGroup(t)
-		url := "redis+goredis://" + g.sentinel.Addr() + "?sentinel_master=" + dlmtest.SentinelMaster
+		url := "redis+goredis://" + g.sentinel.Addr() + "?sentinel_master=" + redistest.SentinelMaster
 		opts := []dlm.Option{dlm.WithTTL(failoverLockTTL), dlm.WithNodeTimeout(2 * time.Second)}
 		aOpts := opts
 		if ack {

@@ -16,8 +16,8 @@ import (
 	_ "github.com/dlmgo/redlock/backends/redigo"  // registers "redigo"
 	_ "github.com/dlmgo/redlock/backends/rueidis" // registers "rueidis"
 	"github.com/dlmgo/redlock/dlm"
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // Backends are the drivers the suite rotates across clients.
@@ -36,7 +36,7 @@ var ServerArgs = []string{"--enable-debug-command", "local"}
 // and every node.
 type Cluster struct {
 	t       testing.TB
-	Servers []*dlmtest.Server
+	Servers []*redistest.Server
 	Net     *Net
 }
 
@@ -46,10 +46,10 @@ type Cluster struct {
 // (docs/fencing.md): a restarted node keeps its fencing counters.
 func StartCluster(t testing.TB, nodes, clients int) *Cluster {
 	t.Helper()
-	servers := make([]*dlmtest.Server, nodes)
+	servers := make([]*redistest.Server, nodes)
 	for i := range servers {
 		args := append(append([]string(nil), ServerArgs...), "--dir", t.TempDir(), "--appendonly", "yes", "--appendfsync", "always")
-		servers[i] = dlmtest.StartServer(t, dlmtest.WithArgs(args...))
+		servers[i] = redistest.StartServer(t, redistest.WithArgs(args...))
 	}
 	addrs := make([]string, nodes)
 	for i, s := range servers {

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
 // TestRealRedis makes a round trip of every reply type through a real
 // redis-server, with AUTH as a named user and SELECT.
 func TestRealRedis(t *testing.T) {
-	s := dlmtest.StartServer(t, dlmtest.WithArgs("--user", "alice", "on", ">pw", "~*", "+@all"))
+	s := redistest.StartServer(t, redistest.WithArgs("--user", "alice", "on", ">pw", "~*", "+@all"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dial := func(db int) *resp.Conn {

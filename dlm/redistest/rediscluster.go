@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func StartRedisClusters(t testing.TB, n int, opts ...ServerOption) []*RedisClust
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("dlmtest: %v", err)
+		t.Fatalf("redistest: %v", err)
 	}
 	return clusters
 }

@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func StartServer(t testing.TB, opts ...ServerOption) *Server {
 func StartServers(t testing.TB, n int, opts ...ServerOption) []*Server {
 	t.Helper()
 	if n < 1 {
-		t.Fatalf("dlmtest: StartServers(%d): want at least one server", n)
+		t.Fatalf("redistest: StartServers(%d): want at least one server", n)
 	}
 	var cfg serverConfig
 	for _, o := range opts {
@@ -62,7 +62,7 @@ func StartServers(t testing.TB, n int, opts ...ServerOption) []*Server {
 	if cfg.tls {
 		var err error
 		if cs, err = makeCerts(t.TempDir()); err != nil {
-			t.Fatalf("dlmtest: TLS certificates: %v", err)
+			t.Fatalf("redistest: TLS certificates: %v", err)
 		}
 	}
 	servers := make([]*Server, n)
@@ -82,7 +82,7 @@ func StartServers(t testing.TB, n int, opts ...ServerOption) []*Server {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("dlmtest: starting %d redis-server(s): %v", n, err)
+		t.Fatalf("redistest: starting %d redis-server(s): %v", n, err)
 	}
 	return servers
 }
@@ -152,7 +152,7 @@ func (s *Server) clientConfig() *driver.Config {
 func (s *Server) Kill() {
 	s.t.Helper()
 	if err := s.kill(); err != nil {
-		s.t.Fatalf("dlmtest: kill redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: kill redis-server on %s: %v", s.Addr(), err)
 	}
 }
 
@@ -161,10 +161,10 @@ func (s *Server) Kill() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	if err := s.kill(); err != nil {
-		s.t.Fatalf("dlmtest: kill redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: kill redis-server on %s: %v", s.Addr(), err)
 	}
 	if err := s.startOnPort(); err != nil {
-		s.t.Fatalf("dlmtest: restart redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: restart redis-server on %s: %v", s.Addr(), err)
 	}
 }
 
@@ -175,7 +175,7 @@ func (s *Server) Restart() {
 func (s *Server) Pause() {
 	s.t.Helper()
 	if err := s.pause(); err != nil {
-		s.t.Fatalf("dlmtest: pause redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: pause redis-server on %s: %v", s.Addr(), err)
 	}
 }
 
@@ -184,7 +184,7 @@ func (s *Server) Pause() {
 func (s *Server) Resume() {
 	s.t.Helper()
 	if err := s.resume(); err != nil {
-		s.t.Fatalf("dlmtest: resume redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: resume redis-server on %s: %v", s.Addr(), err)
 	}
 }
 
@@ -194,7 +194,7 @@ func (s *Server) Resume() {
 func (s *Server) Stop() {
 	s.t.Helper()
 	if err := s.stop(); err != nil {
-		s.t.Fatalf("dlmtest: stop redis-server on %s: %v", s.Addr(), err)
+		s.t.Fatalf("redistest: stop redis-server on %s: %v", s.Addr(), err)
 	}
 }
 
@@ -202,7 +202,7 @@ func (s *Server) Stop() {
 // tick, up to 100ms, and a test's data is not worth keeping.
 func (s *Server) cleanup() {
 	if err := s.kill(); err != nil {
-		s.t.Errorf("dlmtest: kill redis-server on %s: %v", s.Addr(), err)
+		s.t.Errorf("redistest: kill redis-server on %s: %v", s.Addr(), err)
 	}
 	if s.port != 0 {
 		releasePort(s.port)

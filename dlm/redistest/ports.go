@@ -1,9 +1,10 @@
-package dlmtest
+package redistest
 
 import (
 	"errors"
 	"net"
 	"sync"
+	"testing"
 )
 
 // ports remembers the ports handed to servers of this process, so that two
@@ -42,4 +43,17 @@ func releasePort(port int) {
 	ports.Lock()
 	delete(ports.taken, port)
 	ports.Unlock()
+}
+
+// UnusedPort returns a loopback port on which nothing listens, for a test
+// of what a client does when no server answers. No server of this process
+// is given it before t's cleanup; another process still could take it.
+func UnusedPort(t testing.TB) int {
+	t.Helper()
+	port, err := pickPort()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { releasePort(port) })
+	return port
 }

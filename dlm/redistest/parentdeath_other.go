@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dlmtest
+package redistest
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package dlmtest_test
+package redistest_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // fatalRecorder is a testing.TB whose Fatalf records the message and ends
@@ -35,7 +35,7 @@ func runFatal(f func()) {
 }
 
 func TestRedisServerPath(t *testing.T) {
-	if p := dlmtest.RedisServerPath(t); !strings.HasSuffix(p, "redis-server") {
+	if p := redistest.RedisServerPath(t); !strings.HasSuffix(p, "redis-server") {
 		t.Errorf("RedisServerPath() = %q; want a redis-server binary", p)
 	}
 	for _, tc := range []struct {
@@ -47,7 +47,7 @@ func TestRedisServerPath(t *testing.T) {
 		t.Setenv("REDIS_SERVER", tc.redisServer)
 		t.Setenv("PATH", tc.path)
 		ft := &fatalRecorder{TB: t}
-		runFatal(func() { dlmtest.RedisServerPath(ft) })
+		runFatal(func() { redistest.RedisServerPath(ft) })
 		if !strings.Contains(ft.msg, "apt-get install redis-server") || !strings.Contains(ft.msg, "make test") {
 			t.Errorf("%s: RedisServerPath failed with %q; want the install command and make test", tc.name, ft.msg)
 		}

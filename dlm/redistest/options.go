@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"crypto/rand"
@@ -49,7 +49,7 @@ func WithTLS() ServerOption {
 // --aclfile) that holds lines, each in the file's format, "user NAME
 // RULE...":
 //
-//	dlmtest.WithACLFile(t, "user locker on >pw "+strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " "))
+//	redistest.WithACLFile(t, "user locker on >pw "+strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " "))
 //
 // The file is written at once, into t.TempDir() under an absolute path, so
 // every server given the option, and [Server.Restart], loads the same file:
@@ -66,19 +66,19 @@ func WithACLFile(t testing.TB, lines ...string) ServerOption {
 	t.Helper()
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("dlmtest: ACL file: %v", err)
+		t.Fatalf("redistest: ACL file: %v", err)
 	}
 	password := hex.EncodeToString(b[:])
 	path := filepath.Join(t.TempDir(), "users.acl")
 	content := "user default on >" + password + " ~* &* +@all\n"
 	for _, l := range lines {
 		if strings.ContainsAny(l, "\r\n") {
-			t.Fatalf("dlmtest: WithACLFile: line %q holds a line break", l)
+			t.Fatalf("redistest: WithACLFile: line %q holds a line break", l)
 		}
 		content += l + "\n"
 	}
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatalf("dlmtest: ACL file: %v", err)
+		t.Fatalf("redistest: ACL file: %v", err)
 	}
 	return func(c *serverConfig) {
 		c.args = append(c.args, "--aclfile", path)

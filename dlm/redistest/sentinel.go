@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func StartSentinel(t testing.TB, master *Server, replicas int) *Server {
 		lines = append(lines, "sentinel auth-pass "+SentinelMaster+" "+pw)
 	}
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatalf("dlmtest: sentinel configuration: %v", err)
+		t.Fatalf("redistest: sentinel configuration: %v", err)
 	}
 	s := StartServer(t, func(c *serverConfig) { c.sentinelConf = conf })
 	for deadline := time.Now().Add(sentinelReadyTimeout); ; time.Sleep(20 * time.Millisecond) {
@@ -48,7 +48,7 @@ func StartSentinel(t testing.TB, master *Server, replicas int) *Server {
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dlmtest: Sentinel %s does not see %d replica(s) of %s after %v: %v %v", s.Addr(), replicas, master.Addr(), sentinelReadyTimeout, v, err)
+			t.Fatalf("redistest: Sentinel %s does not see %d replica(s) of %s after %v: %v %v", s.Addr(), replicas, master.Addr(), sentinelReadyTimeout, v, err)
 		}
 	}
 }

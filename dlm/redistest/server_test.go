@@ -1,4 +1,4 @@
-package dlmtest_test
+package redistest_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
 func TestStartServers(t *testing.T) {
 	t.Parallel()
-	servers := dlmtest.StartServers(t, 3)
+	servers := redistest.StartServers(t, 3)
 	ports, pids := map[int]bool{}, map[int]bool{}
 	for _, s := range servers {
 		if want := fmt.Sprintf("127.0.0.1:%d", s.Port()); s.Addr() != want {
@@ -46,7 +46,7 @@ func TestStartServers(t *testing.T) {
 
 func TestKillRestart(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	port, pid := s.Port(), s.Pid()
 	node := resp.NewNode(&driver.Config{Addr: s.Addr()})
 	defer node.Close()
@@ -89,7 +89,7 @@ func TestKillRestart(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t)
+	s := redistest.StartServer(t)
 	node := resp.NewNode(&driver.Config{Addr: s.Addr()})
 	defer node.Close()
 	s.Pause()
@@ -111,17 +111,17 @@ func TestCleanup(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		leave func(*dlmtest.Server)
+		leave func(*redistest.Server)
 	}{
-		{"running", func(*dlmtest.Server) {}},
-		{"paused", (*dlmtest.Server).Pause},
-		{"killed", (*dlmtest.Server).Kill},
-		{"stopped twice", func(s *dlmtest.Server) { s.Stop(); s.Stop() }},
-		{"restarted", (*dlmtest.Server).Restart},
+		{"running", func(*redistest.Server) {}},
+		{"paused", (*redistest.Server).Pause},
+		{"killed", (*redistest.Server).Kill},
+		{"stopped twice", func(s *redistest.Server) { s.Stop(); s.Stop() }},
+		{"restarted", (*redistest.Server).Restart},
 	} {
 		var pid, port int
 		t.Run(tc.name, func(t *testing.T) {
-			s := dlmtest.StartServer(t)
+			s := redistest.StartServer(t)
 			tc.leave(s)
 			pid, port = s.Pid(), s.Port()
 		})
@@ -139,7 +139,7 @@ func TestCleanup(t *testing.T) {
 
 func TestRequirePass(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t, dlmtest.WithArgs("--requirepass", "s3cret"))
+	s := redistest.StartServer(t, redistest.WithArgs("--requirepass", "s3cret"))
 	if v := mustDo(t, s, "PING"); v != "PONG" {
 		t.Errorf("Do(PING) on a server with a password = %#v; want PONG", v)
 	}
@@ -163,7 +163,7 @@ func TestRequirePass(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	s := dlmtest.StartServer(t, dlmtest.WithTLS())
+	s := redistest.StartServer(t, redistest.WithTLS())
 	if v := mustDo(t, s, "PING"); v != "PONG" {
 		t.Errorf("Do(PING) over TLS = %#v; want PONG", v)
 	}
@@ -186,13 +186,13 @@ func TestTLS(t *testing.T) {
 func TestStartFailureShowsOutput(t *testing.T) {
 	t.Parallel()
 	ft := &fatalRecorder{TB: t}
-	runFatal(func() { dlmtest.StartServer(ft, dlmtest.WithArgs("--no-such-option", "1")) })
+	runFatal(func() { redistest.StartServer(ft, redistest.WithArgs("--no-such-option", "1")) })
 	if !strings.Contains(ft.msg, "no-such-option") {
 		t.Errorf("StartServer with a bad option failed with %q; want redis-server's complaint quoted", ft.msg)
 	}
 }
 
-func mustDo(t *testing.T, s *dlmtest.Server, args ...string) any {
+func mustDo(t *testing.T, s *redistest.Server, args ...string) any {
 	t.Helper()
 	v, err := s.Do(args...)
 	if err != nil {

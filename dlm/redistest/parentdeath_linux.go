@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"os/exec"

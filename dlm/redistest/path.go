@@ -1,4 +1,4 @@
-package dlmtest
+package redistest
 
 import (
 	"os"
@@ -21,13 +21,13 @@ func RedisServerPath(t testing.TB) string {
 	if p := os.Getenv("REDIS_SERVER"); p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil {
-			t.Fatalf("dlmtest: REDIS_SERVER=%s: %v; %s", p, err, installHint)
+			t.Fatalf("redistest: REDIS_SERVER=%s: %v; %s", p, err, installHint)
 		}
 		return path
 	}
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Fatalf("dlmtest: redis-server not found: %v; %s", err, installHint)
+		t.Fatalf("redistest: redis-server not found: %v; %s", err, installHint)
 	}
 	return path
 }
