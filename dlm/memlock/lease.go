@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/internal/scriptid"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // The read lock's and the semaphore's scripts (dlm's scripts_rw.go and
@@ -24,7 +24,7 @@ func (n *Node) readAcquire(keys, args []string) (any, error) {
 		return nil, err
 	}
 	now := nowMillis()
-	if v, ok := n.get(keys[0]); ok && v != scriptid.ReadersMark {
+	if v, ok := n.get(keys[0]); ok && v != script.ReadersMark {
 		return int64(0), nil
 	}
 	if _, ok := n.get(keys[2]); ok {
@@ -33,7 +33,7 @@ func (n *Node) readAcquire(keys, args []string) (any, error) {
 		}
 	}
 	n.zadd(keys[1], args[0], now+ttl)
-	n.keys[keys[0]] = entry{val: scriptid.ReadersMark}
+	n.keys[keys[0]] = entry{val: script.ReadersMark}
 	n.spanLeases(keys[1], keys[:1], now)
 	return int64(1), nil
 }
@@ -45,7 +45,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, _ := n.get(keys[0]); v != scriptid.ReadersMark {
+	if v, _ := n.get(keys[0]); v != script.ReadersMark {
 		return int64(0), nil
 	}
 	return n.renew(keys[1], keys[:1], args[0], nowMillis(), ttl), nil
@@ -57,7 +57,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 func (n *Node) readRelease(keys, args []string) (any, error) {
 	now := nowMillis()
 	removed := n.zrem(keys[1], args[0])
-	if v, _ := n.get(keys[0]); v != scriptid.ReadersMark {
+	if v, _ := n.get(keys[0]); v != script.ReadersMark {
 		return removed, nil
 	}
 	if n.spanLeases(keys[1], keys[:1], now) {
