@@ -13,8 +13,8 @@ import (
 // set scored by the end of its lease in ms by the node's clock, and the set,
 // with the read lock's key, lives as long as its longest lease.
 
-// readAcquire is the read lock's acquire script, plain or guarded (the
-// guard is not modelled): KEYS are the lock key, the readers' set and the
+// readAcquire is the read lock's acquire script (behind [Node.guarded]
+// when guarded): KEYS are the lock key, the readers' set and the
 // writer's intent; ARGV the secret and the TTL. The reader is let in unless
 // a writer holds the key, or waits for it and the reader is not in yet.
 // n.mu is held.
@@ -67,8 +67,8 @@ func (n *Node) readRelease(keys, args []string) (any, error) {
 	return removed, nil
 }
 
-// permitAcquire is the semaphore's acquire script, plain or guarded (the
-// guard is not modelled): KEYS[0] is the set of permits; ARGV the secret,
+// permitAcquire is the semaphore's acquire script (behind [Node.guarded]
+// when guarded): KEYS[0] is the set of permits; ARGV the secret,
 // the TTL, the limit and announce's flag last. The permit is granted when
 // it is held already or fewer than the limit are. n.mu is held.
 func (n *Node) permitAcquire(keys, args []string) (any, error) {

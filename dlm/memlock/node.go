@@ -105,11 +105,11 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case script.Acquire:
 		return n.acquire(keys, args, false)
 	case script.GuardedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, false)
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.acquire(keys, args, false) })
 	case script.FencedAcquire:
 		return n.acquire(keys, args, true)
 	case script.GuardedFencedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, true)
+		return n.guarded(keys, args[3], func(keys []string) (any, error) { return n.acquire(keys, args, true) })
 	case script.Release:
 		loud, _ := announceFlag(args)
 		var deleted int64
@@ -122,14 +122,18 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			}
 		}
 		return deleted, nil
-	case script.ReadAcquire, script.GuardedReadAcquire:
+	case script.ReadAcquire:
 		return n.readAcquire(keys, args)
+	case script.GuardedReadAcquire:
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.readAcquire(keys, args) })
 	case script.ReadExtend:
 		return n.readExtend(keys, args)
 	case script.ReadRelease:
 		return n.readRelease(keys, args)
-	case script.PermitAcquire, script.GuardedPermitAcquire:
+	case script.PermitAcquire:
 		return n.permitAcquire(keys, args)
+	case script.GuardedPermitAcquire:
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.permitAcquire(keys, args) })
 	case script.PermitExtend:
 		return n.permitExtend(keys, args)
 	case script.PermitRelease:
