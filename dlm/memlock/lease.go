@@ -8,8 +8,8 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// The read lock's and the semaphore's scripts (dlm's scripts_rw.go and
-// scripts_semaphore.go), step for step: each lease is a member of a sorted
+// The read lock's and the semaphore's scripts (package script's rw.go and
+// semaphore.go), step for step: each lease is a member of a sorted
 // set scored by the end of its lease in ms by the node's clock, and the set,
 // with the read lock's key, lives as long as its longest lease.
 
