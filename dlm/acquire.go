@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Lock takes the lock named key, retrying with a jittered delay (see
@@ -336,8 +337,8 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 // acquireScripts holds the acquire script for each mix of fencing (1),
 // restart guard (2) and fairness (4).
 var acquireScripts = [8]*driver.Script{
-	acquireScript, fencedAcquireScript, guardedAcquireScript, guardedFencedAcquireScript,
-	fairAcquireScript, fairFencedAcquireScript, fairGuardedAcquireScript, fairGuardedFencedAcquireScript,
+	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
+	script.FairAcquire, script.FairFencedAcquire, script.FairGuardedAcquire, script.FairGuardedFencedAcquire,
 }
 
 // acquireRequest builds an attempt's request: the acquire script, keys and
@@ -357,12 +358,12 @@ func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter) 
 		mix |= 1
 	}
 	if fw != nil {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], lineKeys(rkeys[0])...)
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.LineKeys(rkeys[0])...)
 		req.fair = true
 		mix |= 4
 	}
 	if cfg.restartGuard > 0 {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], rkeys[0]+guardSuffix)
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.GuardKey(rkeys[0]))
 		req.args = append(req.args, ttlMillis(cfg.restartGuard))
 		mix |= 2
 	}

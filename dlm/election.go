@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 // MaxLeaderValueLen is the longest value a candidate may campaign with, in
@@ -22,24 +20,11 @@ const electionPrefix = "election:"
 // An election is a lock whose secret carries the leader's value: the lock key
 // holds the random secret, ":" and the value. Extension, release and expiry
 // are those of any lock, so the value lives exactly as long as the
-// leadership on each node, and observers read it with leaderScript, which
+// leadership on each node, and observers read it with script.Leader, which
 // never reveals the secret. Elections take their locks with fencing: the
 // fencing token is the leader's term, and a fenced lock is never handed over
 // under its secret to the manager's next waiting caller, who would otherwise
 // lead under the previous leader's value.
-
-// leaderScript reads an election's lock key: an empty array when it is
-// absent, otherwise {SHA-1 of the holder's secret, the value after the first
-// ':' of the secret, the key's PTTL in ms}. The digest tells holders apart
-// without revealing the secret.
-var leaderScript = driver.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return {} end
-local i = string.find(v, ':', 1, true)
-local value = ''
-if i then value = string.sub(v, i + 1) end
-return {redis.sha1hex(v), value, redis.call('PTTL', KEYS[1])}
-`)
 
 // Leadership is a won election, returned by [Manager.Campaign]. It lasts
 // until [Leadership.Resign], its loss, or [Manager.Close] — not the context

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // UncheckedSemaphore returns a semaphore whose permits need q nodes, with
@@ -50,21 +51,21 @@ type ForgedCall struct {
 // them with the readers' marker to show that no script takes it for a
 // holder's secret.
 func ForgedCalls(k, secret string) []ForgedCall {
-	const ttl, quiet = "60000", announceQuiet
-	line := lineKeys(k)
+	const ttl, quiet = "60000", script.AnnounceQuiet
+	line := script.LineKeys(k)
 	return []ForgedCall{
-		{Name: "acquire", Script: acquireScript, Keys: []string{k}, Args: []string{secret, ttl, quiet}},
-		{Name: "fenced acquire", Script: fencedAcquireScript, Keys: []string{k, k + fenceSuffix}, Args: []string{secret, ttl, "0", quiet}},
-		{Name: "release", Script: releaseScript, Keys: []string{k}, Args: []string{secret, quiet}},
-		{Name: "extend", Script: extendScript, Keys: []string{k}, Args: []string{secret, ttl}},
-		{Name: "raise fence", Script: raiseFenceScript, Keys: []string{k, k + fenceSuffix}, Args: []string{secret, "99"}},
-		{Name: "fair acquire", Script: fairAcquireScript, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", quiet}, Fair: true},
-		{Name: "fair release", Script: fairReleaseScript, Keys: append([]string{k}, line[:2]...), Args: []string{secret, "", quiet}, Fair: true},
+		{Name: "acquire", Script: script.Acquire, Keys: []string{k}, Args: []string{secret, ttl, quiet}},
+		{Name: "fenced acquire", Script: script.FencedAcquire, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, ttl, "0", quiet}},
+		{Name: "release", Script: script.Release, Keys: []string{k}, Args: []string{secret, quiet}},
+		{Name: "extend", Script: script.Extend, Keys: []string{k}, Args: []string{secret, ttl}},
+		{Name: "raise fence", Script: script.RaiseFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, "99"}},
+		{Name: "fair acquire", Script: script.FairAcquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", quiet}, Fair: true},
+		{Name: "fair release", Script: script.FairRelease, Keys: append([]string{k}, line[:2]...), Args: []string{secret, "", quiet}, Fair: true},
 	}
 }
 
 // ReadersMark is the value of a lock key held by readers.
-const ReadersMark = readersMark
+const ReadersMark = script.ReadersMark
 
 // SetContendedFor sets how long a key refused by a node goes through the
 // acquire script in m, instead of SET NX (contendedFor, 10 s), so that the

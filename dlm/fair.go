@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Fairness configures the first-come, first-served mode of [WithFairness].
@@ -83,21 +83,6 @@ func (f *Fairness) expiry() time.Duration {
 	return f.Expiry
 }
 
-// The suffixes of a lock's line on a node, after the lock's first key: the
-// waiters by ticket, the waiters by the end of their place (node time, ms),
-// and the last ticket given.
-const (
-	lineSuffix    = ":line"
-	placesSuffix  = ":places"
-	ticketsSuffix = ":tickets"
-)
-
-// lineKeys returns the keys of the line of the lock whose first Redis key is
-// rkey.
-func lineKeys(rkey string) []string {
-	return []string{rkey + lineSuffix, rkey + placesSuffix, rkey + ticketsSuffix}
-}
-
 // fairWaiter is one Lock call's place in the lines of the nodes.
 type fairWaiter struct {
 	f  *Fairness
@@ -127,131 +112,12 @@ func (fw *fairWaiter) args() []string {
 // maxWait caps the pause between a waiter's attempts, which renew its place.
 func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 
-// fairPart ends a fair acquire script. The script starts with a header that
-// sets nk to the number of KEYS before the line's three keys, and defines
-// take(), which tries to take the lock and returns 0 or a positive value.
-// ARGV ends with the waiter's id, the life of its place (ms), the ticket it
-// holds from other nodes, the bound of the line, and announce's flag.
-//
-// It drops the places that expired; lets the waiter take the lock if the
-// line is empty or it is at the head; otherwise it gives the waiter a place,
-// or renews it, under the larger of a new ticket and the one the waiter
-// holds, and returns {0, ticket}: {0, -1} when the line is full, {0, 0} for a
-// waiter without an id.
-//
-// A waiter that takes the lock keeps its place, renewed, and one that takes
-// it from an empty line is given one; the grant returns its ticket. This
-// node's grant is only a vote, and the attempt may still fail (too few
-// grants, or too late): the release of a failed attempt keeps the place, so
-// the waiter is still at the head for its next attempt, ahead of everyone who
-// asked after it. The release of the lock obtained gives the place up (see
-// fairReleaseScript). The line has room for bound waiters besides the place
-// of the holder.
-//
-// Each place given or renewed makes the line's three keys live at least the
-// longer of the place's life and the lock's TTL (ARGV[2]) from now: the
-// counter of tickets outlives every place in the line, so a new waiter's
-// ticket is always above theirs, and once the line has been empty that long
-// the keys are gone. A counter that expired starts again from 1 behind an
-// empty line, which orders the waiters that come next as well.
-const fairPart = `
-nk = nk - 3
-local line, places, tickets = KEYS[nk + 1], KEYS[nk + 2], KEYS[nk + 3]
-local fa = #ARGV - 4
-local me, life, held, bound = ARGV[fa], tonumber(ARGV[fa + 1]), tonumber(ARGV[fa + 2]), tonumber(ARGV[fa + 3])
-local keep = math.max(life, tonumber(ARGV[2]))
-` + dropExpired + `local function place()
-  local mine = tonumber(redis.call('ZSCORE', line, me))
-  if not mine then
-    if redis.call('ZCARD', line) > bound then return -1 end
-    mine = redis.call('INCR', tickets)
-  end
-  if held > mine then mine = held end
-  if mine > tonumber(redis.call('GET', tickets) or '0') then
-    redis.call('SET', tickets, mine)
-  end
-  redis.call('ZADD', line, mine, me)
-  redis.call('ZADD', places, now + life, me)
-  for _, k in ipairs({tickets, line, places}) do
-    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
-  end
-  return mine
-end
-local head = redis.call('ZRANGE', line, 0, 0)[1]
-if head == nil or head == me then
-  local r = take()
-  if r > 0 then
-    if me ~= '' then return {r, place()} end
-    return {r, 0}
-  end
-end
-if me == '' then return {0, 0} end
-return {0, place()}
-`
-
-// dropExpired sets now to the node's time (ms) and drops from line and
-// places the waiters whose places ended.
-const dropExpired = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local gone = redis.call('ZRANGEBYSCORE', places, '-inf', now)
-if #gone > 0 then
-  redis.call('ZREM', line, unpack(gone))
-  redis.call('ZREM', places, unpack(gone))
-end
-`
-
-// fairScript returns the fair form of an acquire script made of header and
-// body.
-func fairScript(header, body string) *driver.Script {
-	return driver.NewScript(header + "local function take()" + body + "end\n" + fairPart)
-}
-
-// The fair acquire scripts, by fencing and restart guard.
-var (
-	fairAcquireScript              = fairScript(plainKeys, acquireBody)
-	fairFencedAcquireScript        = fairScript(plainKeys, fencedAcquireBody)
-	fairGuardedAcquireScript       = fairScript(guardPrelude, acquireBody)
-	fairGuardedFencedAcquireScript = fairScript(fencedGuardPrelude, fencedAcquireBody)
-)
-
-// fairReleaseScript is releaseScript for a lock with a line: KEYS ends with
-// the line and the places, and ARGV[2] names the waiter that obtained the
-// lock, whose place it gives up ("" for none); ARGV[3] is announce's flag. It announces each release
-// with the id of the waiter at the head of the line, after dropping expired
-// places, so that only that waiter wakes, or with wakeAll when the line is
-// empty.
-var fairReleaseScript = driver.NewScript(announce + owns + `
-local nk = #KEYS - 2
-local line, places = KEYS[nk + 1], KEYS[nk + 2]
-if ARGV[2] ~= '' then
-  redis.call('ZREM', line, ARGV[2])
-  redis.call('ZREM', places, ARGV[2])
-end
-` + dropExpired + `local head = redis.call('ZRANGE', line, 0, 0)[1] or '` + wakeAll + `'
-local n = 0
-for i = 1, nk do
-  if owns(redis.call('GET', KEYS[i])) then
-    n = n + redis.call('DEL', KEYS[i])
-    announce(KEYS[i], head)
-  end
-end
-return n
-`)
-
-// leaveLineScript gives up the place of waiter ARGV[1] in the line KEYS[1]
-// (with its places KEYS[2]).
-var leaveLineScript = driver.NewScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-return 1
-`)
-
 // leaveLine gives up fw's place on every node, in the background, once the
 // requests of its last attempt have ended (within the node timeout), so
 // that none of them can give the place back afterwards. A place left
 // behind would hold the line up until it expires.
 func (m *Manager) leaveLine(cfg *config, rkeys []string, fw *fairWaiter) {
-	req := &request{op: opLock, script: leaveLineScript, keys: lineKeys(rkeys[0])[:2], args: []string{fw.id}, want: 1, timeout: cfg.timeout()}
+	req := &request{op: opLock, script: script.LeaveLine, keys: script.LineKeys(rkeys[0])[:2], args: []string{fw.id}, want: 1, timeout: cfg.timeout()}
 	m.spawn(func() {
 		t := time.NewTimer(cfg.timeout())
 		defer t.Stop()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // fault is what a fakeNode does to the requests it is sent, after its delay.
@@ -52,11 +53,11 @@ func newFakeNode(i int) *fakeNode {
 
 func scriptName(s *driver.Script) string {
 	switch s.Hash {
-	case acquireScript.Hash:
+	case script.Acquire.Hash:
 		return "acquire"
-	case releaseScript.Hash:
+	case script.Release.Hash:
 		return "release"
-	case extendScript.Hash:
+	case script.Extend.Hash:
 		return "extend"
 	}
 	return ""
@@ -129,10 +130,10 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 		for _, k := range keys {
 			v, ok := f.getLocked(k)
 			if (name == "acquire" && ok && v != secret) || (name == "extend" && v != secret) {
-				if name == "acquire" && v == readersMark && strings.HasSuffix(args[len(args)-1], writerWaits) {
+				if name == "acquire" && v == script.ReadersMark && strings.HasSuffix(args[len(args)-1], script.WriterWaits) {
 					// announce's readersHold: a waiting writer refused by
 					// readers records its intent.
-					f.keys[k+intentSuffix] = fakeEntry{val: "1", exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
+					f.keys[script.IntentKey(k)] = fakeEntry{val: "1", exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}
 				}
 				return int64(0), nil
 			}

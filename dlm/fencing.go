@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-)
 
-// fenceSuffix names a lock key's fencing counter: the lock key plus this
-// suffix, in the same hash slot.
-const fenceSuffix = ":fence"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
 
 // WithFencing makes every grant of a lock carry a fencing token
 // ([Lock.Token]) that is strictly greater than the token of any earlier
@@ -72,7 +70,7 @@ func fencedKeys(rkeys []string) []string {
 	keys := make([]string, 0, 2*len(rkeys))
 	keys = append(keys, rkeys...)
 	for _, k := range rkeys {
-		keys = append(keys, k+fenceSuffix)
+		keys = append(keys, script.FenceKey(k))
 	}
 	return keys
 }
@@ -104,7 +102,7 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 		return fence, holding
 	}
 	raised, _ := m.poll(ctx, &request{
-		op: opLock, script: raiseFenceScript, keys: fencedKeys(rkeys),
+		op: opLock, script: script.RaiseFence, keys: fencedKeys(rkeys),
 		args: []string{secret, strconv.FormatInt(fence, 10)},
 		want: 1, timeout: cfg.timeout(), only: below,
 	})

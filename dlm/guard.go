@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// guardSuffix names a lock key's restart-guard key on each node.
-const guardSuffix = ":guard"
-
 // ErrNodeRestarted is a node's failure under [WithRestartGuard] when the node
 // lost its data less than the guard window ago: it is not counted toward a
 // quorum yet. Find it with errors.Is inside a [*NodeError].

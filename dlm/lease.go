@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // A leaseKind is a lock that several holders may share, each with a lease of
@@ -26,9 +27,9 @@ type leaseKind struct {
 
 // readLease is the read lock's kind.
 var readLease = &leaseKind{
-	what: "read lock", suffix: readersSuffix, intent: true,
-	acquire: [2]*driver.Script{readAcquireScript, guardedReadAcquireScript},
-	extend:  readExtendScript, unlock: readReleaseScript,
+	what: "read lock", suffix: script.ReadersSuffix, intent: true,
+	acquire: [2]*driver.Script{script.ReadAcquire, script.GuardedReadAcquire},
+	extend:  script.ReadExtend, unlock: script.ReadRelease,
 }
 
 // keys returns a lease's keys for the lock key rkey: the lock key and the
@@ -58,18 +59,18 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *
 		want: 1, timeout: cfg.timeout(), early: true, need: k.need,
 	}
 	if k.intent {
-		req.keys = append(lkeys[:len(lkeys):len(lkeys)], lkeys[0]+intentSuffix)
+		req.keys = append(lkeys[:len(lkeys):len(lkeys)], script.IntentKey(lkeys[0]))
 	}
 	req.script = k.acquire[0]
 	if cfg.restartGuard > 0 {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], lkeys[0]+guardSuffix)
+		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.GuardKey(lkeys[0]))
 		req.args = append(req.args, ttlMillis(cfg.restartGuard))
 		req.script = k.acquire[1]
 	}
 	if k.limit > 0 {
 		req.args = append(req.args, strconv.Itoa(k.limit))
 	}
-	req.args = append(req.args, announceQuiet) // grants of a lease are not announced
+	req.args = append(req.args, script.AnnounceQuiet) // grants of a lease are not announced
 	return req
 }
 
@@ -96,7 +97,7 @@ func (l *Lock) release(ctx context.Context) vote {
 // extendRequest sets l's TTL to ttl on the nodes that still hold it.
 func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *request {
 	req := &request{
-		op: opExtend, script: extendScript, keys: l.rkeys, args: []string{l.secret, ttlMillis(ttl)},
+		op: opExtend, script: script.Extend, keys: l.rkeys, args: []string{l.secret, ttlMillis(ttl)},
 		want: 1, timeout: cfg.timeout(), early: true,
 	}
 	if l.kind != nil {

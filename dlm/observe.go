@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Observation is what [Manager.Observe] reports of an election.
@@ -155,7 +157,7 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 				answers[i].err = err
 				return
 			}
-			res, err := m.nodes[i].Eval(rctx, leaderScript, []string{rkey}, nil)
+			res, err := m.nodes[i].Eval(rctx, script.Leader, []string{rkey}, nil)
 			if err != nil {
 				answers[i].err = err
 				return

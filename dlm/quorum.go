@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // vote counts the nodes' answers to one script.
@@ -51,8 +52,8 @@ type request struct {
 	// fair expects the {result, ticket} replies of a fair acquire.
 	fair bool
 	// quiet, when set, are the arguments for the nodes not marked in loud:
-	// args but for the last, announce's flag, announceQuiet instead of
-	// announceLoud.
+	// args but for the last, announce's flag, script.AnnounceQuiet instead of
+	// script.AnnounceLoud.
 	quiet []string
 	loud  uint64
 	// need is the number of yes that makes a quorum; 0 means a majority
@@ -269,12 +270,12 @@ func (m *Manager) releaseAttemptWith(ctx context.Context, req *request, v *vote,
 // line of waiter, which obtained the lock ("" for none).
 func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64) *request {
 	req := &request{
-		op: opUnlock, script: releaseScript, keys: rkeys, args: append(make([]string, 0, 3), secret),
+		op: opUnlock, script: script.Release, keys: rkeys, args: append(make([]string, 0, 3), secret),
 		want: int64(len(rkeys)), timeout: cfg.timeout(),
 	}
 	if cfg.fair != nil {
-		req.script = fairReleaseScript
-		req.keys = append(rkeys[:len(rkeys):len(rkeys)], lineKeys(rkeys[0])[:2]...)
+		req.script = script.FairRelease
+		req.keys = append(rkeys[:len(rkeys):len(rkeys)], script.LineKeys(rkeys[0])[:2]...)
 		req.args = append(req.args, waiter)
 	}
 	req.announcing(announcers(loud))

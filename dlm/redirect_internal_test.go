@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // redirectingNode answers every script with a redirection to another
@@ -24,7 +25,7 @@ type redirectingNode struct {
 func (n redirectingNode) Sharded() bool { return n.sharded }
 
 func (n redirectingNode) Eval(_ context.Context, s *driver.Script, _, _ []string) (any, error) {
-	if s == acquireScript {
+	if s == script.Acquire {
 		n.acquires.Add(1)
 	}
 	return nil, errors.New(n.reply)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // ErrReplicaAck is a node's failure under [WithReplicaAck] when its write
@@ -93,9 +94,9 @@ func (m *Manager) checkCallAck(cfg *config) error {
 // Releases, the fair line's departures and inspections are not among them.
 var ackedScripts = func() map[*driver.Script]bool {
 	set := map[*driver.Script]bool{
-		extendScript: true, readExtendScript: true, permitExtendScript: true, raiseFenceScript: true,
-		readAcquireScript: true, guardedReadAcquireScript: true,
-		permitAcquireScript: true, guardedPermitAcquireScript: true,
+		script.Extend: true, script.ReadExtend: true, script.PermitExtend: true, script.RaiseFence: true,
+		script.ReadAcquire: true, script.GuardedReadAcquire: true,
+		script.PermitAcquire: true, script.GuardedPermitAcquire: true,
 	}
 	for _, s := range acquireScripts {
 		set[s] = true

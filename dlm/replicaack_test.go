@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 func TestReplicaAckInvalid(t *testing.T) {
@@ -66,12 +67,12 @@ func TestAckedScripts(t *testing.T) {
 			t.Errorf("acked(%s extension) = false; want true", name)
 		}
 	}
-	for _, s := range []*driver.Script{acquireScripts[7], raiseFenceScript} {
+	for _, s := range []*driver.Script{acquireScripts[7], script.RaiseFence} {
 		if !acked(&request{script: s}) {
 			t.Errorf("acked(script %.8s) = false; want true", s.Hash)
 		}
 	}
-	for _, s := range []*driver.Script{releaseScript, fairReleaseScript, readReleaseScript, permitReleaseScript, leaveLineScript, statusScript, leaderScript} {
+	for _, s := range []*driver.Script{script.Release, script.FairRelease, script.ReadRelease, script.PermitRelease, script.LeaveLine, script.Status, script.Leader} {
 		if acked(&request{script: s}) {
 			t.Errorf("acked(script %.8s) = true; want false: it grants nothing", s.Hash)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // roundTrip encodes l's Handle as JSON and decodes it, as a job runner
@@ -198,7 +200,7 @@ func TestResumeSecretShape(t *testing.T) {
 		{"a newline", good[:21] + "\n", false},
 		{"non-ASCII", "é" + good[2:], false},
 		{"unused bits set", good[:21] + "B", false}, // 16 bytes leave the last character's low 4 bits unused
-		{"the readers' marker", readersMark, false},
+		{"the readers' marker", script.ReadersMark, false},
 		{"over-long", strings.Repeat("A", 1<<20), false},
 	} {
 		h := Handle{Keys: []string{"k"}, Secret: tc.secret, Until: time.Now().Add(time.Minute)}

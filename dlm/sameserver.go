@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // One server named twice, as 127.0.0.1:6379 and localhost:6379, or
@@ -18,7 +19,7 @@ import (
 // such nodes, one server alone would give a 3 of 3 majority. Addresses
 // cannot tell (New compares them, and that is all it can), so a manager
 // made by Open recognises a server by what it says it is: its run_id, from
-// INFO server, read by serverIDScript.
+// INFO server, read by script.ServerID.
 //
 // The invariant, for a manager made by Open: a node's answer counts in a
 // vote only once the node's server has said its run_id and no other node
@@ -48,14 +49,6 @@ import (
 // server at that moment, which is what a quorum must not count twice. The
 // price is that a server restarted between its first contact through one
 // name and its first through another is not recognised.
-
-// serverIDScript returns the run_id of the server that runs it, or "" when
-// its caller may not read INFO.
-var serverIDScript = driver.NewScript(`
-local info = redis.pcall('INFO', 'server')
-if type(info) ~= 'string' then return '' end
-return string.match(info, 'run_id:(%x+)') or ''
-`)
 
 // maxServerID bounds the run_id a node may answer: Redis' are 40
 // hexadecimal digits.
@@ -206,12 +199,12 @@ func (s *servers) record(m *Manager, i int, id string) int32 {
 	return idKnown
 }
 
-// askServerID runs serverIDScript on node i. It returns the run_id; or ""
+// askServerID runs script.ServerID on node i. It returns the run_id; or ""
 // and why when the server answered without one; or an error when the node
 // did not answer, or answered that it cannot now (BUSY, LOADING, ...), so
 // that it is asked again by its next request.
 func (m *Manager) askServerID(ctx context.Context, i int) (id string, why, err error) {
-	v, err := m.nodes[i].Eval(ctx, serverIDScript, nil, nil)
+	v, err := m.nodes[i].Eval(ctx, script.ServerID, nil, nil)
 	if err != nil {
 		if !answered(err) {
 			return "", nil, fmt.Errorf("asking the server for its run_id: %w", err)

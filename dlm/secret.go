@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // secretBytes is the size of a holder's random secret: 128 bits.
@@ -25,8 +27,8 @@ func newSecret() (string, error) {
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
 // reservedValues are lock key values that are nobody's secret: the scripts
-// never take them for one (see owns in scripts.go).
-var reservedValues = []string{readersMark}
+// never take them for one (see owns in package script).
+var reservedValues = []string{script.ReadersMark}
 
 // checkSecret checks that s, a secret from outside (a [Handle]), has the
 // shape of one newSecret makes: secretLen characters of the URL-safe base64

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"testing"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // TestSecret checks that secrets are 128 random bits, distinct every time.
@@ -33,16 +35,16 @@ func TestSecret(t *testing.T) {
 func TestScriptHashes(t *testing.T) {
 	t.Parallel()
 	for name, s := range map[string]*struct{ src, hash string }{
-		"acquire": {acquireScript.Source, acquireScript.Hash},
-		"release": {releaseScript.Source, releaseScript.Hash},
-		"extend":  {extendScript.Source, extendScript.Hash},
+		"acquire": {script.Acquire.Source, script.Acquire.Hash},
+		"release": {script.Release.Source, script.Release.Hash},
+		"extend":  {script.Extend.Source, script.Extend.Hash},
 	} {
 		sum := sha1.Sum([]byte(s.src))
 		if got := hex.EncodeToString(sum[:]); got != s.hash {
 			t.Errorf("%s script: Hash = %s; want %s", name, s.hash, got)
 		}
 	}
-	if acquireScript.Hash == releaseScript.Hash || releaseScript.Hash == extendScript.Hash || acquireScript.Hash == extendScript.Hash {
+	if script.Acquire.Hash == script.Release.Hash || script.Release.Hash == script.Extend.Hash || script.Acquire.Hash == script.Extend.Hash {
 		t.Errorf("two scripts share a digest")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // MaxPermits is the largest limit a [Semaphore] accepts.
@@ -106,9 +107,9 @@ func (m *Manager) warnNoFailureTolerance(cfg *config, name string, limit, q int)
 // permitKind is the lease kind of a semaphore's permits.
 func permitKind(limit, q int) *leaseKind {
 	return &leaseKind{
-		what: "permit", suffix: permitsSuffix, limit: limit, need: q,
-		acquire: [2]*driver.Script{permitAcquireScript, guardedPermitAcquireScript},
-		extend:  permitExtendScript, unlock: permitReleaseScript,
+		what: "permit", suffix: script.PermitsSuffix, limit: limit, need: q,
+		acquire: [2]*driver.Script{script.PermitAcquire, script.GuardedPermitAcquire},
+		extend:  script.PermitExtend, unlock: script.PermitRelease,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // The plain acquire: a node that implements [driver.Setter] takes a free key
@@ -24,7 +25,7 @@ import (
 //   - the grant is not announced, so a waiter woken by the previous release
 //     is not sent back to sleep and tries once in vain;
 //   - an intent another writer recorded is not deleted at the grant, but at
-//     the release ([releaseScript] deletes it), while readers are kept out by
+//     the release ([script.Release] deletes it), while readers are kept out by
 //     the lock itself.
 //
 // What it cannot skip, the intent of a writer that will wait, refused by
@@ -160,7 +161,7 @@ func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *reques
 				// The attempt's own secret: the command was applied twice
 				// (a client's retry), first within the attempt.
 				return int64(1), nil
-			case v == readersMark && req.intent:
+			case v == script.ReadersMark && req.intent:
 				// Readers hold the key: the script records the intent.
 				return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
 			}

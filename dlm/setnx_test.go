@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // setterNode is a fakeNode that also takes free keys by SET NX GET
@@ -298,7 +299,7 @@ func TestWriterIntentAtFirstAttempt(t *testing.T) {
 				}
 				intents = 0
 				for _, f := range fs {
-					if _, _, ok := f.get(rkey("k") + intentSuffix); ok {
+					if _, _, ok := f.get(script.IntentKey(rkey("k"))); ok {
 						intents++
 					}
 				}
@@ -307,7 +308,7 @@ func TestWriterIntentAtFirstAttempt(t *testing.T) {
 			ss, fakes, m := setterManager(t, 3, WithHook(first), WithRetry(0, FixedBackoff(time.Hour)))
 			fs = fakes
 			for _, f := range fs {
-				f.set(rkey("k"), readersMark, time.Minute)
+				f.set(rkey("k"), script.ReadersMark, time.Minute)
 			}
 			var err error
 			if tc.wait {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // A node that is a whole Redis Cluster ([driver.Sharded]) runs each script
@@ -19,14 +20,15 @@ import (
 // hash tag serves as well.
 
 // nodeArgs returns req's arguments for node i: for a node that is a Redis
-// Cluster, announce's flag announceLoud becomes announceSharded, sharded
-// pub/sub (see [announce]); a writer's writerWaits after it stays.
+// Cluster, announce's flag [script.AnnounceLoud] becomes
+// [script.AnnounceSharded], sharded pub/sub; a writer's [script.WriterWaits]
+// after it stays.
 func (m *Manager) nodeArgs(i int, req *request) []string {
 	args := req.argsFor(i)
-	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], announceLoud) {
+	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], script.AnnounceLoud) {
 		return args
 	}
-	return append(args[:len(args)-1:len(args)-1], announceSharded+args[len(args)-1][len(announceLoud):])
+	return append(args[:len(args)-1:len(args)-1], script.AnnounceSharded+args[len(args)-1][len(script.AnnounceLoud):])
 }
 
 // clusterMask returns which nodes are Redis Clusters, or nil when none is.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 func TestKeySlot(t *testing.T) {
@@ -96,7 +97,7 @@ type flagNode struct {
 func (f flagNode) Sharded() bool { return f.sharded }
 
 func (f flagNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
-	if s == releaseScript {
+	if s == script.Release {
 		f.flags <- args[len(args)-1]
 	}
 	return f.fakeNode.Eval(ctx, s, keys, args)

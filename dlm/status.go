@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// statusScript reports, for one lock key, its remaining TTL in ms (-2 when
-// absent) and its fencing counter (0 when none). It never reveals the
-// holder's secret.
-var statusScript = newInspectScript()
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
 
 // NodeStatus is what one node knows of a lock.
 type NodeStatus struct {
@@ -57,7 +54,7 @@ func (m *Manager) inspect(ctx context.Context, cfg *config, i int, rkey string) 
 		st.Err = &NodeError{Node: m.addrs[i], Err: err}
 		return st
 	}
-	res, err := m.nodes[i].Eval(ctx, statusScript, []string{rkey, rkey + fenceSuffix}, nil)
+	res, err := m.nodes[i].Eval(ctx, script.Status, []string{rkey, script.FenceKey(rkey)}, nil)
 	if err != nil {
 		st.Err = &NodeError{Node: m.addrs[i], Err: err}
 		return st

@@ -9,92 +9,17 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
-	"github.com/dlmgo/redlock/dlm/internal/scriptid"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// wakeSuffix names the channel on which a lock key's grants and releases are
-// announced: the lock key plus this suffix, so that it carries the key's
-// hash tag. The in-memory node of package memlock shares it.
-const wakeSuffix = scriptid.WakeSuffix
-
-// What is announced on a wake channel: the scripts announce grants and
-// releases (see [announce]), the in-memory node likewise, and the waker
-// passes wakeAll to its own watchers. A fair waiter's id (see
-// [newFairWaiter]), announced by fairReleaseScript, is a release for that
-// waiter alone. [waker.notify] reads them with [parseWake], which tells an
-// id from a release by its length.
-const (
-	// wakeGrant announces a grant of the key: waiters need not try again
-	// before its release.
-	wakeGrant = scriptid.WakeGrant
-	// wakeRelease, followed by the number of clients listening on the
-	// channel, announces a release to every waiter.
-	wakeRelease = scriptid.WakeRelease
-	// wakeAll announces a release to every waiter, without a count: the
-	// fair release's when no waiter is in line, and the waker's own to the
-	// watchers of a channel subscribed again after a failure, since
-	// releases may have gone unheard meanwhile.
-	wakeAll = ""
-)
-
-// Values of announce's flag, the last argument of the scripts that
-// announce: its first character says whether the node announces, and how.
-const (
-	announceQuiet   = "0" // no announcement
-	announceLoud    = "1" // PUBLISH
-	announceSharded = "2" // SPUBLISH, on a node that is a Redis Cluster
-)
-
-// announce starts the scripts that announce grants and releases. It defines
-// announce(key, payload), which publishes on key's wake channel: payload,
-// or when it is nil wakeRelease and the channel's number of subscribers,
-// which waiters use to spread their attempts (and then only when anyone
-// listens). It publishes only when the script's last argument starts with
-// announceLoud or announceSharded: the caller asks two nodes at most to
-// announce (see [announcers]), since every waiter listens on every node.
-// announceSharded is for a node that is a Redis Cluster (see slot.go):
-// there the channel is a shard channel (SPUBLISH, PUBSUB SHARDNUMSUB), which
-// lives on the master of the key's slot, like the key, so a release reaches
-// that master's subscribers only instead of every master of the cluster. An
-// ACL without PUBSUB or PUBLISH (SPUBLISH) only silences it.
-//
-// It also defines readersHold(key, value), which an acquire refused by
-// value calls: when value is the read lock's marker (readers hold the key)
-// and the flag ends with writerWaits (a writer that waits, see
-// [request.writerIntent]), it records the writer's intent, which keeps new
-// readers out for the writer's TTL or until a writer obtains the key; and
-// clearIntent(key), which a grant calls to delete that intent (reading it
-// first, so that a mutex without read locks needs no DEL to be granted).
-// Both read the same flag as announce.
-const announce = `
-local flag = ARGV[#ARGV]
-local mode = string.sub(flag, 1, 1)
-local loud = mode == '` + announceLoud + `' or mode == '` + announceSharded + `'
-local pub, numsub = 'PUBLISH', 'NUMSUB'
-if mode == '` + announceSharded + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
-local function readersHold(k, v)
-  if v == '` + readersMark + `' and string.sub(flag, 2, 2) == '` + writerWaits + `' then
-    redis.call('SET', k .. '` + intentSuffix + `', '1', 'PX', ARGV[2])
-  end
-end
-local function clearIntent(k)
-  if redis.call('GET', k .. '` + intentSuffix + `') then
-    redis.call('DEL', k .. '` + intentSuffix + `')
-  end
-end
-local function announce(k, payload)
-  if not loud then return end
-  local ch = k .. '` + wakeSuffix + `'
-  if payload then
-    redis.pcall(pub, ch, payload)
-    return
-  end
-  local subs = redis.pcall('PUBSUB', numsub, ch)
-  local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
-  if listening == 0 then return end
-  redis.pcall(pub, ch, '` + wakeRelease + `' .. (listening or 0))
-end
-`
+// The wake channel of a lock key ([script.WakeChannel]) carries what the
+// scripts announce, and what the in-memory node of package memlock
+// announces likewise: grants ([script.WakeGrant]) and releases
+// ([script.WakeRelease] and a count, [script.WakeAll], or a fair waiter's
+// id, a release for that waiter alone). The waker passes [script.WakeAll]
+// to its own watchers after a subscription failed, since releases may have
+// gone unheard meanwhile. [waker.notify] reads them with [parseWake], which
+// tells an id from a release by its length.
 
 // announcers returns the mask of the nodes that should announce: the two of
 // lowest index among those marked in among (nodes 0 to 63; all of them when
@@ -109,11 +34,12 @@ func announcers(among uint64) uint64 {
 	return first | rest&-rest
 }
 
-// announcing sets the last argument of req, announce's flag, to announceLoud
-// for the nodes in loud and announceQuiet for the others.
+// announcing sets the last argument of req, announce's flag, to
+// [script.AnnounceLoud] for the nodes in loud and [script.AnnounceQuiet] for
+// the others.
 func (r *request) announcing(loud uint64) {
-	r.args = append(r.args, announceLoud)
-	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], announceQuiet)
+	r.args = append(r.args, script.AnnounceLoud)
+	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], script.AnnounceQuiet)
 	r.loud = loud
 }
 
@@ -220,7 +146,7 @@ func (w *waker) watch(rkeys []string, id string) *watcher {
 		return nil
 	}
 	for i, k := range rkeys {
-		ch := k + wakeSuffix
+		ch := script.WakeChannel(k)
 		wt.chans[i] = ch
 		wc := w.chans[ch]
 		if wc == nil {
@@ -343,9 +269,9 @@ func (wt *watcher) stop() {
 	}
 }
 
-// notify passes what channel heard to its watchers: wakeGrant a grant;
-// wakeAll, or wakeRelease and a count, a release for every watcher; a fair
-// waiter's id a release meant for the fair waiter of that id, which wakes
+// notify passes what channel heard to its watchers: [script.WakeGrant] a
+// grant; [script.WakeAll], or [script.WakeRelease] and a count, a release
+// for every watcher; a fair waiter's id a release meant for the fair waiter of that id, which wakes
 // no other fair waiter. It ignores, and counts, a payload [parseWake] does
 // not accept: anyone allowed to publish on the channel may have sent it.
 func (w *waker) notify(channel, payload string) {
@@ -418,7 +344,7 @@ func (w *waker) answer(i int, channel string, confirmed bool) {
 	}
 	w.mu.Unlock()
 	if confirmed {
-		w.notify(channel, wakeAll)
+		w.notify(channel, script.WakeAll)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // TestNotifyPayloads checks how a waker passes what a channel heard to its
@@ -45,7 +47,7 @@ func TestNotifyPayloads(t *testing.T) {
 		{payload: "x", malformed: true},
 	} {
 		ignored := w.ignored.Load()
-		w.notify("k"+wakeSuffix, tc.payload)
+		w.notify(script.WakeChannel("k"), tc.payload)
 		want := uint64(0)
 		if tc.malformed {
 			want = 1

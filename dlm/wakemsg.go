@@ -1,5 +1,7 @@
 package dlm
 
+import "github.com/dlmgo/redlock/dlm/internal/script"
+
 // wakeKind says what a wake message announces.
 type wakeKind uint8
 
@@ -43,9 +45,9 @@ type wakeMsg struct {
 // checked and bounded. It accepts exactly this grammar, of ASCII bytes:
 //
 //	payload = grant / all / release / fair-id
-//	grant   = "t"                    ; wakeGrant
-//	all     = ""                     ; wakeAll: a release without a count
-//	release = "r" 1*18DIGIT          ; wakeRelease and the listeners' count
+//	grant   = "t"                    ; script.WakeGrant
+//	all     = ""                     ; script.WakeAll: a release without a count
+//	release = "r" 1*18DIGIT          ; script.WakeRelease and the listeners' count
 //	fair-id = 22(ALPHA / DIGIT / "-" / "_")  ; a fair waiter's id
 //
 // A release's count may have leading zeros; above maxListening it reads as
@@ -54,9 +56,9 @@ type wakeMsg struct {
 // Its work is bounded by the grammar, not by the payload's length.
 func parseWake(payload string) (wakeMsg, bool) {
 	switch {
-	case payload == wakeGrant:
+	case payload == script.WakeGrant:
 		return wakeMsg{kind: wakeTaken}, true
-	case payload == wakeAll:
+	case payload == script.WakeAll:
 		return wakeMsg{kind: wakeAny}, true
 	case len(payload) == fairIDLen:
 		for i := range len(payload) {
@@ -65,9 +67,9 @@ func parseWake(payload string) (wakeMsg, bool) {
 			}
 		}
 		return wakeMsg{kind: wakeFair, id: payload}, true
-	case len(payload) > len(wakeRelease) && len(payload) <= len(wakeRelease)+maxCountDigits && payload[:len(wakeRelease)] == wakeRelease:
+	case len(payload) > len(script.WakeRelease) && len(payload) <= len(script.WakeRelease)+maxCountDigits && payload[:len(script.WakeRelease)] == script.WakeRelease:
 		var n int64
-		for i := len(wakeRelease); i < len(payload); i++ {
+		for i := len(script.WakeRelease); i < len(payload); i++ {
 			c := payload[i]
 			if c < '0' || c > '9' {
 				return wakeMsg{}, false

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // TestParseWake checks the wake messages parseWake accepts, with what they
@@ -75,9 +77,9 @@ func TestFairIDLen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(id) != fairIDLen || fairIDLen <= len(wakeRelease)+maxCountDigits {
+	if len(id) != fairIDLen || fairIDLen <= len(script.WakeRelease)+maxCountDigits {
 		t.Errorf("a fair waiter's id has %d bytes, fairIDLen %d, the longest release %d; want the first two equal and greater than the third",
-			len(id), fairIDLen, len(wakeRelease)+maxCountDigits)
+			len(id), fairIDLen, len(script.WakeRelease)+maxCountDigits)
 	}
 	if msg, ok := parseWake(id); !ok || msg.kind != wakeFair {
 		t.Errorf("parseWake(a fair waiter's id) = %+v, %v; want a fair release", msg, ok)
@@ -123,7 +125,7 @@ func FuzzWakeMessage(f *testing.F) {
 		malformed := uint64(0)
 		for _, p := range append([]string{payload}, strings.Split(payload, "\n")...) {
 			before := w.ignored.Load()
-			h.Message("k"+wakeSuffix, p)
+			h.Message(script.WakeChannel("k"), p)
 			_, ok := parseWake(p)
 			if !ok {
 				malformed++
@@ -148,7 +150,7 @@ func FuzzWakeMessage(f *testing.F) {
 		if got := w.ignored.Load(); got != malformed {
 			t.Fatalf("counted %d malformed messages; want %d", got, malformed)
 		}
-		h.Message("k"+wakeSuffix, "r5")
+		h.Message(script.WakeChannel("k"), "r5")
 		for i, wt := range watchers {
 			if len(wt.c) != 1 || wt.listening.Load() != 5 {
 				t.Fatalf("watcher %d after garbage %q, then r5: woken %v, listening %d; want woken, 5", i, payload, len(wt.c) == 1, wt.listening.Load())

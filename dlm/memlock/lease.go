@@ -5,16 +5,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/internal/scriptid"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// The read lock's and the semaphore's scripts (dlm's scripts_rw.go and
-// scripts_semaphore.go), step for step: each lease is a member of a sorted
+// The read lock's and the semaphore's scripts (package script's rw.go and
+// semaphore.go), step for step: each lease is a member of a sorted
 // set scored by the end of its lease in ms by the node's clock, and the set,
 // with the read lock's key, lives as long as its longest lease.
 
-// readAcquire is the read lock's acquire script, plain or guarded (the
-// guard is not modelled): KEYS are the lock key, the readers' set and the
+// readAcquire is the read lock's acquire script (behind [Node.guarded]
+// when guarded): KEYS are the lock key, the readers' set and the
 // writer's intent; ARGV the secret and the TTL. The reader is let in unless
 // a writer holds the key, or waits for it and the reader is not in yet.
 // n.mu is held.
@@ -24,7 +24,7 @@ func (n *Node) readAcquire(keys, args []string) (any, error) {
 		return nil, err
 	}
 	now := nowMillis()
-	if v, ok := n.get(keys[0]); ok && v != scriptid.ReadersMark {
+	if v, ok := n.get(keys[0]); ok && v != script.ReadersMark {
 		return int64(0), nil
 	}
 	if _, ok := n.get(keys[2]); ok {
@@ -33,7 +33,7 @@ func (n *Node) readAcquire(keys, args []string) (any, error) {
 		}
 	}
 	n.zadd(keys[1], args[0], now+ttl)
-	n.keys[keys[0]] = entry{val: scriptid.ReadersMark}
+	n.keys[keys[0]] = entry{val: script.ReadersMark}
 	n.spanLeases(keys[1], keys[:1], now)
 	return int64(1), nil
 }
@@ -45,7 +45,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, _ := n.get(keys[0]); v != scriptid.ReadersMark {
+	if v, _ := n.get(keys[0]); v != script.ReadersMark {
 		return int64(0), nil
 	}
 	return n.renew(keys[1], keys[:1], args[0], nowMillis(), ttl), nil
@@ -57,7 +57,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 func (n *Node) readRelease(keys, args []string) (any, error) {
 	now := nowMillis()
 	removed := n.zrem(keys[1], args[0])
-	if v, _ := n.get(keys[0]); v != scriptid.ReadersMark {
+	if v, _ := n.get(keys[0]); v != script.ReadersMark {
 		return removed, nil
 	}
 	if n.spanLeases(keys[1], keys[:1], now) {
@@ -67,8 +67,8 @@ func (n *Node) readRelease(keys, args []string) (any, error) {
 	return removed, nil
 }
 
-// permitAcquire is the semaphore's acquire script, plain or guarded (the
-// guard is not modelled): KEYS[0] is the set of permits; ARGV the secret,
+// permitAcquire is the semaphore's acquire script (behind [Node.guarded]
+// when guarded): KEYS[0] is the set of permits; ARGV the secret,
 // the TTL, the limit and announce's flag last. The permit is granted when
 // it is held already or fewer than the limit are. n.mu is held.
 func (n *Node) permitAcquire(keys, args []string) (any, error) {

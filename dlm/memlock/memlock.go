@@ -18,8 +18,10 @@
 //
 // What it does not model: [dlm.WithFairness] (its scripts are refused with a
 // node error), network latency, and node restarts other than
-// [Node.FlushAll] ([dlm.WithRestartGuard] never holds a node back). Use
-// dlmtest's real-Redis harness to test those.
+// [Node.FlushAll]: under [dlm.WithRestartGuard] the node keeps its guard
+// keys as Redis does, but counts as up since long before any window, so
+// the guard never holds it back. Use dlmtest's real-Redis harness to test
+// those.
 package memlock
 
 import (

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
-	"github.com/dlmgo/redlock/dlm/internal/scriptid"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Node is an in-memory Redis master for package dlm: a [driver.Node] and a
@@ -90,7 +90,8 @@ func (n *Node) FlushAll() {
 // errDown is the failure of a node that is down.
 var errDown = errors.New("memlock: connection refused (node is down)")
 
-// Eval runs one of package dlm's scripts, recognised by its digest.
+// Eval runs one of package dlm's scripts, recognised by identity with
+// the values of dlm's one definition of them (package script).
 func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -100,40 +101,44 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	if n.down {
 		return nil, errDown
 	}
-	switch name := scriptid.Name(s); name {
-	case scriptid.Acquire:
+	switch s {
+	case script.Acquire:
 		return n.acquire(keys, args, false)
-	case scriptid.GuardedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, false)
-	case scriptid.FencedAcquire:
+	case script.GuardedAcquire:
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.acquire(keys, args, false) })
+	case script.FencedAcquire:
 		return n.acquire(keys, args, true)
-	case scriptid.GuardedFencedAcquire:
-		return n.acquire(keys[:len(keys)-1], args, true)
-	case scriptid.Release:
+	case script.GuardedFencedAcquire:
+		return n.guarded(keys, args[3], func(keys []string) (any, error) { return n.acquire(keys, args, true) })
+	case script.Release:
 		loud, _ := announceFlag(args)
 		var deleted int64
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && owns(v, args[0]) {
 				delete(n.keys, k)
-				delete(n.keys, k+scriptid.IntentSuffix)
+				delete(n.keys, script.IntentKey(k))
 				deleted++
 				n.announceRelease(k, loud)
 			}
 		}
 		return deleted, nil
-	case scriptid.ReadAcquire, scriptid.GuardedReadAcquire:
+	case script.ReadAcquire:
 		return n.readAcquire(keys, args)
-	case scriptid.ReadExtend:
+	case script.GuardedReadAcquire:
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.readAcquire(keys, args) })
+	case script.ReadExtend:
 		return n.readExtend(keys, args)
-	case scriptid.ReadRelease:
+	case script.ReadRelease:
 		return n.readRelease(keys, args)
-	case scriptid.PermitAcquire, scriptid.GuardedPermitAcquire:
+	case script.PermitAcquire:
 		return n.permitAcquire(keys, args)
-	case scriptid.PermitExtend:
+	case script.GuardedPermitAcquire:
+		return n.guarded(keys, args[2], func(keys []string) (any, error) { return n.permitAcquire(keys, args) })
+	case script.PermitExtend:
 		return n.permitExtend(keys, args)
-	case scriptid.PermitRelease:
+	case script.PermitRelease:
 		return n.permitRelease(keys, args)
-	case scriptid.Extend:
+	case script.Extend:
 		ttl, err := millis(args[1])
 		if err != nil {
 			return nil, err
@@ -147,7 +152,7 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
 		}
 		return int64(1), nil
-	case scriptid.RaiseFence:
+	case script.RaiseFence:
 		locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
 		for _, k := range locks {
 			if v, _ := n.get(k); !owns(v, args[0]) {
@@ -159,11 +164,11 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			return nil, errNotInteger
 		}
 		return n.raiseFences(counters, f, args[1])
-	case scriptid.Status:
+	case script.Status:
 		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
-	case scriptid.ServerID:
+	case script.ServerID:
 		return n.id, nil
-	case scriptid.Leader:
+	case script.Leader:
 		v, ok := n.get(keys[0])
 		if !ok {
 			return []any{}, nil
@@ -195,8 +200,8 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	for _, k := range locks {
 		if v, ok := n.get(k); ok && !owns(v, args[0]) {
-			if v == scriptid.ReadersMark && waiting {
-				n.keys[k+scriptid.IntentSuffix] = entry{val: "1", exp: time.Now().Add(ttl)}
+			if v == script.ReadersMark && waiting {
+				n.keys[script.IntentKey(k)] = entry{val: "1", exp: time.Now().Add(ttl)}
 			}
 			return int64(0), nil
 		}
@@ -209,9 +214,9 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	for _, k := range locks {
 		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
-		delete(n.keys, k+scriptid.IntentSuffix)
+		delete(n.keys, script.IntentKey(k))
 		if loud {
-			n.publish(k+scriptid.WakeSuffix, scriptid.WakeGrant)
+			n.publish(script.WakeChannel(k), script.WakeGrant)
 		}
 	}
 	return f, nil
@@ -293,34 +298,35 @@ var errNotInteger = errors.New("ERR value is not an integer or out of range")
 // secret. The readers' marker is nobody's secret, even when secret equals
 // it, as in dlm's Lua.
 func owns(v, secret string) bool {
-	return v == secret && v != scriptid.ReadersMark
+	return v == secret && v != script.ReadersMark
 }
 
 // announceFlag reads the flag of the scripts that announce, their last
-// argument, as their Lua does: its first character "1" or "2" asks for
-// announcements (on a cluster's shard channel for "2", which is the same
-// channel on one node), and a second character "w" marks the attempt of a
-// writer that will try again.
+// argument, as their Lua does: its first character [script.AnnounceLoud]
+// or [script.AnnounceSharded] asks for announcements (the latter on a
+// cluster's shard channel, which is the same channel on one node), and a
+// second character [script.WriterWaits] marks the attempt of a writer that
+// will try again.
 func announceFlag(args []string) (loud, waiting bool) {
 	if len(args) == 0 {
 		return false, false
 	}
 	flag := args[len(args)-1]
-	loud = strings.HasPrefix(flag, "1") || strings.HasPrefix(flag, "2")
-	waiting = len(flag) > 1 && flag[1] == 'w'
-	return loud, waiting
+	mode, mark := flag[:min(len(flag), 1)], flag[min(len(flag), 1):min(len(flag), 2)]
+	loud = mode == script.AnnounceLoud || mode == script.AnnounceSharded
+	return loud, mark == script.WriterWaits
 }
 
 // announceRelease announces the release of key when loud and anyone
-// listens on its wake channel: [scriptid.WakeRelease] and the number of
+// listens on its wake channel: [script.WakeRelease] and the number of
 // listeners. n.mu is
 // held.
 func (n *Node) announceRelease(key string, loud bool) {
 	if !loud {
 		return
 	}
-	if subs := n.listeners(key + scriptid.WakeSuffix); subs > 0 {
-		n.publish(key+scriptid.WakeSuffix, scriptid.WakeRelease+strconv.Itoa(subs))
+	if subs := n.listeners(script.WakeChannel(key)); subs > 0 {
+		n.publish(script.WakeChannel(key), script.WakeRelease+strconv.Itoa(subs))
 	}
 }
 

@@ -1,0 +1,166 @@
+package script
+
+import "github.com/dlmgo/redlock/dlm/driver"
+
+// owns defines owns(v): whether v, a lock key's value, is the holder's
+// secret ARGV[1]. A reserved value ([ReadersMark]) is nobody's secret, even
+// when ARGV[1] equals it: the marker is public, so a caller that passed it
+// as its secret (from a forged handle) must get what any stranger gets.
+// Every script that compares a lock key with ARGV[1] does it through owns.
+const owns = `
+local function owns(v)
+  return v == ARGV[1] and v ~= '` + ReadersMark + `'
+end
+`
+
+// plainKeys starts a script whose KEYS are all lock keys (or lock keys and
+// counters): nk counts them.
+const plainKeys = announce + `local nk = #KEYS
+`
+
+// Acquire sets every key to the secret with a TTL, if none is held under
+// another secret. A key already holding this secret counts as free, so the
+// script is safe to run twice. A grant deletes each key's writer intent
+// and announces [WakeGrant]; a refusal by readers records a waiting
+// writer's intent (see [WriterWaits]).
+//
+// KEYS: the lock keys. ARGV: the secret, the TTL (ms), announce's flag.
+// Reply: 1 when granted, 0 otherwise.
+var Acquire = driver.NewScript(plainKeys + acquireBody)
+
+const acquireBody = owns + `
+for i = 1, nk do
+  local v = redis.call('GET', KEYS[i])
+  if v and not owns(v) then
+    readersHold(KEYS[i], v)
+    return 0
+  end
+end
+for i = 1, nk do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  clearIntent(KEYS[i])
+  announce(KEYS[i], '` + WakeGrant + `')
+end
+return 1
+`
+
+// Release deletes the keys that still hold the secret. It never touches
+// another holder's key. For each key it deletes, it deletes a writer's
+// intent, which a grant by SET NX left in place, and announces the release
+// on the key's wake channel, when anyone listens there, with the number of
+// listeners: [WakeRelease] and "5".
+//
+// KEYS: the lock keys. ARGV: the secret, announce's flag. Reply: the number
+// of keys deleted.
+var Release = driver.NewScript(announce + owns + `
+local n = 0
+for _, k in ipairs(KEYS) do
+  if owns(redis.call('GET', k)) then
+    n = n + redis.call('DEL', k)
+    clearIntent(k)
+    announce(k, nil)
+  end
+end
+return n
+`)
+
+// Extend sets the TTL of every key if all still hold the secret; otherwise
+// it changes nothing. It never recreates an expired key.
+//
+// KEYS: the lock keys. ARGV: the secret, the TTL (ms). Reply: 1 when
+// extended, 0 otherwise.
+var Extend = driver.NewScript(owns + `
+for _, k in ipairs(KEYS) do
+  if not owns(redis.call('GET', k)) then return 0 end
+end
+for _, k in ipairs(KEYS) do
+  redis.call('PEXPIRE', k, ARGV[2])
+end
+return 1
+`)
+
+// The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
+// counters ([FenceKey]) as KEYS[n+1..2n] (see docs/fencing.md). The fenced
+// acquire scripts take the counters' expiry in ms as ARGV[3]: "0", counters
+// never expire; otherwise a grant sets each counter's TTL to it, and a
+// missing counter starts from the node's clock in microseconds instead of
+// 0.
+
+// FencedAcquire is [Acquire] that also, when it takes the keys, sets every
+// counter to one more than the largest of them.
+//
+// KEYS: the lock keys, then their counters. ARGV: the secret, the TTL
+// (ms), the counters' expiry (ms, "0" for none), announce's flag. Reply:
+// the new counter (at least 1) when granted, 0 otherwise.
+var FencedAcquire = driver.NewScript(plainKeys + fencedAcquireBody)
+
+const fencedAcquireBody = owns + `
+local n = nk / 2
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v and not owns(v) then
+    readersHold(KEYS[i], v)
+    return 0
+  end
+end
+local fx = tonumber(ARGV[3])
+local f = 0
+for i = n + 1, 2 * n do
+  local c = redis.call('GET', KEYS[i])
+  if c then
+    c = tonumber(c)
+  elseif fx > 0 then
+    local t = redis.call('TIME')
+    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    c = 0
+  end
+  if c > f then f = c end
+end
+f = f + 1
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  if fx > 0 then
+    redis.call('SET', KEYS[n + i], f, 'PX', fx)
+  else
+    redis.call('SET', KEYS[n + i], f)
+  end
+  clearIntent(KEYS[i])
+  announce(KEYS[i], '` + WakeGrant + `')
+end
+return f
+`
+
+// RaiseFence raises every counter to at least ARGV[2] if all the lock keys
+// still hold the secret ARGV[1]; otherwise it changes nothing. A counter
+// raised keeps its TTL.
+//
+// KEYS: the lock keys, then their counters. ARGV: the secret, the token.
+// Reply: 1 when the keys hold the secret, 0 otherwise.
+var RaiseFence = driver.NewScript(owns + `
+local n = #KEYS / 2
+for i = 1, n do
+  if not owns(redis.call('GET', KEYS[i])) then return 0 end
+end
+local f = tonumber(ARGV[2])
+for i = n + 1, 2 * n do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') < f then
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl > 0 then
+      redis.call('SET', KEYS[i], ARGV[2], 'PX', ttl)
+    else
+      redis.call('SET', KEYS[i], ARGV[2])
+    end
+  end
+end
+return 1
+`)
+
+// Status reports what a node knows of one lock key, without revealing the
+// holder's secret.
+//
+// KEYS: the lock key, its fencing counter. ARGV: none. Reply: {PTTL of the
+// key (-2 when absent), the counter or 0}.
+var Status = driver.NewScript(`
+return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+`)

@@ -1,0 +1,74 @@
+package script
+
+import "github.com/dlmgo/redlock/dlm/driver"
+
+// The read-write lock keeps, on each node, under the lock's own key:
+//
+//   - the key itself: a writer's secret (the mutex), or [ReadersMark] while
+//     readers hold it, with a TTL that ends with the last reader's lease;
+//   - the key plus [ReadersSuffix], a sorted set of the readers' secrets
+//     scored by the end of their lease (ms, by the node's clock);
+//   - the key plus [IntentSuffix], the intent of a writer that waits for
+//     the readers to leave: while it exists no new reader is let in.
+//
+// Every writer script (the mutex's acquire scripts) sees ReadersMark as
+// another holder's value and refuses, so writers need nothing else to be
+// kept out by readers, and readers are kept out by a writer's secret.
+
+// readAcquireBody lets the reader with secret ARGV[1] in for ARGV[2] ms when
+// no writer holds KEYS[1] and none waits (KEYS[3]), and returns 1;
+// otherwise it returns 0 and changes nothing. KEYS[2] is the readers' set.
+// A reader already in counts as free, so the script is safe to run twice.
+const readAcquireBody = leases + `
+local v = redis.call('GET', KEYS[1])
+if v and v ~= '` + ReadersMark + `' then return 0 end
+if redis.call('GET', KEYS[3]) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('SET', KEYS[1], '` + ReadersMark + `')
+spanLeases(KEYS[2], {KEYS[1]})
+return 1
+`
+
+// ReadAcquire lets a reader in when no writer holds the lock key and none
+// waits, or when the reader is in already; it then marks the key with
+// [ReadersMark] and makes the key and the readers' set live as long as the
+// longest lease.
+//
+// KEYS: the lock key, the readers' set, the writer's intent. ARGV: the
+// secret, the TTL (ms), announce's flag (a grant announces nothing). Reply:
+// 1 when let in, 0 otherwise.
+var ReadAcquire = driver.NewScript(announce + readAcquireBody)
+
+// GuardedReadAcquire is [ReadAcquire] under the restart guard: KEYS end
+// with the guard key, and the window (ms) is ARGV[3], before announce's
+// flag. Reply: -1 while the node may not count yet, otherwise that of
+// ReadAcquire.
+var GuardedReadAcquire = driver.NewScript(guardPrelude + readAcquireBody)
+
+// ReadExtend sets the lease of a reader to end a TTL from now, if the
+// reader is still in (the lock key marked, its lease not ended); otherwise
+// it changes nothing. It never lets a reader back in.
+//
+// KEYS: the lock key, the readers' set. ARGV: the secret, the TTL (ms).
+// Reply: 1 when extended, 0 otherwise.
+var ReadExtend = driver.NewScript(leases + `
+if redis.call('GET', KEYS[1]) ~= '` + ReadersMark + `' then return 0 end
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not s or tonumber(s) <= now then return 0 end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+spanLeases(KEYS[2], {KEYS[1]})
+return 1
+`)
+
+// ReadRelease removes a reader. When the last reader leaves it deletes the
+// lock key and announces the release; the key's TTL otherwise follows the
+// longest lease left. A writer's key is never touched.
+//
+// KEYS: the lock key, the readers' set. ARGV: the secret, announce's flag.
+// Reply: 1 when the reader was in, 0 otherwise.
+var ReadRelease = driver.NewScript(announce + leases + `
+local n = redis.call('ZREM', KEYS[2], ARGV[1])
+if redis.call('GET', KEYS[1]) ~= '` + ReadersMark + `' then return n end
+if spanLeases(KEYS[2], {KEYS[1]}) then announce(KEYS[1], nil) end
+return n
+`)

@@ -1,0 +1,8 @@
+package dlm
+
+// Operation names, as they appear in errors and logs.
+const (
+	opLock   = "lock"
+	opExtend = "extend"
+	opUnlock = "unlock"
+)
