@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"reflect"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // Name is the driver name under which this package registers itself, as it
@@ -52,21 +52,15 @@ func (Driver) Open(url string) (driver.Node, error) {
 	}
 	n := newNode(newClient(cfg), cfg.Name(), true)
 	n.password = cfg.Password
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
-	defer cancel()
-	if err := driver.CheckOpen(ctx, cfg, n.command, errorReply); err != nil {
-		n.Close()
-		return nil, fmt.Errorf("goredis: connect %s: %w", cfg.Name(), err)
+	if err := adapterkit.CheckOpen(cfg, Name, cfg.Name(), n.command, errorReply, n.Close); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
 
 // command sends args to the server, for [driver.CheckOpen].
 func (n *node) command(ctx context.Context, args ...string) error {
-	cmd := make([]any, len(args))
-	for i, a := range args {
-		cmd[i] = a
-	}
+	cmd := adapterkit.Args(args)
 	_, err := n.wait(ctx, n.safe(func(ctx context.Context) (any, error) {
 		return nil, n.client.Do(ctx, cmd...).Err()
 	}))
@@ -75,13 +69,7 @@ func (n *node) command(ctx context.Context, args ...string) error {
 
 // errorReply returns the text of err when it is an error reply of the
 // server.
-func errorReply(err error) (string, bool) {
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		return reply.Error(), true
-	}
-	return "", false
-}
+func errorReply(err error) (string, bool) { return adapterkit.ErrorReply[redis.Error](err) }
 
 // clientOptions translates a node URL into go-redis options.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
@@ -292,15 +293,8 @@ func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
 // are, their message starting with the Redis error code.
 func (n *node) fail(ctx context.Context, err error) error {
-	if err == nil || isReply(err) {
-		return err
-	}
-	return driver.RedactError(driver.ContextError(ctx, err), n.password)
+	return adapterkit.Fail(ctx, err, n.password, isReply)
 }
 
-// isReply reports whether err is an error reply of the server. (Declared
-// here, the target of errors.As would be allocated on every call.)
-func isReply(err error) bool {
-	var reply redis.Error
-	return errors.As(err, &reply)
-}
+// isReply reports whether err is an error reply of the server.
+func isReply(err error) bool { return adapterkit.IsReply[redis.Error](err) }

@@ -2,7 +2,6 @@ package goredis
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -48,20 +47,13 @@ type subscription struct {
 // recover.go).
 func (s *subscription) read() {
 	defer close(s.done)
-	for {
-		v, err := s.n.receive(s.ps)
-		if isPanic(err) {
-			return
-		}
-		if err == nil {
-			err = s.n.handle(func() { s.deliver(v) })
-		}
-		if err != nil {
-			s.n.closeSafe(s.ps.Close)
-			return
-		}
+	if !s.n.panics().Read(s.receive, s.deliver) {
+		s.n.closeSafe(s.ps.Close)
 	}
 }
+
+// receive waits for what comes next on the connection.
+func (s *subscription) receive() (any, error) { return s.ps.Receive(context.Background()) }
 
 // deliver hands what the connection received to the handler.
 func (s *subscription) deliver(v any) {
@@ -92,13 +84,5 @@ func (s *subscription) Done() <-chan struct{} { return s.done }
 // connection may still be open: Close returns the [driver.PanicError] at
 // once, and the reader ends when the connection fails.
 func (s *subscription) Close() error {
-	err := s.n.closeSafe(s.ps.Close)
-	if isPanic(err) {
-		return err
-	}
-	<-s.done
-	if errors.Is(err, redis.ErrClosed) {
-		return nil
-	}
-	return err
+	return s.n.panics().CloseSubscription(s.ps.Close, s.done, redis.ErrClosed)
 }

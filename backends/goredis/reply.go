@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // normalize turns what go-redis returns for a command into the Go values
@@ -41,13 +42,7 @@ func value(v any) (any, error) {
 	case nil, int64, string, error:
 		return v, nil
 	case []any:
-		for i, e := range v {
-			var err error
-			if v[i], err = value(e); err != nil {
-				return nil, err
-			}
-		}
-		return v, nil
+		return adapterkit.Elements(v, value)
 	case bool:
 		if v {
 			return int64(1), nil
@@ -81,11 +76,7 @@ func formatFloat(f float64) string {
 // flatten turns a RESP3 map into the key, value, ... array RESP2 sends, in
 // key order so that replies compare equal.
 func flatten(m map[any]any) (any, error) {
-	type pair struct {
-		sortKey string
-		k, v    any
-	}
-	pairs := make([]pair, 0, len(m))
+	pairs := make([]adapterkit.Pair, 0, len(m))
 	for k, v := range m {
 		k, err := value(k)
 		if err != nil {
@@ -94,12 +85,7 @@ func flatten(m map[any]any) (any, error) {
 		if v, err = value(v); err != nil {
 			return nil, err
 		}
-		pairs = append(pairs, pair{fmt.Sprint(k), k, v})
+		pairs = append(pairs, adapterkit.Pair{SortKey: fmt.Sprint(k), K: k, V: v})
 	}
-	sort.Slice(pairs, func(i, j int) bool { return pairs[i].sortKey < pairs[j].sortKey })
-	out := make([]any, 0, 2*len(pairs))
-	for _, p := range pairs {
-		out = append(out, p.k, p.v)
-	}
-	return out, nil
+	return adapterkit.Flatten(pairs), nil
 }

@@ -3,8 +3,6 @@ package redigo
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"net"
 	"runtime"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // Name is the driver name under which this package registers itself, as it
@@ -50,40 +49,27 @@ func (Driver) Open(url string) (driver.Node, error) {
 	}
 	n := newNode(newConnOptions(cfg).pool(), cfg.Addr, true)
 	n.password = cfg.Password
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
-	defer cancel()
-	if err := driver.CheckOpen(ctx, cfg, n.command, errorReply); err != nil {
-		n.Close()
-		return nil, fmt.Errorf("redigo: connect %s: %w", cfg.Addr, err)
+	if err := adapterkit.CheckOpen(cfg, Name, cfg.Addr, n.command, errorReply, n.Close); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
 
 // command sends args to the server, for [driver.CheckOpen].
 func (n *node) command(ctx context.Context, args ...string) (err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	cmd := make([]any, len(args)-1)
-	for i, a := range args[1:] {
-		cmd[i] = a
-	}
-	_, err = redis.DoContext(c, ctx, args[0], cmd...)
+	_, err = redis.DoContext(c, ctx, args[0], adapterkit.Args(args[1:])...)
 	return n.fail(ctx, err)
 }
 
 // errorReply returns the text of err when it is an error reply of the
 // server.
-func errorReply(err error) (string, bool) {
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		return string(reply), true
-	}
-	return "", false
-}
+func errorReply(err error) (string, bool) { return adapterkit.ErrorReply[redis.Error](err) }
 
 // connOptions says how a node's pool makes connections: redigo's
 // counterpart of a node URL.

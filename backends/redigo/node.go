@@ -8,6 +8,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
@@ -57,7 +58,7 @@ func (n *node) Addr() string { return n.addr }
 // EVAL, on one connection, and normalizes the reply as package driver
 // documents.
 func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 
 // SetNXGet sends SET key value NX GET PX ms, as [driver.Setter] documents.
 func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -100,7 +101,7 @@ func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (_ any, err er
 
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) (err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return err
@@ -138,15 +139,8 @@ func (n *node) Close() error {
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
 // are, their message starting with the Redis error code.
 func (n *node) fail(ctx context.Context, err error) error {
-	if err == nil || isReply(err) {
-		return err
-	}
-	return driver.RedactError(driver.ContextError(ctx, err), n.password)
+	return adapterkit.Fail(ctx, err, n.password, isReply)
 }
 
-// isReply reports whether err is an error reply of the server. (Declared
-// here, the target of errors.As would be allocated on every call.)
-func isReply(err error) bool {
-	var reply redis.Error
-	return errors.As(err, &reply)
-}
+// isReply reports whether err is an error reply of the server.
+func isReply(err error) bool { return adapterkit.IsReply[redis.Error](err) }

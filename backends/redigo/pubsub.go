@@ -18,7 +18,7 @@ var _ driver.Subscriber = (*node)(nil)
 // mode) and starts reading it. The subscription ends at the first failure of
 // that connection: package dlm opens another.
 func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -56,26 +56,15 @@ type subscription struct {
 // left as it is (see recover.go).
 func (s *subscription) read() {
 	defer close(s.done)
-	for {
-		m, err := s.receive()
-		if isPanic(err) {
-			return
-		}
-		if err == nil {
-			err = s.deliver(m)
-		}
-		if err != nil {
-			s.n.closeSafe(s.psc.Conn.Close)
-			return
-		}
+	if !s.n.panics().Read(s.receive, s.deliver) {
+		s.n.closeSafe(s.psc.Conn.Close)
 	}
 }
 
 // receive waits for what comes next on the connection. No read deadline:
 // messages come whenever they come.
-func (s *subscription) receive() (m any, err error) {
-	defer s.n.recoverTo(&err)
-	m = s.psc.ReceiveWithTimeout(0)
+func (s *subscription) receive() (any, error) {
+	m := s.psc.ReceiveWithTimeout(0)
 	if err, ok := m.(error); ok {
 		return nil, err
 	}
@@ -83,8 +72,7 @@ func (s *subscription) receive() (m any, err error) {
 }
 
 // deliver hands what the connection received to the handler.
-func (s *subscription) deliver(m any) (err error) {
-	defer s.n.recoverTo(&err)
+func (s *subscription) deliver(m any) {
 	switch m := m.(type) {
 	case redis.Message:
 		s.h.Message(m.Channel, string(m.Data))
@@ -93,7 +81,6 @@ func (s *subscription) deliver(m any) (err error) {
 			s.h.Subscribed(m.Channel)
 		}
 	}
-	return nil
 }
 
 func (s *subscription) Subscribe(ctx context.Context, channels ...string) error {
@@ -107,7 +94,7 @@ func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) erro
 // send writes cmd. redigo bounds the write by the connection's write
 // timeout; a write that fails closes the connection, which ends the reader.
 func (s *subscription) send(ctx context.Context, cmd string, channels []string) (err error) {
-	defer s.n.recoverTo(&err)
+	defer s.n.panics().RecoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -140,13 +127,5 @@ func (s *subscription) Close() error {
 		return nil
 	default:
 	}
-	err := s.n.closeSafe(s.psc.Conn.Close)
-	if isPanic(err) {
-		return err
-	}
-	<-s.done
-	if errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
+	return s.n.panics().CloseSubscription(s.psc.Conn.Close, s.done, net.ErrClosed)
 }

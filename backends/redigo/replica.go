@@ -16,7 +16,7 @@ var _ driver.ReplicaAcker = (*node)(nil)
 // connection, so that WAIT counts the replicas that have the script's
 // writes.
 func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (_ any, acked int64, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	c, err := n.conn(ctx)
 	if err != nil {
 		return nil, 0, err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // value turns a redigo reply into the Go values package driver documents.
@@ -19,13 +21,7 @@ func value(v any) (any, error) {
 	case []byte:
 		return string(v), nil
 	case []any:
-		for i, e := range v {
-			var err error
-			if v[i], err = value(e); err != nil {
-				return nil, err
-			}
-		}
-		return v, nil
+		return adapterkit.Elements(v, value)
 	}
 	return nil, fmt.Errorf("redigo: unexpected reply of type %T", v)
 }

@@ -2,7 +2,6 @@ package rueidis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // Name is the driver name under which this package registers itself, as it
@@ -77,31 +77,28 @@ func (Driver) Open(url string) (driver.Node, error) {
 
 // open makes the client of a node that Open made, and checks the server
 // with [driver.CheckOpen]. It returns the error of a server that turned
-// the node's settings down, having closed the node. A server that cannot be
-// reached or is not ready leaves the node to connect on first use.
+// the node's settings down ([adapterkit.Refused]: a connect that fails so,
+// wrong password, a user without rights, no such database, a TLS
+// certificate that does not verify, a panic of rueidis), having closed the
+// node. A server that cannot be reached or is not ready leaves the node to
+// connect on first use.
 func (n *node) open(cfg *driver.Config) error {
 	c, err := n.newClient()
 	if err != nil {
-		if refused(err) {
+		if adapterkit.Refused(err, errorReply) {
 			return driver.RedactError(fmt.Errorf("rueidis: connect %s: %w", n.addr, err), cfg.Password)
 		}
 		return nil // unreachable for now: connect on first use
 	}
 	n.ref.Store(&clientRef{c})
 	n.sawReply()
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
-	defer cancel()
 	do := func(ctx context.Context, args ...string) error { return n.command(ctx, c, args...) }
-	if err := driver.CheckOpen(ctx, cfg, do, errorReply); err != nil {
-		n.Close()
-		return fmt.Errorf("rueidis: connect %s: %w", n.addr, err)
-	}
-	return nil
+	return adapterkit.CheckOpen(cfg, Name, n.addr, do, errorReply, n.Close)
 }
 
 // command sends args to the server through c, for [driver.CheckOpen].
 func (n *node) command(ctx context.Context, c rueidisclient.Client, args ...string) (err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	res := c.Do(ctx, c.B().Arbitrary(args...).Build())
 	if err := res.NonRedisError(); err != nil {
 		return driver.RedactError(err, n.opt.Password)
@@ -109,22 +106,6 @@ func (n *node) command(ctx context.Context, c rueidisclient.Client, args ...stri
 	msg, _ := res.ToMessage()
 	_, err = normalize(&msg)
 	return err
-}
-
-// refused reports whether a failed connect reached a server that turned the
-// node's settings down, which trying again will not change: an error reply
-// that is not [driver.Transient] (wrong password, a user without rights, no
-// such database) or a TLS certificate that does not verify; or whether
-// rueidis panicked.
-func refused(err error) bool {
-	if reply, ok := errorReply(err); ok {
-		return !driver.Transient(reply)
-	}
-	if isPanic(err) {
-		return true
-	}
-	var cert *tls.CertificateVerificationError
-	return errors.As(err, &cert)
 }
 
 // errorReply returns the text of err when it is an error reply of the

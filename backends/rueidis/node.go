@@ -118,7 +118,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 }
 
 func (n *node) eval(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {
@@ -156,7 +156,7 @@ func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (any, error) {
 }
 
 func (n *node) setNXGet(ctx context.Context, c rueidisclient.Client, key, val, ms string) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {
@@ -190,7 +190,7 @@ func (n *node) Ping(ctx context.Context) error {
 }
 
 func (n *node) ping(ctx context.Context, c rueidisclient.Client) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {

@@ -17,7 +17,7 @@ var _ driver.Subscriber = (*node)(nil)
 // subscription (pubsub_sharded.go). The subscription ends when that
 // connection fails: package dlm opens another.
 func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.Subscription, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ type subscription struct {
 var errSubscriptionClosed = errors.New("rueidis: subscription closed")
 
 func (s *subscription) Subscribe(ctx context.Context, channels ...string) (err error) {
-	defer s.n.recoverTo(&err)
+	defer s.n.panics().RecoverTo(&err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -78,7 +78,7 @@ func (s *subscription) Subscribe(ctx context.Context, channels ...string) (err e
 }
 
 func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) (err error) {
-	defer s.n.recoverTo(&err)
+	defer s.n.panics().RecoverTo(&err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

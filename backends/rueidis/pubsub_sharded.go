@@ -5,38 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	rueidisclient "github.com/redis/rueidis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // On a node that is a Redis Cluster, package dlm publishes wake-ups on shard
 // channels (SPUBLISH), which live on the master of the channel's slot: a
 // release reaches that master's subscribers only, not every master. The
 // subscription reads the slots' masters once (CLUSTER SLOTS), keeps one
-// dedicated connection per master, opened on first use, and sends
+// dedicated connection per master, opened on first use
+// ([adapterkit.Shards]), and sends
 // SSUBSCRIBE for each channel to the master of its slot. It ends, as a
 // whole, when any of its connections fails; package dlm then opens another,
 // which reads the slots anew (after a failover or a slot migration, say).
 
 // shardedSubscription is the subscription of a node in cluster mode.
 type shardedSubscription struct {
-	n     *node
-	c     rueidisclient.Client
-	h     driver.PubSubHandler
-	hmu   sync.Mutex // one handler call at a time, whichever connection
-	slots []slotRange
-	done  chan struct{}
-
-	mu      sync.Mutex
-	shards  map[string]rueidisclient.DedicatedClient // by master address
-	ended   bool
-	readers sync.WaitGroup
-	// closeErr is the first panic closing the connections, set before
-	// done is closed.
-	closeErr error
+	*adapterkit.Shards[rueidisclient.DedicatedClient] // by master address
+	n                                                 *node
+	c                                                 rueidisclient.Client
+	h                                                 driver.PubSubHandler
+	slots                                             []slotRange
 }
 
 // slotRange is a range of slots and its master, from CLUSTER SLOTS.
@@ -50,7 +42,7 @@ type slotRange struct {
 var errSubscriptionEnded = errors.New("rueidis: subscription ended")
 
 func (n *node) subscribeSharded(ctx context.Context, c rueidisclient.Client, h driver.PubSubHandler) (_ driver.Subscription, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {
@@ -64,7 +56,8 @@ func (n *node) subscribeSharded(ctx context.Context, c rueidisclient.Client, h d
 	if err != nil {
 		return nil, err
 	}
-	s := &shardedSubscription{n: n, c: c, h: h, done: make(chan struct{}), shards: map[string]rueidisclient.DedicatedClient{}}
+	closeConn := func(dc rueidisclient.DedicatedClient) error { dc.Close(); return nil }
+	s := &shardedSubscription{Shards: adapterkit.NewShards(n.panics(), closeConn, errSubscriptionEnded), n: n, c: c, h: h}
 	for _, row := range rows {
 		f, err := row.ToArray()
 		if err != nil || len(f) < 3 {
@@ -100,61 +93,29 @@ func (s *shardedSubscription) shard(channel string) (rueidisclient.DedicatedClie
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return nil, errSubscriptionEnded
-	}
-	if dc := s.shards[addr]; dc != nil {
+	var ended <-chan error
+	open := func() (rueidisclient.DedicatedClient, error) {
+		nc := s.c.Nodes()[addr]
+		if nc == nil {
+			return nil, fmt.Errorf("rueidis: no connection to %s, the master of %q", addr, channel)
+		}
+		dc, _ := nc.Dedicate() // its Close releases the connection
+		ended = dc.SetPubSubHooks(rueidisclient.PubSubHooks{
+			OnMessage: func(m rueidisclient.PubSubMessage) {
+				s.Handle(func() { s.h.Message(m.Channel, m.Message) })
+			},
+			OnSubscription: func(m rueidisclient.PubSubSubscription) {
+				if m.Kind == "ssubscribe" {
+					s.Handle(func() { s.h.Subscribed(m.Channel) })
+				}
+			},
+		})
 		return dc, nil
 	}
-	nc := s.c.Nodes()[addr]
-	if nc == nil {
-		return nil, fmt.Errorf("rueidis: no connection to %s, the master of %q", addr, channel)
-	}
-	dc, _ := nc.Dedicate() // its Close releases the connection
-	ended := dc.SetPubSubHooks(rueidisclient.PubSubHooks{
-		OnMessage: func(m rueidisclient.PubSubMessage) {
-			s.hmu.Lock()
-			defer s.hmu.Unlock()
-			s.h.Message(m.Channel, m.Message)
-		},
-		OnSubscription: func(m rueidisclient.PubSubSubscription) {
-			if m.Kind == "ssubscribe" {
-				s.hmu.Lock()
-				defer s.hmu.Unlock()
-				s.h.Subscribed(m.Channel)
-			}
-		},
-	})
-	s.shards[addr] = dc
-	s.readers.Add(1)
-	go func() {
-		defer s.readers.Done()
+	return s.Conn(addr, open, func(rueidisclient.DedicatedClient) {
 		for range ended { // at most one error, then closed
 		}
-		s.end()
-	}()
-	return dc, nil
-}
-
-// end closes every connection and marks the subscription done, once.
-func (s *shardedSubscription) end() {
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return
-	}
-	s.ended = true
-	shards := s.shards
-	s.shards = nil
-	s.mu.Unlock()
-	for _, dc := range shards {
-		if err := s.n.closeSafe(dc.Close); err != nil && s.closeErr == nil {
-			s.closeErr = err
-		}
-	}
-	close(s.done)
+	})
 }
 
 func (s *shardedSubscription) Subscribe(ctx context.Context, channels ...string) error {
@@ -173,7 +134,7 @@ func (s *shardedSubscription) Unsubscribe(ctx context.Context, channels ...strin
 // time (the channels of one SSUBSCRIBE must share a slot), to the master of
 // its slot.
 func (s *shardedSubscription) each(ctx context.Context, channels []string, cmd func(rueidisclient.DedicatedClient, string) rueidisclient.Completed) (err error) {
-	defer s.n.recoverTo(&err)
+	defer s.n.panics().RecoverTo(&err)
 	for _, ch := range channels {
 		dc, err := s.shard(ch)
 		if err != nil {
@@ -183,21 +144,6 @@ func (s *shardedSubscription) each(ctx context.Context, channels []string, cmd f
 			return err
 		}
 	}
-	return nil
-}
-
-func (s *shardedSubscription) Done() <-chan struct{} { return s.done }
-
-// Close closes the connections and waits until the hooks are no longer
-// called. When closing one panicked, that connection may still be open:
-// Close returns the [driver.PanicError] without waiting.
-func (s *shardedSubscription) Close() error {
-	s.end()
-	<-s.done
-	if s.closeErr != nil {
-		return s.closeErr
-	}
-	s.readers.Wait()
 	return nil
 }
 

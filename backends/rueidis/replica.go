@@ -43,7 +43,7 @@ type ackResult struct {
 }
 
 func (n *node) evalAck(ctx context.Context, c rueidisclient.Client, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (_ any, err error) {
-	defer n.recoverTo(&err)
+	defer n.panics().RecoverTo(&err)
 	n.calls.RLock()
 	defer n.calls.RUnlock()
 	if n.closed.Load() {

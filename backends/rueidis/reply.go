@@ -1,9 +1,9 @@
 package rueidis
 
 import (
-	"sort"
-
 	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // normalize turns a reply into the Go values package driver documents. The
@@ -44,17 +44,11 @@ func normalize(m *rueidisclient.RedisMessage) (any, error) {
 		return out, nil
 	case m.IsMap():
 		kvs, _ := m.ToMap()
-		keys := make([]string, 0, len(kvs))
-		for k := range kvs {
-			keys = append(keys, k)
+		pairs := make([]adapterkit.Pair, 0, len(kvs))
+		for k, v := range kvs {
+			pairs = append(pairs, adapterkit.Pair{SortKey: k, K: k, V: element(&v)})
 		}
-		sort.Strings(keys)
-		out := make([]any, 0, 2*len(keys))
-		for _, k := range keys {
-			v := kvs[k]
-			out = append(out, k, element(&v))
-		}
-		return out, nil
+		return adapterkit.Flatten(pairs), nil
 	}
 	// Error replies, doubles, big numbers and verbatim strings keep their
 	// text in the message, which ToString returns whatever the type.
