@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/dlmtest"
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
 
@@ -310,7 +310,7 @@ func (p *parityNode) published(t *testing.T) []string {
 }
 
 func redisParityNode(t *testing.T) *parityNode {
-	srv := dlmtest.StartServer(t)
+	srv := redistest.StartServer(t)
 	do := func(t *testing.T, args ...string) any {
 		t.Helper()
 		v, err := srv.Do(args...)
