@@ -2,7 +2,6 @@ package dlm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -127,95 +126,29 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	return l, attempts, err
 }
 
-// lockLoop makes attempts until one wins, and returns how many it made.
-// After the first attempt refused because another client holds the lock, it
-// listens for the lock's release on the nodes that can tell (see
-// [driver.Subscriber]) and tries again the moment one is announced; the
-// jittered backoff remains the pace when no announcement comes.
+// lockLoop makes attempts at the mutex until one wins (see [Manager.attempts]).
+// With fairness it takes a place in the nodes' lines, which the lock keeps
+// (Unlock gives it up) or, if none is obtained, it gives up on return.
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (l *Lock, attempt int, err error) {
-	var (
-		timer *time.Timer
-		w     *watcher
-		wake  <-chan struct{} // nil, which blocks, until w exists
-		fw    *fairWaiter
-	)
+	var fw *fairWaiter
 	if cfg.fair != nil {
 		if fw, err = newFairWaiter(cfg.fair); err != nil {
 			return nil, 0, err
 		}
-	}
-	defer func() {
-		if w != nil {
-			w.stop()
-		}
-		// Nodes that did not grant may keep a place for us, also from
-		// replies that came after the outcome was known.
-		switch {
-		case fw == nil:
-		case l != nil:
-			l.waiter = fw.id // Unlock gives the places up
-		default:
-			m.leaveLine(cfg, rkeys, fw)
-		}
-	}()
-	id := ""
-	if fw != nil {
-		id = fw.id
-	}
-	stopped := func(why error, last *QuorumError) error {
-		return &waitError{what: opLock, key: keyName(keys), attempts: attempt, why: why, last: last}
-	}
-	var last *QuorumError // of the last attempt that completed
-	for attempt = 1; ; attempt++ {
-		if w != nil {
-			w.drain()
-		}
-		began := time.Now()
-		l, err := m.acquire(ctx, cfg, keys, rkeys, fw, true)
-		took := time.Since(began)
-		var qerr *QuorumError
-		found := err != nil && errors.As(err, &qerr)
-		if found {
-			last = qerr
-		}
-		if err != nil && ctx.Err() != nil && (found || errors.Is(err, ctx.Err())) {
-			return nil, attempt, stopped(ctx.Err(), last)
-		}
-		if err == nil || !found {
-			return l, attempt, err
-		}
-		if cfg.tries > 0 && attempt >= cfg.tries {
-			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
-		}
-		if qerr.misconfigured() {
-			// Passwords and ACLs do not fix themselves.
-			return nil, attempt, err
-		}
-		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.watch(rkeys, id); w != nil {
-				wake = w.c
-				// A release announced before the subscription was made
-				// went unheard: try again at once.
-				if w.await(ctx, cfg.timeout()); ctx.Err() != nil {
-					return nil, attempt, stopped(ctx.Err(), qerr)
-				}
-				continue
+		defer func() {
+			// Nodes that did not grant may keep a place for us, also
+			// from replies that came after the outcome was known.
+			if l != nil {
+				l.waiter = fw.id // Unlock gives the places up
+			} else {
+				m.leaveLine(cfg, rkeys, fw)
 			}
-		}
-		wait := jitter(cfg.backoff(attempt))
-		if fw != nil {
-			wait = min(wait, fw.maxWait()) // renew the place in time
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
-			return nil, attempt, stopped(err, qerr)
-		}
+		}()
 	}
+	return m.attempts(ctx, cfg, &waiting{
+		what: opLock, key: keyName(keys), wake: rkeys, fw: fw,
+		attempt: func(ctx context.Context) (*Lock, error) { return m.acquire(ctx, cfg, keys, rkeys, fw, true) },
+	})
 }
 
 // awaitTurn waits until the next attempt is due: when the retry timer
@@ -315,13 +248,13 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 		// A grant counts only once its fencing token is held by a quorum.
 		fence, v.yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
 	}
-	validity := cfg.validity(cfg.ttl)
+	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
 	elapsed := time.Since(start)
 	key := keyName(keys)
-	if v.yes >= q && validity-elapsed > 0 {
+	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: secret, fence: uint64(fence),
-			until: start.Add(validity), pend: pend, granted: v.granted}, nil
+			until: until, pend: pend, granted: v.granted}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.

@@ -2,7 +2,6 @@ package dlm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -191,12 +190,12 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	start := time.Now()
 	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
 	q := kind.quorum(n)
-	validity := cfg.validity(cfg.ttl)
+	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
 	elapsed := time.Since(start)
-	if v.yes >= q && validity-elapsed > 0 {
+	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, secret: secret, kind: kind,
-			until: start.Add(validity), pend: pend, granted: v.granted}, nil
+			until: until, pend: pend, granted: v.granted}, nil
 	}
 	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, secret, v.granted), &v, pend)
 	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)
@@ -208,68 +207,14 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	return nil, qerr
 }
 
-// leaseLoop makes attempts until one wins, as [Manager.lockLoop] does for
-// the mutex: woken by the releases announced on the lease's first key, the
-// jittered backoff otherwise.
-func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (l *Lock, attempt int, err error) {
-	var (
-		timer *time.Timer
-		w     *watcher
-		wake  <-chan struct{}
-	)
-	defer func() {
-		if w != nil {
-			w.stop()
-		}
-	}()
-	stopped := func(why error, last *QuorumError) error {
-		return &waitError{what: kind.what, key: keys[0], attempts: attempt, why: why, last: last}
-	}
-	var last *QuorumError // of the last attempt that completed
-	for attempt = 1; ; attempt++ {
-		if w != nil {
-			w.drain()
-		}
-		began := time.Now()
-		l, err := m.acquireLease(ctx, cfg, kind, keys, lkeys)
-		took := time.Since(began)
-		var qerr *QuorumError
-		found := err != nil && errors.As(err, &qerr)
-		if found {
-			last = qerr
-		}
-		if err != nil && ctx.Err() != nil && (found || errors.Is(err, ctx.Err())) {
-			return nil, attempt, stopped(ctx.Err(), last)
-		}
-		if err == nil || !found {
-			return l, attempt, err
-		}
-		if cfg.tries > 0 && attempt >= cfg.tries {
-			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
-		}
-		if qerr.misconfigured() {
-			return nil, attempt, err
-		}
-		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.watch(lkeys[:1], ""); w != nil {
-				wake = w.c
-				if w.await(ctx, cfg.timeout()); ctx.Err() != nil {
-					return nil, attempt, stopped(ctx.Err(), qerr)
-				}
-				continue
-			}
-		}
-		wait := jitter(cfg.backoff(attempt))
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
-			return nil, attempt, stopped(err, qerr)
-		}
-	}
+// leaseLoop makes attempts at a lease of kind until one wins (see
+// [Manager.attempts]), woken by the releases announced on the lease's first
+// key.
+func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, int, error) {
+	return m.attempts(ctx, cfg, &waiting{
+		what: kind.what, key: keys[0], wake: lkeys[:1],
+		attempt: func(ctx context.Context) (*Lock, error) { return m.acquireLease(ctx, cfg, kind, keys, lkeys) },
+	})
 }
 
 // doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn

@@ -251,14 +251,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.extended = true
 	n := len(l.m.nodes)
 	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
-	validity := cfg.validity(ttl)
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
-	if v.yes >= l.quorum() && validity-time.Since(start) > 0 {
+	until, ok := cfg.quorumInTime(&v, l.quorum(), ttl, start)
+	if ok {
 		l.mu.Lock()
 		lostErr := l.lostErr
 		if lostErr == nil {
 			l.extendErr = nil
-			l.until = start.Add(validity)
+			l.until = until
 			if l.expiry != nil {
 				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
 			}
@@ -279,7 +279,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		if v.no > n-l.quorum() {
 			l.end(qerr) // a quorum no longer holds the secret
 		} else {
-			l.shorten(start.Add(validity))
+			l.shorten(until)
 		}
 	}
 	lost := l.lostEvent // sent after the failure it follows from

@@ -344,6 +344,17 @@ func (v *vote) count(r reply, nodes int) {
 	}
 }
 
+// quorumInTime reports whether v holds q yes that came within the validity
+// of ttl, counted from start, when the requests were sent; until is the end
+// of that validity either way. It is where a grant is decided: the attempts
+// of every kind of lock and every extension count through it. A grant that
+// comes later than that is no grant: the caller releases it, or lets it run
+// out.
+func (c *config) quorumInTime(v *vote, q int, ttl time.Duration, start time.Time) (until time.Time, ok bool) {
+	validity := c.validity(ttl)
+	return start.Add(validity), v.yes >= q && time.Since(start) < validity
+}
+
 // quorum is the majority of n nodes.
 func quorum(n int) int { return n/2 + 1 }
 
