@@ -145,10 +145,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			}
 		}()
 	}
-	return m.attempts(ctx, cfg, &waiting{
-		what: opLock, key: keyName(keys), wake: rkeys, fw: fw,
-		attempt: func(ctx context.Context) (*Lock, error) { return m.acquire(ctx, cfg, keys, rkeys, fw, true) },
-	})
+	return m.attempts(ctx, cfg, &waiting{keys: keys, rkeys: rkeys, fw: fw})
 }
 
 // awaitTurn waits until the next attempt is due: when the retry timer
@@ -230,10 +227,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	}
 	secret += cfg.secretSuffix
 	start := time.Now()
-	req := acquireRequest(cfg, rkeys, secret, fw)
-	if waiting {
-		req.writerIntent()
-	}
+	req := acquireRequest(cfg, rkeys, secret, fw, waiting)
 	req.plain = m.plainUsable(cfg, rkeys, fw)
 	v, pend := m.poll(ctx, req)
 	if v.no > 0 {
@@ -278,8 +272,12 @@ var acquireScripts = [8]*driver.Script{
 // arguments that fencing, the restart guard and fairness (fw not nil) call
 // for. KEYS are the lock keys, their fencing counters, the line's keys and
 // the guard key, in this order; ARGV the secret, the TTL, the counters'
-// expiry, the guard window and the waiter's four arguments.
-func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter) *request {
+// expiry, the guard window, the waiter's four arguments and announce's
+// flag. waiting says the caller will try again: refused by readers, the
+// attempt records its intent there, which keeps new readers out (see
+// [Manager.RLock]); every such attempt records it, also one that goes by
+// SET NX (see [Manager.setNX]).
+func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, waiting bool) *request {
 	req := &request{
 		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), secret, ttlMillis(cfg.ttl)),
 		want: 1, timeout: cfg.timeout(), early: true,
@@ -303,7 +301,7 @@ func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter) 
 	if fw != nil {
 		req.args = append(req.args, fw.args()...)
 	}
-	req.announcing(announcers(0)) // grants: nodes 0 and 1
+	req.announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, announcers(0)) // grants: nodes 0 and 1
 	req.script = acquireScripts[mix]
 	return req
 }

@@ -7,15 +7,39 @@ import (
 	"time"
 )
 
-// waiting is what a call that waits for a lock of any kind — the mutex,
-// a read lock, a permit — hands [Manager.attempts]: how to make one
-// attempt, and where the releases that wake it are announced.
+// waiting is a call that waits for a lock of any kind: the mutex, a read
+// lock, a permit.
 type waiting struct {
-	what    string // in errors: opLock for the mutex, the kind of lease otherwise
-	key     string // the lock's name in errors (see keyName)
-	wake    []string
-	fw      *fairWaiter // with fairness: the place in line, which the pause renews in time
-	attempt func(ctx context.Context) (*Lock, error)
+	kind  *leaseKind  // nil for the mutex
+	keys  []string    // as the caller named them
+	rkeys []string    // the keys its requests name: the lock keys, or the lease's
+	fw    *fairWaiter // with fairness: the place in line, which the pause renews in time
+}
+
+// attempt makes one attempt at wt's lock.
+func (m *Manager) attempt(ctx context.Context, cfg *config, wt *waiting) (*Lock, error) {
+	if wt.kind == nil {
+		return m.acquire(ctx, cfg, wt.keys, wt.rkeys, wt.fw, true)
+	}
+	return m.acquireLease(ctx, cfg, wt.kind, wt.keys, wt.rkeys)
+}
+
+// what names wt's lock in errors: opLock for the mutex, the kind of lease
+// otherwise.
+func (wt *waiting) what() string {
+	if wt.kind == nil {
+		return opLock
+	}
+	return wt.kind.what
+}
+
+// wake returns the keys whose releases wake wt: the lock keys, or a
+// lease's first key.
+func (wt *waiting) wake() []string {
+	if wt.kind == nil {
+		return wt.rkeys
+	}
+	return wt.rkeys[:1]
 }
 
 // attempts makes attempts until one wins, and returns how many it made.
@@ -44,7 +68,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 		id = wt.fw.id
 	}
 	stopped := func(why error, last *QuorumError) error {
-		return &waitError{what: wt.what, key: wt.key, attempts: attempt, why: why, last: last}
+		return &waitError{what: wt.what(), key: keyName(wt.keys), attempts: attempt, why: why, last: last}
 	}
 	var last *QuorumError // of the last attempt that completed
 	for attempt = 1; ; attempt++ {
@@ -52,7 +76,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 			w.drain()
 		}
 		began := time.Now()
-		l, err := wt.attempt(ctx)
+		l, err := m.attempt(ctx, cfg, wt)
 		took := time.Since(began)
 		var qerr *QuorumError
 		found := err != nil && errors.As(err, &qerr)
@@ -73,7 +97,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 			return nil, attempt, err
 		}
 		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.watch(wt.wake, id); w != nil {
+			if w = m.waker.watch(wt.wake(), id); w != nil {
 				wake = w.c
 				// A release announced before the subscription was made
 				// went unheard: try again at once.

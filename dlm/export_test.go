@@ -51,7 +51,8 @@ type ForgedCall struct {
 // them with the readers' marker to show that no script takes it for a
 // holder's secret.
 func ForgedCalls(k, secret string) []ForgedCall {
-	const ttl, quiet = "60000", script.AnnounceQuiet
+	const ttl = "60000"
+	quiet := script.Flag{}.Arg()
 	line := script.LineKeys(k)
 	return []ForgedCall{
 		{Name: "acquire", Script: script.Acquire, Keys: []string{k}, Args: []string{secret, ttl, quiet}},

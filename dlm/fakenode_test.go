@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -130,7 +129,7 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 		for _, k := range keys {
 			v, ok := f.getLocked(k)
 			if (name == "acquire" && ok && v != secret) || (name == "extend" && v != secret) {
-				if name == "acquire" && v == script.ReadersMark && strings.HasSuffix(args[len(args)-1], script.WriterWaits) {
+				if name == "acquire" && v == script.ReadersMark && script.ParseFlag(args[len(args)-1]).WriterWaits {
 					// announce's readersHold: a waiting writer refused by
 					// readers records its intent.
 					f.keys[script.IntentKey(k)] = fakeEntry{val: "1", exp: time.Now().Add(time.Duration(ms) * time.Millisecond)}

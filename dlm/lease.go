@@ -69,7 +69,7 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *
 	if k.limit > 0 {
 		req.args = append(req.args, strconv.Itoa(k.limit))
 	}
-	req.args = append(req.args, script.AnnounceQuiet) // grants of a lease are not announced
+	req.announce(script.Flag{}, 0) // grants of a lease are not announced
 	return req
 }
 
@@ -80,7 +80,7 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, l
 		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), secret),
 		want: 1, timeout: cfg.timeout(), need: k.need,
 	}
-	req.announcing(announcers(loud))
+	req.announce(script.Flag{Mode: script.Loud}, announcers(loud))
 	return req
 }
 
@@ -211,10 +211,7 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 // [Manager.attempts]), woken by the releases announced on the lease's first
 // key.
 func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, int, error) {
-	return m.attempts(ctx, cfg, &waiting{
-		what: kind.what, key: keys[0], wake: lkeys[:1],
-		attempt: func(ctx context.Context) (*Lock, error) { return m.acquireLease(ctx, cfg, kind, keys, lkeys) },
-	})
+	return m.attempts(ctx, cfg, &waiting{kind: kind, keys: keys, rkeys: lkeys})
 }
 
 // doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn

@@ -51,20 +51,18 @@ type request struct {
 	fenced bool
 	// fair expects the {result, ticket} replies of a fair acquire.
 	fair bool
-	// quiet, when set, are the arguments for the nodes not marked in loud:
-	// args but for the last, announce's flag, script.AnnounceQuiet instead of
-	// script.AnnounceLoud.
-	quiet []string
+	// flag is announce's flag, the last of args, for a script that
+	// announces: sent as it is to the nodes in loud, with Mode Quiet (the
+	// arguments quiet) to the others; see [request.announce].
+	flag  script.Flag
 	loud  uint64
+	quiet []string
 	// need is the number of yes that makes a quorum; 0 means a majority
 	// (a semaphore's permits need more, see [SemaphoreQuorum]).
 	need int
 	// plain lets the nodes that implement driver.Setter run the acquire
 	// script as SET NX (setnx.go).
 	plain bool
-	// intent marks the attempt of a writer that will try again (see
-	// [request.writerIntent]).
-	intent bool
 }
 
 // quorum is the number of yes among n nodes that makes req's quorum.
@@ -77,11 +75,14 @@ func (r *request) quorum(n int) int {
 
 // argsFor returns the arguments for node i.
 func (r *request) argsFor(i int) []string {
-	if r.quiet != nil && (i >= 64 || r.loud&(1<<i) == 0) {
+	if r.quiet != nil && !r.loudOn(i) {
 		return r.quiet
 	}
 	return r.args
 }
+
+// loudOn reports whether node i is among those that announce.
+func (r *request) loudOn(i int) bool { return i < 64 && r.loud&(1<<i) != 0 }
 
 type reply struct {
 	node   int
@@ -278,7 +279,7 @@ func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uin
 		req.keys = append(rkeys[:len(rkeys):len(rkeys)], script.LineKeys(rkeys[0])[:2]...)
 		req.args = append(req.args, waiter)
 	}
-	req.announcing(announcers(loud))
+	req.announce(script.Flag{Mode: script.Loud}, announcers(loud))
 	return req
 }
 

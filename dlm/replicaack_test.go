@@ -45,7 +45,7 @@ func TestAckedScripts(t *testing.T) {
 	}
 	cfg := m.cfg
 	grants := map[string]*request{
-		"lock":   acquireRequest(&cfg, []string{"k"}, "t", nil),
+		"lock":   acquireRequest(&cfg, []string{"k"}, "t", nil, false),
 		"read":   readLease.acquireRequest(&cfg, readLease.keys("k"), "t"),
 		"permit": sem.kind.acquireRequest(&cfg, sem.kind.keys("s"), "t"),
 	}

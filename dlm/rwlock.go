@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // ErrUpgrade is returned by [Manager.Lock], [Manager.TryLock], [Manager.Do]
@@ -80,18 +78,6 @@ func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Conte
 // semaphore's permit ([Semaphore.Acquire]), which others hold at the same
 // time, rather than a mutex or write lock. It is false for a nil Lock.
 func (l *Lock) Shared() bool { return l != nil && l.kind != nil }
-
-// writerIntent marks req as the attempt of a writer that will try again:
-// refused because readers hold a key, it records its intent there (see
-// announce's readersHold). Every such attempt records it, also one that
-// goes by SET NX (see [Manager.setNX]).
-func (r *request) writerIntent() {
-	r.intent = true
-	r.args[len(r.args)-1] += script.WriterWaits
-	if r.quiet != nil {
-		r.quiet[len(r.quiet)-1] += script.WriterWaits
-	}
-}
 
 // refuseUpgrade refuses the write lock on keys to a caller whose ctx
 // carries a read lock on one of them (inside [Manager.RDo]).

@@ -161,7 +161,7 @@ func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *reques
 				// The attempt's own secret: the command was applied twice
 				// (a client's retry), first within the attempt.
 				return int64(1), nil
-			case v == script.ReadersMark && req.intent:
+			case v == script.ReadersMark && req.flag.WriterWaits:
 				// Readers hold the key: the script records the intent.
 				return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
 			}

@@ -20,15 +20,16 @@ import (
 // hash tag serves as well.
 
 // nodeArgs returns req's arguments for node i: for a node that is a Redis
-// Cluster, announce's flag [script.AnnounceLoud] becomes
-// [script.AnnounceSharded], sharded pub/sub; a writer's [script.WriterWaits]
-// after it stays.
+// Cluster and announces, announce's flag is Sharded rather than Loud,
+// sharded pub/sub; a waiting writer's mark stays.
 func (m *Manager) nodeArgs(i int, req *request) []string {
 	args := req.argsFor(i)
-	if m.clusterNodes == nil || !m.clusterNodes[i] || req.quiet == nil || len(args) == 0 || !strings.HasPrefix(args[len(args)-1], script.AnnounceLoud) {
+	if m.clusterNodes == nil || !m.clusterNodes[i] || req.flag.Mode != script.Loud || !req.loudOn(i) {
 		return args
 	}
-	return append(args[:len(args)-1:len(args)-1], script.AnnounceSharded+args[len(args)-1][len(script.AnnounceLoud):])
+	f := req.flag
+	f.Mode = script.Sharded
+	return append(args[:len(args)-1:len(args)-1], f.Arg())
 }
 
 // clusterMask returns which nodes are Redis Clusters, or nil when none is.

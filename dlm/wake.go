@@ -34,13 +34,20 @@ func announcers(among uint64) uint64 {
 	return first | rest&-rest
 }
 
-// announcing sets the last argument of req, announce's flag, to
-// [script.AnnounceLoud] for the nodes in loud and [script.AnnounceQuiet] for
-// the others.
-func (r *request) announcing(loud uint64) {
-	r.args = append(r.args, script.AnnounceLoud)
-	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], script.AnnounceQuiet)
-	r.loud = loud
+// announce appends announce's flag to req's arguments: f for the nodes in
+// loud, f with Mode Quiet for the others (every node when f is Quiet). It
+// is where a request's flag is set; [Manager.nodeArgs] makes Loud Sharded
+// for a node that is a Redis Cluster.
+func (r *request) announce(f script.Flag, loud uint64) {
+	r.flag, r.loud = f, loud
+	r.args = append(r.args, f.Arg())
+	if f.Mode == script.Quiet {
+		r.quiet = r.args
+		return
+	}
+	q := f
+	q.Mode = script.Quiet
+	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], q.Arg())
 }
 
 // Timing of the subscriptions behind the wake-up of waiters.

@@ -302,19 +302,16 @@ func owns(v, secret string) bool {
 }
 
 // announceFlag reads the flag of the scripts that announce, their last
-// argument, as their Lua does: its first character [script.AnnounceLoud]
-// or [script.AnnounceSharded] asks for announcements (the latter on a
-// cluster's shard channel, which is the same channel on one node), and a
-// second character [script.WriterWaits] marks the attempt of a writer that
+// argument ([script.Flag]), as their Lua does: Loud or Sharded asks for
+// announcements (the latter on a cluster's shard channel, which is the same
+// channel on one node), and WriterWaits marks the attempt of a writer that
 // will try again.
 func announceFlag(args []string) (loud, waiting bool) {
 	if len(args) == 0 {
 		return false, false
 	}
-	flag := args[len(args)-1]
-	mode, mark := flag[:min(len(flag), 1)], flag[min(len(flag), 1):min(len(flag), 2)]
-	loud = mode == script.AnnounceLoud || mode == script.AnnounceSharded
-	return loud, mark == script.WriterWaits
+	f := script.ParseFlag(args[len(args)-1])
+	return f.Mode != script.Quiet, f.WriterWaits
 }
 
 // announceRelease announces the release of key when loud and anyone

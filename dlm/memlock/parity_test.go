@@ -92,7 +92,7 @@ func parityCases() []parityCase {
 	fenced := []string{pk, script.FenceKey(pk)}
 	guarded := []string{pk, script.GuardKey(pk)}
 	rkeys := []string{pk, readers, script.IntentKey(pk)}
-	loud, quiet, waits := script.AnnounceLoud, script.AnnounceQuiet, script.AnnounceLoud+script.WriterWaits
+	loud, quiet, waits := script.Flag{Mode: script.Loud}.Arg(), script.Flag{}.Arg(), script.Flag{Mode: script.Loud, WriterWaits: true}.Arg()
 	held := func(k, v string) preset { return str(k, v, 5000) }
 	intent := str(script.IntentKey(pk), "1", 5000)
 	return []parityCase{

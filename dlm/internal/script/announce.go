@@ -17,30 +17,83 @@ const (
 	WakeAll = ""
 )
 
-// Values of announce's flag, the last argument of the scripts that
-// announce: its first character says whether the node announces, and how.
+// Flag is announce's flag, the last argument of every script that
+// announces: whether the node publishes grants and releases, on which kind
+// of channel, and whether the attempt is that of a writer that will try
+// again (refused because readers hold a key, the acquire scripts then
+// record its intent there, [IntentKey]). [Flag.Arg] and [ParseFlag] are its
+// one encoding, for dlm and memlock; the Lua of announce reads the same
+// characters.
+type Flag struct {
+	Mode        Mode
+	WriterWaits bool
+}
+
+// Mode is how a node announces.
+type Mode uint8
+
+// The modes of a [Flag].
 const (
-	// AnnounceQuiet asks for no announcement.
-	AnnounceQuiet = "0"
-	// AnnounceLoud asks for announcements by PUBLISH.
-	AnnounceLoud = "1"
-	// AnnounceSharded asks for announcements by SPUBLISH, on a node that
-	// is a Redis Cluster.
-	AnnounceSharded = "2"
+	// Quiet asks for no announcement.
+	Quiet Mode = iota
+	// Loud asks for announcements by PUBLISH.
+	Loud
+	// Sharded asks for announcements by SPUBLISH, on a node that is a
+	// Redis Cluster.
+	Sharded
 )
 
-// WriterWaits, after announce's flag, marks the attempt of a writer that
-// will try again: refused because readers hold a key, the acquire scripts
-// record its intent there ([IntentKey]).
-const WriterWaits = "w"
+// The characters of a flag: the mode's, then writerWaits or nothing.
+const (
+	quietArg    = "0"
+	loudArg     = "1"
+	shardedArg  = "2"
+	writerWaits = "w"
+)
+
+// flagArgs holds every flag's encoding, so that a request's flag costs no
+// allocation.
+var flagArgs = [...][2]string{
+	Quiet:   {quietArg, quietArg + writerWaits},
+	Loud:    {loudArg, loudArg + writerWaits},
+	Sharded: {shardedArg, shardedArg + writerWaits},
+}
+
+// Arg returns f as the scripts' last argument. A Mode out of range is
+// Quiet.
+func (f Flag) Arg() string {
+	m := f.Mode
+	if int(m) >= len(flagArgs) {
+		m = Quiet
+	}
+	if f.WriterWaits {
+		return flagArgs[m][1]
+	}
+	return flagArgs[m][0]
+}
+
+// ParseFlag reads a script's last argument as announce's Lua does: a first
+// character other than Loud's or Sharded's is Quiet, and only
+// writerWaits as the second character marks a waiting writer.
+func ParseFlag(arg string) Flag {
+	var f Flag
+	switch arg[:min(len(arg), 1)] {
+	case loudArg:
+		f.Mode = Loud
+	case shardedArg:
+		f.Mode = Sharded
+	}
+	f.WriterWaits = arg[min(len(arg), 1):min(len(arg), 2)] == writerWaits
+	return f
+}
 
 // announce starts the scripts that announce grants and releases. It defines
 // announce(key, payload), which publishes on key's wake channel: payload,
 // or when it is nil WakeRelease and the channel's number of subscribers,
 // which waiters use to spread their attempts (and then only when anyone
-// listens). It publishes only when the script's last argument starts with
-// AnnounceLoud or AnnounceSharded: the caller asks two nodes at most to
-// announce, since every waiter listens on every node. AnnounceSharded is
+// listens). It publishes only when the script's last argument, a [Flag],
+// is Loud or Sharded: the caller asks two nodes at most to
+// announce, since every waiter listens on every node. Sharded is
 // for a node that is a Redis Cluster: there the channel is a shard channel
 // (SPUBLISH, PUBSUB SHARDNUMSUB), which lives on the master of the key's
 // slot, like the key, so a release reaches that master's subscribers only
@@ -49,7 +102,7 @@ const WriterWaits = "w"
 //
 // It also defines readersHold(key, value), which an acquire refused by
 // value calls: when value is ReadersMark (readers hold the key) and the
-// flag ends with WriterWaits, it records the writer's intent, which keeps
+// flag's WriterWaits is set, it records the writer's intent, which keeps
 // new readers out for the writer's TTL or until a writer obtains the key;
 // and clearIntent(key), which a grant calls to delete that intent (reading
 // it first, so that a mutex without read locks needs no DEL to be
@@ -57,11 +110,11 @@ const WriterWaits = "w"
 const announce = `
 local flag = ARGV[#ARGV]
 local mode = string.sub(flag, 1, 1)
-local loud = mode == '` + AnnounceLoud + `' or mode == '` + AnnounceSharded + `'
+local loud = mode == '` + loudArg + `' or mode == '` + shardedArg + `'
 local pub, numsub = 'PUBLISH', 'NUMSUB'
-if mode == '` + AnnounceSharded + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
+if mode == '` + shardedArg + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function readersHold(k, v)
-  if v == '` + ReadersMark + `' and string.sub(flag, 2, 2) == '` + WriterWaits + `' then
+  if v == '` + ReadersMark + `' and string.sub(flag, 2, 2) == '` + writerWaits + `' then
     redis.call('SET', k .. '` + IntentSuffix + `', '1', 'PX', ARGV[2])
   end
 end

@@ -11,5 +11,5 @@
 // ARGV[1]; each one's doc comment states its KEYS, its ARGV and its replies.
 // A node's answer is all or nothing for the keys it is given, so a lock over
 // several keys is counted per node. Scripts that announce grants and
-// releases take announce's flag as their last argument (see [AnnounceLoud]).
+// releases take announce's flag as their last argument (a [Flag]).
 package script

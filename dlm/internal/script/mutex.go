@@ -22,7 +22,7 @@ const plainKeys = announce + `local nk = #KEYS
 // another secret. A key already holding this secret counts as free, so the
 // script is safe to run twice. A grant deletes each key's writer intent
 // and announces [WakeGrant]; a refusal by readers records a waiting
-// writer's intent (see [WriterWaits]).
+// writer's intent (see [Flag]).
 //
 // KEYS: the lock keys. ARGV: the secret, the TTL (ms), announce's flag.
 // Reply: 1 when granted, 0 otherwise.
