@@ -124,7 +124,7 @@ unit-refusal:
 # that wrote no failing input (golang/go#75804); a count such as
 # FUZZTIME=200000x cannot.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzParseURL:./dlm/driver FuzzRedact:./dlm/driver FuzzOptions:./dlm FuzzWakeMessage:./dlm
+FUZZ_TARGETS := FuzzParseURL:./dlm/driver FuzzRedact:./dlm/driver FuzzOptions:./dlm FuzzWakeMessage:./dlm/internal/wake
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // Lock takes the lock named key, retrying with a jittered delay (see
@@ -148,72 +149,6 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 	return m.attempts(ctx, cfg, &waiting{keys: keys, rkeys: rkeys, fw: fw})
 }
 
-// awaitTurn waits until the next attempt is due: when the retry timer
-// fires, or when a release is announced to w — after a spread wait when
-// other clients heard it too (see [watcher.spread]), unless one of them
-// obtains the lock meanwhile. It returns ctx's error, or ErrClosed.
-func (m *Manager) awaitTurn(ctx context.Context, timer *time.Timer, w *watcher, wake <-chan struct{}, attempt time.Duration) error {
-	var spread *time.Timer
-	defer func() {
-		if spread != nil {
-			spread.Stop()
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.done:
-			return ErrClosed
-		case <-timer.C:
-			return nil
-		case <-wake:
-		}
-		d := w.spread(attempt)
-		if d == 0 {
-			stopTimer(timer)
-			return nil
-		}
-		select {
-		case <-w.taken: // a grant announced before this release
-		default:
-		}
-		if spread == nil {
-			spread = time.NewTimer(d)
-		} else {
-			spread.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.done:
-			return ErrClosed
-		case <-spread.C:
-			stopTimer(timer)
-			return nil
-		case <-timer.C:
-			return nil
-		case <-w.taken:
-			// Another client obtained the lock: wait for its release.
-			stopTimer(spread)
-		}
-	}
-}
-
-// stopTimer stops t and drains a tick it already sent, so that t.Reset
-// starts a full wait. (With the timers of Go 1.22, which this module's
-// go.mod admits and GODEBUG asynctimerchan=1 selects, Stop leaves a tick
-// that fired in the channel: the next wait would end at once, an attempt
-// without a delay.)
-func stopTimer(t *time.Timer) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-}
-
 // acquire makes one attempt: the acquire script on every node at once, a
 // quorum within the validity, or a release on all nodes. Each attempt has a
 // secret of its own, so the release of a failed attempt, which may finish in
@@ -301,7 +236,7 @@ func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, 
 	if fw != nil {
 		req.args = append(req.args, fw.args()...)
 	}
-	req.announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, announcers(0)) // grants: nodes 0 and 1
+	req.announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, wake.Announcers(0)) // grants: nodes 0 and 1
 	req.script = acquireScripts[mix]
 	return req
 }

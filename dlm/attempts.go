@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // waiting is a call that waits for a lock of any kind: the mutex, a read
@@ -55,14 +57,9 @@ func (wt *waiting) wake() []string {
 func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lock, attempt int, err error) {
 	var (
 		timer *time.Timer
-		w     *watcher
-		wake  <-chan struct{} // nil, which blocks, until w exists
+		w     *wake.Watcher // nil until the first refusal
 	)
-	defer func() {
-		if w != nil {
-			w.stop()
-		}
-	}()
+	defer func() { w.Stop() }()
 	id := ""
 	if wt.fw != nil {
 		id = wt.fw.id
@@ -72,9 +69,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 	}
 	var last *QuorumError // of the last attempt that completed
 	for attempt = 1; ; attempt++ {
-		if w != nil {
-			w.drain()
-		}
+		w.Drain()
 		began := time.Now()
 		l, err := m.attempt(ctx, cfg, wt)
 		took := time.Since(began)
@@ -97,11 +92,10 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 			return nil, attempt, err
 		}
 		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.watch(wt.wake(), id); w != nil {
-				wake = w.c
+			if w = m.waker.Watch(wt.wake(), id); w != nil {
 				// A release announced before the subscription was made
 				// went unheard: try again at once.
-				if w.await(ctx, cfg.timeout()); ctx.Err() != nil {
+				if w.Ready(ctx, cfg.timeout()); ctx.Err() != nil {
 					return nil, attempt, stopped(ctx.Err(), qerr)
 				}
 				continue
@@ -117,7 +111,10 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 		} else {
 			timer.Reset(wait)
 		}
-		if err := m.awaitTurn(ctx, timer, w, wake, took); err != nil {
+		if err := w.Wait(ctx, m.done, timer, took); err != nil {
+			if errors.Is(err, wake.ErrDone) {
+				err = ErrClosed
+			}
 			return nil, attempt, stopped(err, qerr)
 		}
 	}

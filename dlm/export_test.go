@@ -5,6 +5,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // UncheckedSemaphore returns a semaphore whose permits need q nodes, with
@@ -23,8 +24,8 @@ func UncheckedSemaphore(m *Manager, name string, limit, q int) *Semaphore {
 
 // Pauses of a node's subscription opened again after a failure (see pump).
 const (
-	MinReopen = minReopen
-	MaxReopen = maxReopen
+	MinReopen = wake.MinReopen
+	MaxReopen = wake.MaxReopen
 )
 
 // WakeIgnored returns how many malformed wake messages m's waker ignored.
@@ -32,7 +33,7 @@ func WakeIgnored(m *Manager) uint64 {
 	if m.waker == nil {
 		return 0
 	}
-	return m.waker.ignored.Load()
+	return m.waker.Ignored()
 }
 
 // A forged call: one of the scripts that compare a lock key's value with

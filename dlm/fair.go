@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // Fairness configures the first-come, first-served mode of [WithFairness].
@@ -93,11 +94,11 @@ type fairWaiter struct {
 	ticket int64
 }
 
-// newFairWaiter returns a waiter with a random id of its own, drawn as a
-// lock's secret is. The id is not a secret, though: the release announces
-// it.
+// newFairWaiter returns a waiter with a random id of its own
+// ([wake.NewID]), by which a release wakes it alone. The id is not a
+// secret: the release announces it.
 func newFairWaiter(f *Fairness) (*fairWaiter, error) {
-	id, err := newSecret()
+	id, err := wake.NewID()
 	if err != nil {
 		return nil, err
 	}

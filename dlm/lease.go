@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // A leaseKind is a lock that several holders may share, each with a lease of
@@ -80,7 +81,7 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, l
 		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), secret),
 		want: 1, timeout: cfg.timeout(), need: k.need,
 	}
-	req.announce(script.Flag{Mode: script.Loud}, announcers(loud))
+	req.announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
 	return req
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // Manager takes locks on a fixed set of independent Redis masters by the
@@ -29,7 +30,7 @@ type Manager struct {
 	done   chan struct{} // closed by Close
 	work   work
 	local  localQueues
-	waker  *waker // nil when no node implements driver.Subscriber
+	waker  *wake.Waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
 	wallNow func() time.Time
 	// sharded is the address of a node that is a Redis Cluster, or "" when
@@ -89,7 +90,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
 	m.servers = newServers(len(nodes), m.clusterNodes, false)
-	m.waker = newWaker(m)
+	m.waker = wake.New(m.nodes, m.spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(nodes)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
@@ -181,7 +182,7 @@ func (m *Manager) Close() error {
 	}
 	close(m.done)
 	if m.waker != nil {
-		m.waker.close()
+		m.waker.Close()
 	}
 	m.stopWork()
 	if !m.owned {

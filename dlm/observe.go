@@ -77,12 +77,12 @@ type leaderRead struct {
 func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out chan<- Observation) {
 	var wake, taken <-chan struct{}
 	if m.waker != nil {
-		if w := m.waker.watch([]string{rkey}, ""); w != nil {
-			defer w.stop()
-			wake, taken = w.c, w.taken
+		if w := m.waker.Watch([]string{rkey}, ""); w != nil {
+			defer w.Stop()
+			wake, taken = w.Woken(), w.Taken()
 			// A change announced before the subscriptions were made is in
 			// the first read.
-			w.await(ctx, cfg.timeout())
+			w.Ready(ctx, cfg.timeout())
 		}
 	}
 	timer := time.NewTimer(0)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // vote counts the nodes' answers to one script.
@@ -279,7 +280,7 @@ func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uin
 		req.keys = append(rkeys[:len(rkeys):len(rkeys)], script.LineKeys(rkeys[0])[:2]...)
 		req.args = append(req.args, waiter)
 	}
-	req.announce(script.Flag{Mode: script.Loud}, announcers(loud))
+	req.announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
 	return req
 }
 

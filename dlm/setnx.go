@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // The plain acquire: a node that implements [driver.Setter] takes a free key
@@ -62,7 +63,7 @@ type plainAcquire struct {
 const (
 	// contendedFor is how long a key refused by a node is acquired by the
 	// script: as long as a waiter's subscription lingers.
-	contendedFor = wakeLinger
+	contendedFor = wake.Linger
 	// contendedSlots is the size of the table of contended keys.
 	contendedSlots = 1024
 	// setterRest is how long a node whose command failed where its script

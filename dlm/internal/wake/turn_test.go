@@ -1,4 +1,4 @@
-package dlm
+package wake
 
 import (
 	"context"
@@ -25,21 +25,21 @@ func TestRetryWaitAfterWakeIsFull(t *testing.T) {
 			t.Errorf("with the timers of Go 1.22 (asynctimerchan=1): %v\n%s", err, out)
 		}
 	}
-	m := &Manager{done: make(chan struct{})}
-	w := &watcher{c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	w := &Watcher{c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	ctx := context.Background()
 	const delay = 200 * time.Millisecond
 	for i := 0; i < 16; i++ {
 		timer := time.NewTimer(time.Millisecond)
 		time.Sleep(5 * time.Millisecond) // fired: a tick waits in timer.C
 		signal(w.c)                      // and a release was announced
-		if err := m.awaitTurn(ctx, timer, w, w.c, 0); err != nil {
+		if err := w.Wait(ctx, done, timer, 0); err != nil {
 			t.Fatal(err)
 		}
-		w.drain()
+		w.Drain()
 		start := time.Now() // before Reset: the timer cannot fire sooner than delay after it
 		timer.Reset(delay)  // as lockLoop does after the next attempt
-		if err := m.awaitTurn(ctx, timer, w, w.c, 0); err != nil {
+		if err := w.Wait(ctx, done, timer, 0); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d < delay {

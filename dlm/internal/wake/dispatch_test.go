@@ -1,4 +1,4 @@
-package dlm
+package wake
 
 import (
 	"math"
@@ -15,10 +15,10 @@ import (
 // counted instead.
 func TestNotifyPayloads(t *testing.T) {
 	t.Parallel()
-	w := &waker{pumps: make([]*pump, 1), chans: map[string]*wakeChan{}}
-	any := w.watch([]string{"k"}, "")
-	fair := w.watch([]string{"k"}, "waiter-id-of-twenty-22")
-	other := w.watch([]string{"k"}, "another-id-of-twenty-2")
+	w := &Waker{pumps: make([]*pump, 1), chans: map[string]*wakeChan{}}
+	any := w.Watch([]string{"k"}, "")
+	fair := w.Watch([]string{"k"}, "waiter-id-of-twenty-22")
+	other := w.Watch([]string{"k"}, "another-id-of-twenty-2")
 	heard := func(c chan struct{}) bool {
 		select {
 		case <-c:
@@ -77,7 +77,7 @@ func TestNotifyPayloads(t *testing.T) {
 // attempts whose product overflows, and shares that round to nothing.
 func TestSpread(t *testing.T) {
 	t.Parallel()
-	wt := &watcher{}
+	wt := &Watcher{}
 	for _, tc := range []struct {
 		listening int64
 		attempt   time.Duration

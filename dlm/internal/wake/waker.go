@@ -1,0 +1,243 @@
+package wake
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// Timing of the subscriptions behind the wake-up of waiters.
+const (
+	// Linger is how long a channel stays subscribed after its last waiter
+	// left, so that a busy key is not subscribed and unsubscribed for every
+	// waiter.
+	Linger = 10 * time.Second
+	// MinReopen and MaxReopen bound the pause before a node's failed
+	// subscription is opened again; it doubles after each failure, and
+	// starts again from MinReopen after a subscription that lasted
+	// healthySub.
+	MinReopen = 100 * time.Millisecond
+	MaxReopen = 5 * time.Second
+	// healthySub is how long a subscription must have lasted for its
+	// failure to be followed by another at once; one that failed sooner is
+	// opened again only after the pause, which doubles up to MaxReopen
+	// while subscriptions keep failing young.
+	healthySub = MaxReopen
+	// openTimeout bounds the opening of a subscription connection.
+	openTimeout = 5 * time.Second
+)
+
+// Waker tells waiting calls that a lock they wait for was released. It
+// holds one subscription per node that implements [driver.Subscriber],
+// shared by all of its watchers, each owned by a goroutine (a pump) that
+// keeps it subscribed to the channels watchers need and opens it again when
+// it fails. A pump ends when no channel has been needed for [Linger], or
+// when the Waker closes. A Waker is safe for concurrent use.
+type Waker struct {
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	spawn   func(func())
+	timeout time.Duration // bounds SUBSCRIBE and UNSUBSCRIBE writes
+	pumps   []*pump       // by node; nil where the node cannot subscribe
+	live    int           // pumps that are not nil
+
+	logger *slog.Logger // nil for none
+	// ignored counts the malformed wake messages heard (see [parse]).
+	ignored atomic.Uint64
+
+	mu     sync.Mutex
+	closed bool
+	chans  map[string]*wakeChan
+}
+
+// wakeChan is one channel and the waiters listening on it.
+type wakeChan struct {
+	watchers map[*Watcher]struct{}
+	idle     time.Time // when the last watcher left; zero while watched
+	// answered marks, by node, a confirmed subscription or a failure to
+	// subscribe; ready is closed when every pump has answered.
+	answered []bool
+	left     int
+	ready    chan struct{}
+}
+
+// New returns a Waker for the nodes, or nil when none can subscribe. It
+// starts each pump with spawn, whose caller waits for the goroutines it
+// started once the Waker is closed; timeout bounds each SUBSCRIBE and
+// UNSUBSCRIBE, and logger (nil for none) hears of malformed wake messages,
+// at debug level.
+func New(nodes []driver.Node, spawn func(func()), timeout time.Duration, logger *slog.Logger) *Waker {
+	w := &Waker{spawn: spawn, timeout: timeout, logger: logger, pumps: make([]*pump, len(nodes)), chans: map[string]*wakeChan{}}
+	for i, n := range nodes {
+		if s, ok := n.(driver.Subscriber); ok {
+			w.pumps[i] = &pump{w: w, i: i, node: s, kick: make(chan struct{}, 1)}
+			w.live++
+		}
+	}
+	if w.live == 0 {
+		return nil
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	return w
+}
+
+// Close stops the pumps, which end promptly; the goroutines spawned for
+// them are for New's caller to wait for. Watch returns nil afterwards.
+func (w *Waker) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+}
+
+// Ignored returns how many malformed wake messages w heard and ignored.
+func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
+
+// Watch registers interest in the release of the lock keys rkeys, by a
+// waiter whose id (from [NewID]) a fair release names, or "" for a waiter
+// woken by any release, and makes sure the pumps subscribe to their
+// channels. It returns nil once w is closed. The caller stops the Watcher
+// when it no longer waits.
+func (w *Waker) Watch(rkeys []string, id string) *Watcher {
+	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+	fresh := false
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	for i, k := range rkeys {
+		ch := script.WakeChannel(k)
+		wt.chans[i] = ch
+		wc := w.chans[ch]
+		if wc == nil {
+			wc = w.newChan()
+			w.chans[ch] = wc
+			fresh = true
+		}
+		wc.watchers[wt] = struct{}{}
+		wc.idle = time.Time{}
+	}
+	var start []*pump
+	if fresh {
+		for _, p := range w.pumps {
+			switch {
+			case p == nil:
+			case !p.running:
+				p.running = true
+				start = append(start, p)
+			default:
+				signal(p.kick)
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, p := range start {
+		w.spawn(p.run)
+	}
+	return wt
+}
+
+// newChan returns a channel record in which the pumps known to be down have
+// answered already. Called with w.mu held.
+func (w *Waker) newChan() *wakeChan {
+	wc := &wakeChan{watchers: map[*Watcher]struct{}{}, answered: make([]bool, len(w.pumps)), left: w.live, ready: make(chan struct{})}
+	for i, p := range w.pumps {
+		if p != nil && p.down {
+			wc.answered[i] = true
+			wc.left--
+		}
+	}
+	if wc.left == 0 {
+		close(wc.ready)
+	}
+	return wc
+}
+
+// malformed counts a wake message that [parse] refused, and logs it at
+// debug level by its channel and length only: its bytes are whatever a
+// publisher chose to send.
+func (w *Waker) malformed(channel string, length int) {
+	n := w.ignored.Add(1)
+	ctx := context.Background()
+	if w.logger == nil || !w.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	w.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: malformed wake message ignored",
+		slog.String("channel", channel), slog.Int("length", length), slog.Uint64("ignored", n))
+}
+
+// answer records that node i confirmed channel, or failed to subscribe to
+// it. A confirmation that comes after the channel was ready is a
+// subscription made again after a failure: releases may have been missed
+// meanwhile, so its watchers are woken to try again.
+func (w *Waker) answer(i int, channel string, confirmed bool) {
+	w.mu.Lock()
+	wc := w.chans[channel]
+	if wc == nil {
+		w.mu.Unlock()
+		return
+	}
+	if !wc.answered[i] {
+		wc.answered[i] = true
+		if wc.left--; wc.left == 0 {
+			close(wc.ready)
+		}
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	if confirmed {
+		w.notify(channel, script.WakeAll)
+	}
+}
+
+// setDown records whether node i's subscription is down.
+func (w *Waker) setDown(i int, down bool) {
+	w.mu.Lock()
+	w.pumps[i].down = down
+	w.mu.Unlock()
+}
+
+// failed records that node i cannot subscribe at the moment.
+func (w *Waker) failed(i int) {
+	w.mu.Lock()
+	w.pumps[i].down = true
+	names := make([]string, 0, len(w.chans))
+	for ch, wc := range w.chans {
+		if !wc.answered[i] {
+			names = append(names, ch)
+		}
+	}
+	w.mu.Unlock()
+	for _, ch := range names {
+		w.answer(i, ch, false)
+	}
+}
+
+// wanted returns the channels p's subscription should hold, dropping those
+// that lingered long enough. When there are none, it marks p stopped and
+// returns false: p's goroutine ends, and the next Watch starts another.
+func (w *Waker) wanted(p *pump) ([]string, bool) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.chans))
+	for ch, wc := range w.chans {
+		if len(wc.watchers) == 0 && now.Sub(wc.idle) >= Linger {
+			delete(w.chans, ch)
+			continue
+		}
+		names = append(names, ch)
+	}
+	if len(names) == 0 || w.closed {
+		p.running = false
+		return nil, false
+	}
+	return names, true
+}
