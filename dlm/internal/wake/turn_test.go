@@ -2,6 +2,7 @@ package wake
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -44,6 +45,39 @@ func TestRetryWaitAfterWakeIsFull(t *testing.T) {
 		}
 		if d := time.Since(start); d < delay {
 			t.Fatalf("round %d: the wait after a wake-up ended after %v; want the full retry delay of %v", i, d, delay)
+		}
+		timer.Stop()
+	}
+}
+
+// TestWaitWithoutWatcher checks how Wait ends for a caller that watches no
+// channel (no node can subscribe, or no refusal yet): at its timer, with
+// ctx's error when ctx ends, and with ErrDone when done closes — the
+// Drain and Stop of a nil Watcher doing nothing.
+func TestWaitWithoutWatcher(t *testing.T) {
+	t.Parallel()
+	var w *Watcher
+	w.Drain()
+	defer w.Stop()
+	never := make(chan struct{})
+	closed := make(chan struct{})
+	close(closed)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		done  chan struct{}
+		timer time.Duration
+		want  error
+	}{
+		{"timer", context.Background(), never, time.Millisecond, nil},
+		{"ctx ended", cancelled, never, time.Hour, context.Canceled},
+		{"done", context.Background(), closed, time.Hour, ErrDone},
+	} {
+		timer := time.NewTimer(tc.timer)
+		if err := w.Wait(tc.ctx, tc.done, timer, time.Millisecond); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+			t.Errorf("%s: Wait = %v; want %v", tc.name, err, tc.want)
 		}
 		timer.Stop()
 	}
