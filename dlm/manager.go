@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
 // Manager takes locks on a fixed set of independent Redis masters by the
@@ -27,7 +28,9 @@ type Manager struct {
 	cfg    config
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
-	work   work
+	work   *round.Pool   // the goroutines of node requests and of the background work
+	// rounds sends requests to the nodes and counts their votes.
+	rounds *round.Round
 	local  localQueues
 	waker  *waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
@@ -70,8 +73,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now}
-	m.work.init()
+	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now, work: round.NewPool()}
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -91,13 +93,14 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.servers = newServers(len(nodes), m.clusterNodes, false)
 	m.waker = newWaker(m)
 	m.plain = newPlainAcquire(nodes)
+	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
 		if !cfg.loggerSet {
 			logger = slog.Default()
 		}
 		logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
-			slog.Int("nodes", len(nodes)), slog.Int("quorum", quorum(len(nodes))))
+			slog.Int("nodes", len(nodes)), slog.Int("quorum", round.Majority(len(nodes))))
 	}
 	return m, nil
 }
@@ -183,7 +186,7 @@ func (m *Manager) Close() error {
 	if m.waker != nil {
 		m.waker.close()
 	}
-	m.stopWork()
+	m.work.Stop()
 	if !m.owned {
 		return nil
 	}

@@ -121,7 +121,7 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	}
 	s.mu.Unlock()
 	if start {
-		m.spawn(func() { m.identify(i, ch) })
+		m.work.Spawn(func() { m.identify(i, ch) })
 	}
 	if ch != nil {
 		select {

@@ -34,22 +34,6 @@ func announcers(among uint64) uint64 {
 	return first | rest&-rest
 }
 
-// announce appends announce's flag to req's arguments: f for the nodes in
-// loud, f with Mode Quiet for the others (every node when f is Quiet). It
-// is where a request's flag is set; [Manager.nodeArgs] makes Loud Sharded
-// for a node that is a Redis Cluster.
-func (r *request) announce(f script.Flag, loud uint64) {
-	r.flag, r.loud = f, loud
-	r.args = append(r.args, f.Arg())
-	if f.Mode == script.Quiet {
-		r.quiet = r.args
-		return
-	}
-	q := f
-	q.Mode = script.Quiet
-	r.quiet = append(r.args[:len(r.args)-1:len(r.args)-1], q.Arg())
-}
-
 // Timing of the subscriptions behind the wake-up of waiters.
 const (
 	// wakeLinger is how long a channel stays subscribed after its last
@@ -119,7 +103,7 @@ type watcher struct {
 
 // newWaker returns a waker for the nodes, or nil when none can subscribe.
 func newWaker(m *Manager) *waker {
-	w := &waker{spawn: m.spawn, timeout: m.cfg.timeout(), logger: m.cfg.logger, pumps: make([]*pump, len(m.nodes)), chans: map[string]*wakeChan{}}
+	w := &waker{spawn: m.work.Spawn, timeout: m.cfg.timeout(), logger: m.cfg.logger, pumps: make([]*pump, len(m.nodes)), chans: map[string]*wakeChan{}}
 	for i, n := range m.nodes {
 		if s, ok := n.(driver.Subscriber); ok {
 			w.pumps[i] = &pump{w: w, i: i, node: s, kick: make(chan struct{}, 1)}
