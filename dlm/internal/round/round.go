@@ -32,9 +32,6 @@ func New(pool *Pool, calls []Call, nodeErr func(i int, err error) error, restart
 	return &Round{calls: calls, pool: pool, nodeErr: nodeErr, restarted: restarted}
 }
 
-// Nodes returns the number of nodes.
-func (r *Round) Nodes() int { return len(r.calls) }
-
 // Poll sends req to every node at once, all under one deadline, the node
 // timeout from now, and counts the answers. When it stops early, the
 // replies still due arrive on the returned Pending, which is nil otherwise.
@@ -165,7 +162,7 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 		switch {
 		case !answered, v.SaidNo(i, answered):
 		case v.Errs != nil && v.Errs[i] != nil:
-			r.pool.Spawn(func() { r.AskAlone(ctx, i, req) })
+			r.pool.Spawn(func() { r.askAlone(ctx, i, req) })
 		default:
 			granted[i], asked = true, true
 		}
@@ -176,7 +173,7 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 				if rep := p.next(); rep.Err != nil || rep.Yes {
 					// At once, not after the previous one, even
 					// while the manager closes.
-					spawn(func() { r.AskAlone(ctx, rep.Node, req) })
+					spawn(func() { r.askAlone(ctx, rep.Node, req) })
 				}
 			}
 		})
@@ -187,9 +184,9 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 	}
 }
 
-// AskAlone runs req on node i under a node timeout of its own, which alone
+// askAlone runs req on node i under a node timeout of its own, which alone
 // ends it: ctx's cancellation does not.
-func (r *Round) AskAlone(ctx context.Context, i int, req *Request) Reply {
+func (r *Round) askAlone(ctx context.Context, i int, req *Request) Reply {
 	ctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.Timeout))
 	defer cancel()
 	return r.ask(ctx, i, req)
