@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
@@ -163,19 +164,19 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	secret += cfg.secretSuffix
 	start := time.Now()
 	req := acquireRequest(cfg, rkeys, secret, fw, waiting)
-	req.plain = m.plainUsable(cfg, rkeys, fw)
-	v, pend := m.poll(ctx, req)
-	if v.no > 0 {
+	req.Plain = m.plainUsable(cfg, rkeys, fw)
+	v, pend := m.rounds.Poll(ctx, req)
+	if v.No > 0 {
 		m.contend(rkeys)
 	}
 	if fw != nil {
-		fw.ticket = max(fw.ticket, v.ticket)
+		fw.ticket = max(fw.ticket, v.Ticket)
 	}
-	q := quorum(len(m.nodes))
+	q := round.Majority(len(m.nodes))
 	var fence int64
-	if cfg.fencing && v.yes >= q {
+	if cfg.fencing && v.Yes >= q {
 		// A grant counts only once its fencing token is held by a quorum.
-		fence, v.yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
+		fence, v.Yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
 	}
 	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
 	elapsed := time.Since(start)
@@ -183,12 +184,12 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: secret, fence: uint64(fence),
-			until: until, pend: pend, granted: v.granted}, nil
+			until: until, pend: pend, granted: v.Granted}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
 	m.releaseAttempt(ctx, cfg, rkeys, secret, &v, pend)
-	qerr := v.failure(opLock, key, len(m.nodes), v.yes >= q)
+	qerr := failure(&v, opLock, key, len(m.nodes), v.Yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
 		return nil, attemptStopped(ctx, opLock, key, &v, qerr)
@@ -211,33 +212,33 @@ var acquireScripts = [8]*driver.Script{
 // flag. waiting says the caller will try again: refused by readers, the
 // attempt records its intent there, which keeps new readers out (see
 // [Manager.RLock]); every such attempt records it, also one that goes by
-// SET NX (see [Manager.setNX]).
-func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, waiting bool) *request {
-	req := &request{
-		op: opLock, keys: rkeys, args: append(make([]string, 0, 8), secret, ttlMillis(cfg.ttl)),
-		want: 1, timeout: cfg.timeout(), early: true,
+// SET NX (see [plainAcquire.setNX]).
+func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, waiting bool) *round.Request {
+	req := &round.Request{
+		Op: opLock, Keys: rkeys, Args: append(make([]string, 0, 8), secret, ttlMillis(cfg.ttl)),
+		Want: 1, Timeout: cfg.timeout(), Early: true,
 	}
 	mix := 0
 	if cfg.fencing {
-		req.keys, req.fenced = fencedKeys(rkeys), true
-		req.args = append(req.args, fenceExpiryArg(cfg))
+		req.Keys, req.Fenced = fencedKeys(rkeys), true
+		req.Args = append(req.Args, fenceExpiryArg(cfg))
 		mix |= 1
 	}
 	if fw != nil {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.LineKeys(rkeys[0])...)
-		req.fair = true
+		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LineKeys(rkeys[0])...)
+		req.Fair = true
 		mix |= 4
 	}
 	if cfg.restartGuard > 0 {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.GuardKey(rkeys[0]))
-		req.args = append(req.args, ttlMillis(cfg.restartGuard))
+		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.GuardKey(rkeys[0]))
+		req.Args = append(req.Args, ttlMillis(cfg.restartGuard))
 		mix |= 2
 	}
 	if fw != nil {
-		req.args = append(req.args, fw.args()...)
+		req.Args = append(req.Args, fw.args()...)
 	}
-	req.announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, wake.Announcers(0)) // grants: nodes 0 and 1
-	req.script = acquireScripts[mix]
+	req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, wake.Announcers(0)) // grants: nodes 0 and 1
+	req.Script = acquireScripts[mix]
 	return req
 }
 

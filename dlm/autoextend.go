@@ -89,7 +89,7 @@ func (l *Lock) startWatchdog(ctx context.Context, a AutoExtend) {
 	l.watchExpiry()
 	l.unlockMu()
 	obtained := time.Now()
-	l.m.spawn(func() { l.watchdog(ctx, a, obtained) })
+	l.m.work.Spawn(func() { l.watchdog(ctx, a, obtained) })
 }
 
 func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {

@@ -103,7 +103,7 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		return nil, fmt.Errorf("dlm: campaign %q: %w", name, err)
 	}
 	ld := &Leadership{m: m, l: l, name: name, value: value, end: end, done: make(chan struct{})}
-	m.spawn(func() { ld.watch(lctx) })
+	m.work.Spawn(func() { ld.watch(lctx) })
 	return ld, nil
 }
 

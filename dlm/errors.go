@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/internal/invalid"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -298,8 +299,8 @@ func (e *waitError) Unwrap() []error {
 // when the vote completed before ctx ended, qerr: that outcome stands. A
 // vote that ctx cut short is only quoted, so that the nodes it cut off do
 // not pass for failed ones.
-func attemptStopped(ctx context.Context, what, key string, v *vote, qerr *QuorumError) error {
-	if v.cut {
+func attemptStopped(ctx context.Context, what, key string, v *round.Vote, qerr *QuorumError) error {
+	if v.Cut {
 		return fmt.Errorf("dlm: %s %q: %w (%v)", what, key, ctx.Err(), qerr)
 	}
 	return fmt.Errorf("dlm: %s %q: %w: %w", what, key, ctx.Err(), qerr)

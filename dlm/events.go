@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
 // EventKind says what an [Event] reports.
@@ -150,9 +152,9 @@ func (c *config) emit(ctx context.Context, e *Event) {
 
 // emitVote sends the node failures of a vote, then ev with the vote filled
 // in, if anyone is listening.
-func (c *config) emitVote(ctx context.Context, v *vote, ev Event, addrs []string) {
-	if v.errs != nil && c.wants(ctx, EventNodeError, nil) {
-		for i, err := range v.errs {
+func (c *config) emitVote(ctx context.Context, v *round.Vote, ev Event, addrs []string) {
+	if v.Errs != nil && c.wants(ctx, EventNodeError, nil) {
+		for i, err := range v.Errs {
 			if err != nil {
 				c.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: addrs[i], Start: ev.Start, Duration: ev.Duration, Err: err})
 			}
@@ -160,20 +162,20 @@ func (c *config) emitVote(ctx context.Context, v *vote, ev Event, addrs []string
 	}
 	if c.wants(ctx, ev.Kind, ev.Err) {
 		e := ev // a copy, so that ev stays off the heap when nobody listens
-		e.For, e.Against, e.Failed = v.yes, v.no, v.failed
-		e.NodeErrors = v.nodeErrors(addrs)
+		e.For, e.Against, e.Failed = v.Yes, v.No, v.Failed
+		e.NodeErrors = voteErrors(v, addrs)
 		c.emit(ctx, &e)
 	}
 }
 
-// nodeErrors returns the vote's node failures in node order, or nil when
+// voteErrors returns the vote's node failures in node order, or nil when
 // no node failed.
-func (v *vote) nodeErrors(addrs []string) []*NodeError {
-	if v.errs == nil {
+func voteErrors(v *round.Vote, addrs []string) []*NodeError {
+	if v.Errs == nil {
 		return nil
 	}
-	out := make([]*NodeError, 0, v.failed)
-	for i, err := range v.errs {
+	out := make([]*NodeError, 0, v.Failed)
+	for i, err := range v.Errs {
 		if err == nil {
 			continue
 		}

@@ -4,9 +4,19 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
+
+// The quorum round's names, as the tests of package dlm use them.
+type request = round.Request
+
+// quorum is the majority of n nodes.
+func quorum(n int) int { return round.Majority(n) }
+
+// workerIdle is how long a node request's worker waits for another.
+const workerIdle = round.WorkerIdle
 
 // UncheckedSemaphore returns a semaphore whose permits need q nodes, with
 // none of the checks of [Manager.Semaphore]: the tests use it to show that a

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
@@ -118,14 +119,14 @@ func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
 // that none of them can give the place back afterwards. A place left
 // behind would hold the line up until it expires.
 func (m *Manager) leaveLine(cfg *config, rkeys []string, fw *fairWaiter) {
-	req := &request{op: opLock, script: script.LeaveLine, keys: script.LineKeys(rkeys[0])[:2], args: []string{fw.id}, want: 1, timeout: cfg.timeout()}
-	m.spawn(func() {
+	req := &round.Request{Op: opLock, Script: script.LeaveLine, Keys: script.LineKeys(rkeys[0])[:2], Args: []string{fw.id}, Want: 1, Timeout: cfg.timeout()}
+	m.work.Spawn(func() {
 		t := time.NewTimer(cfg.timeout())
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-m.done:
 		}
-		m.poll(context.Background(), req)
+		m.rounds.Poll(context.Background(), req)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -82,32 +83,32 @@ func fencedKeys(rkeys []string) []string {
 // Otherwise the granting nodes below it raise their counters to it, again
 // only while they still hold our keys. It returns the token and the number
 // of nodes that hold it, which must be a quorum.
-func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *vote) (fence int64, holding int) {
+func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote) (fence int64, holding int) {
 	var below []bool
-	for _, f := range v.fences {
+	for _, f := range v.Fences {
 		fence = max(fence, f)
 	}
-	for i, f := range v.fences {
+	for i, f := range v.Fences {
 		switch {
 		case f == fence:
 			holding++
 		case f > 0:
 			if below == nil {
-				below = make([]bool, len(v.fences))
+				below = make([]bool, len(v.Fences))
 			}
 			below[i] = true
 		}
 	}
-	if holding >= quorum(len(m.nodes)) || below == nil {
+	if holding >= round.Majority(len(m.nodes)) || below == nil {
 		return fence, holding
 	}
-	raised, _ := m.poll(ctx, &request{
-		op: opLock, script: script.RaiseFence, keys: fencedKeys(rkeys),
-		args: []string{secret, strconv.FormatInt(fence, 10)},
-		want: 1, timeout: cfg.timeout(), only: below,
+	raised, _ := m.rounds.Poll(ctx, &round.Request{
+		Op: opLock, Script: script.RaiseFence, Keys: fencedKeys(rkeys),
+		Args: []string{secret, strconv.FormatInt(fence, 10)},
+		Want: 1, Timeout: cfg.timeout(), Only: below,
 	})
-	v.cut = v.cut || raised.cut
-	return fence, holding + raised.yes
+	v.Cut = v.Cut || raised.Cut
+	return fence, holding + raised.Yes
 }
 
 // ErrStaleToken is returned by [Fence.Admit] for a token below the largest

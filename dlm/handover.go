@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
 // handOverSlice bounds how long a lock may pass from caller to caller
@@ -68,7 +70,7 @@ type passed struct {
 	secret  string
 	until   time.Time
 	granted uint64
-	pend    *pending // the grant's requests still under way, for the release
+	pend    *round.Pending // the grant's requests still under way, for the release
 }
 
 // turn is one Lock call's place at the head of its queue, from when it may

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
@@ -46,62 +47,62 @@ func (k *leaseKind) quorum(n int) int {
 	if k.need > 0 {
 		return k.need
 	}
-	return quorum(n)
+	return round.Majority(n)
 }
 
 // acquireRequest builds an attempt's request. KEYS are the lease's keys,
 // the writer's intent (read lock) and the restart guard's key; ARGV the
 // secret, the TTL, the guard's window, the limit (semaphore) and announce's
 // flag, which is off: taking a lease announces nothing.
-func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *request {
-	req := &request{
-		op: opLock, keys: lkeys, args: append(make([]string, 0, 5), secret, ttlMillis(cfg.ttl)),
-		want: 1, timeout: cfg.timeout(), early: true, need: k.need,
+func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *round.Request {
+	req := &round.Request{
+		Op: opLock, Keys: lkeys, Args: append(make([]string, 0, 5), secret, ttlMillis(cfg.ttl)),
+		Want: 1, Timeout: cfg.timeout(), Early: true, Need: k.need,
 	}
 	if k.intent {
-		req.keys = append(lkeys[:len(lkeys):len(lkeys)], script.IntentKey(lkeys[0]))
+		req.Keys = append(lkeys[:len(lkeys):len(lkeys)], script.IntentKey(lkeys[0]))
 	}
-	req.script = k.acquire[0]
+	req.Script = k.acquire[0]
 	if cfg.restartGuard > 0 {
-		req.keys = append(req.keys[:len(req.keys):len(req.keys)], script.GuardKey(lkeys[0]))
-		req.args = append(req.args, ttlMillis(cfg.restartGuard))
-		req.script = k.acquire[1]
+		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.GuardKey(lkeys[0]))
+		req.Args = append(req.Args, ttlMillis(cfg.restartGuard))
+		req.Script = k.acquire[1]
 	}
 	if k.limit > 0 {
-		req.args = append(req.args, strconv.Itoa(k.limit))
+		req.Args = append(req.Args, strconv.Itoa(k.limit))
 	}
-	req.announce(script.Flag{}, 0) // grants of a lease are not announced
+	req.Announce(script.Flag{}, 0) // grants of a lease are not announced
 	return req
 }
 
 // releaseRequest gives a lease back on every node, announced by two of the
 // nodes marked in loud.
-func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, loud uint64) *request {
-	req := &request{
-		op: opUnlock, script: k.unlock, keys: lkeys, args: append(make([]string, 0, 2), secret),
-		want: 1, timeout: cfg.timeout(), need: k.need,
+func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, loud uint64) *round.Request {
+	req := &round.Request{
+		Op: opUnlock, Script: k.unlock, Keys: lkeys, Args: append(make([]string, 0, 2), secret),
+		Want: 1, Timeout: cfg.timeout(), Need: k.need,
 	}
-	req.announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
+	req.Announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
 	return req
 }
 
 // release releases l on every node, by the scripts of its kind.
-func (l *Lock) release(ctx context.Context) vote {
+func (l *Lock) release(ctx context.Context) round.Vote {
 	if l.kind == nil {
 		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiter, l.granted)
 	}
-	v, _ := l.m.poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, l.granted))
+	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, l.granted))
 	return v
 }
 
 // extendRequest sets l's TTL to ttl on the nodes that still hold it.
-func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *request {
-	req := &request{
-		op: opExtend, script: script.Extend, keys: l.rkeys, args: []string{l.secret, ttlMillis(ttl)},
-		want: 1, timeout: cfg.timeout(), early: true,
+func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *round.Request {
+	req := &round.Request{
+		Op: opExtend, Script: script.Extend, Keys: l.rkeys, Args: []string{l.secret, ttlMillis(ttl)},
+		Want: 1, Timeout: cfg.timeout(), Early: true,
 	}
 	if l.kind != nil {
-		req.script, req.need = l.kind.extend, l.kind.need
+		req.Script, req.Need = l.kind.extend, l.kind.need
 	}
 	return req
 }
@@ -111,12 +112,12 @@ func (l *Lock) quorum() int {
 	if l.kind != nil {
 		return l.kind.quorum(len(l.m.nodes))
 	}
-	return quorum(len(l.m.nodes))
+	return round.Majority(len(l.m.nodes))
 }
 
 // failure is the error of an operation on l whose vote fell short.
-func (l *Lock) failure(v *vote, op string, expired bool) *QuorumError {
-	e := v.failureOf(op, l.Key(), len(l.m.nodes), l.quorum(), expired)
+func (l *Lock) failure(v *round.Vote, op string, expired bool) *QuorumError {
+	e := failureOf(v, op, l.Key(), len(l.m.nodes), l.quorum(), expired)
 	if l.kind != nil {
 		e.what = l.kind.what
 	}
@@ -189,17 +190,17 @@ func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind
 	}
 	n := len(m.nodes)
 	start := time.Now()
-	v, pend := m.poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
+	v, pend := m.rounds.Poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
 	q := kind.quorum(n)
 	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
 	elapsed := time.Since(start)
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
 		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, secret: secret, kind: kind,
-			until: until, pend: pend, granted: v.granted}, nil
+			until: until, pend: pend, granted: v.Granted}, nil
 	}
-	m.releaseAttemptWith(ctx, kind.releaseRequest(cfg, lkeys, secret, v.granted), &v, pend)
-	qerr := v.failureOf(opLock, keys[0], n, q, v.yes >= q)
+	m.rounds.ReleaseAttempt(ctx, kind.releaseRequest(cfg, lkeys, secret, v.Granted), &v, pend)
+	qerr := failureOf(&v, opLock, keys[0], n, q, v.Yes >= q)
 	qerr.what = kind.what
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {

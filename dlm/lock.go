@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
 // Lock is a held lock. Its methods are safe for concurrent use; Extend and
@@ -21,8 +23,8 @@ type Lock struct {
 	keys   []string // as the caller gave them, sorted for a multi-key lock
 	rkeys  []string // Redis keys
 	secret string
-	fence  uint64   // fencing token; 0 without fencing
-	pend   *pending // acquire requests still due when the lock was obtained
+	fence  uint64         // fencing token; 0 without fencing
+	pend   *round.Pending // acquire requests still due when the lock was obtained
 	// granted marks the nodes that granted the lock (0 to 63), which
 	// announce its release; 0 when not known (Resume).
 	granted uint64
@@ -173,13 +175,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same secret: nothing to release.
-		l.cfg.emitVote(ctx, &vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
+		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
 		return nil
 	}
 	if l.pend != nil {
 		// An acquire request still under way could land after the release
 		// and leave the key behind until its TTL.
-		l.pend.wait()
+		l.pend.Wait()
 	}
 	start = time.Now()
 	v := l.release(ctx)
@@ -188,7 +190,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	switch {
 	case lostErr != nil:
 		err = lostErr // the release's own failures are reported as events
-	case v.yes < l.quorum():
+	case v.Yes < l.quorum():
 		err = l.failure(&v, opUnlock, false)
 	case expiredFor >= 0:
 		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
@@ -250,7 +252,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Unlock()
 	l.extended = true
 	n := len(l.m.nodes)
-	v, _ := l.m.poll(ctx, l.extendRequest(&cfg, ttl))
+	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
 	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
 	until, ok := cfg.quorumInTime(&v, l.quorum(), ttl, start)
 	if ok {
@@ -272,11 +274,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
 		return nil
 	}
-	qerr := l.failure(&v, opExtend, v.yes >= l.quorum())
+	qerr := l.failure(&v, opExtend, v.Yes >= l.quorum())
 	l.mu.Lock()
 	if l.lostErr == nil && !l.released {
 		l.extendErr = qerr
-		if v.no > n-l.quorum() {
+		if v.No > n-l.quorum() {
 			l.end(qerr) // a quorum no longer holds the secret
 		} else {
 			l.shorten(until)

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
@@ -28,7 +29,9 @@ type Manager struct {
 	cfg    config
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
-	work   work
+	work   *round.Pool   // the goroutines of node requests and of the background work
+	// rounds sends requests to the nodes and counts their votes.
+	rounds *round.Round
 	local  localQueues
 	waker  *wake.Waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
@@ -71,8 +74,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now}
-	m.work.init()
+	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now, work: round.NewPool()}
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -90,15 +92,16 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
 	m.servers = newServers(len(nodes), m.clusterNodes, false)
-	m.waker = wake.New(m.nodes, m.spawn, m.cfg.timeout(), m.cfg.logger)
+	m.waker = wake.New(m.nodes, m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(nodes)
+	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
 		if !cfg.loggerSet {
 			logger = slog.Default()
 		}
 		logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
-			slog.Int("nodes", len(nodes)), slog.Int("quorum", quorum(len(nodes))))
+			slog.Int("nodes", len(nodes)), slog.Int("quorum", round.Majority(len(nodes))))
 	}
 	return m, nil
 }
@@ -184,7 +187,7 @@ func (m *Manager) Close() error {
 	if m.waker != nil {
 		m.waker.Close()
 	}
-	m.stopWork()
+	m.work.Stop()
 	if !m.owned {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -43,7 +44,7 @@ func (m *Manager) Observe(ctx context.Context, name string, opts ...Option) (<-c
 		return nil, err
 	}
 	out := make(chan Observation)
-	m.spawn(func() {
+	m.work.Spawn(func() {
 		defer close(out)
 		m.observe(ctx, &cfg, rkeys[0], out)
 	})
@@ -145,42 +146,35 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 		pttl      time.Duration
 		err       error
 	}
-	n, q := len(m.nodes), quorum(len(m.nodes))
+	n, q := len(m.nodes), round.Majority(len(m.nodes))
 	answers := make([]answer, n)
-	done := make(chan struct{}, n)
 	rctx, cancel := context.WithTimeout(ctx, cfg.timeout())
 	defer cancel()
-	for i := range m.nodes {
-		m.spawn(func() {
-			defer func() { done <- struct{}{} }()
-			if err := m.admit(rctx, i); err != nil {
-				answers[i].err = err
-				return
+	m.work.ForEach(n, func(i int) {
+		if err := m.admit(rctx, i); err != nil {
+			answers[i].err = err
+			return
+		}
+		res, err := m.nodes[i].Eval(rctx, script.Leader, []string{rkey}, nil)
+		if err != nil {
+			answers[i].err = err
+			return
+		}
+		vals, ok := res.([]any)
+		switch {
+		case ok && len(vals) == 0:
+		case ok && len(vals) == 3:
+			answers[i].id, _ = vals[0].(string)
+			answers[i].value, _ = vals[1].(string)
+			pttl, _ := vals[2].(int64)
+			answers[i].pttl = time.Duration(pttl) * time.Millisecond
+			if pttl < 0 { // a key without expiry: written by hand
+				answers[i].pttl = ObservePoll
 			}
-			res, err := m.nodes[i].Eval(rctx, script.Leader, []string{rkey}, nil)
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			vals, ok := res.([]any)
-			switch {
-			case ok && len(vals) == 0:
-			case ok && len(vals) == 3:
-				answers[i].id, _ = vals[0].(string)
-				answers[i].value, _ = vals[1].(string)
-				pttl, _ := vals[2].(int64)
-				answers[i].pttl = time.Duration(pttl) * time.Millisecond
-				if pttl < 0 { // a key without expiry: written by hand
-					answers[i].pttl = ObservePoll
-				}
-			default:
-				answers[i].err = fmt.Errorf("leader script: unexpected reply of type %T", res)
-			}
-		})
-	}
-	for range m.nodes {
-		<-done
-	}
+		default:
+			answers[i].err = fmt.Errorf("leader script: unexpected reply of type %T", res)
+		}
+	})
 	failed, best, bestID := 0, 0, ""
 	counts := map[string]int{}
 	for _, a := range answers {

@@ -1,6 +1,11 @@
 package dlm
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
+)
 
 // redirectCodes start the error replies of a Redis Cluster member asked
 // for a key of a slot it does not serve: MOVED for a slot another member
@@ -35,13 +40,17 @@ func (e *redirectError) Error() string {
 
 func (e *redirectError) Unwrap() error { return e.err }
 
-// redirected returns err, the failure of node i, as a [*redirectError]
-// when it is a redirection from a node that does not say it is a Redis
-// Cluster ([driver.Sharded]). A cluster client follows redirections
-// itself; one that returns one gave up during a resharding, which may pass.
-func (m *Manager) redirected(i int, err error) error {
-	if err == nil || (m.clusterNodes != nil && m.clusterNodes[i]) || !isRedirect(err) {
-		return err
+// redirectCall runs next, and returns its failure as a [*redirectError]
+// when it is a redirection: next is the call of a node that does not say
+// it is a Redis Cluster ([driver.Sharded]). A cluster client follows
+// redirections itself; one that returns one gave up during a resharding,
+// which may pass, so a cluster node's calls are not wrapped.
+func redirectCall(next round.Call) round.Call {
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		v, err := next(ctx, req)
+		if err != nil && isRedirect(err) {
+			return v, &redirectError{err}
+		}
+		return v, err
 	}
-	return &redirectError{err}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -106,34 +107,30 @@ var ackedScripts = func() map[*driver.Script]bool {
 
 // acked reports whether req writes what WithReplicaAck waits for: a grant,
 // an extension, or a raise of fencing counters.
-func acked(req *request) bool { return ackedScripts[req.script] }
+func acked(req *round.Request) bool { return ackedScripts[req.Script] }
 
-// eval runs req on node i, with WAIT under WithReplicaAck; a write
-// acknowledged by too few replicas is the node's failure.
-func (m *Manager) eval(ctx context.Context, i int, req *request) (any, error) {
-	if s := m.setter(i, req); s != nil {
-		return m.setNX(ctx, i, s, req)
-	}
-	a := m.cfg.replicaAck
-	if a == nil || !acked(req) {
-		v, err := m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
-		if err == nil {
-			m.ran(i, req)
+// ackCall is node n's call under WithReplicaAck a: a request that writes
+// what a waits for ([acked]) runs with WAIT, and a write acknowledged by
+// too few replicas is the node's failure; any other goes to next. args
+// gives the node's arguments.
+func ackCall(n driver.Node, a *replicaAck, args func(*round.Request) []string, next round.Call) round.Call {
+	ra, ok := n.(driver.ReplicaAcker)
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		if !acked(req) {
+			return next(ctx, req)
 		}
-		return v, err
+		if !ok { // checked by New
+			return nil, fmt.Errorf("node does not implement driver.ReplicaAcker")
+		}
+		v, got, err := ra.EvalAck(ctx, req.Script, req.Keys, args(req), a.replicas, a.timeout)
+		if err != nil {
+			return nil, err
+		}
+		if got < int64(a.replicas) && granted(v) {
+			return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrReplicaAck, got, a.replicas, a.timeout)
+		}
+		return v, nil
 	}
-	ra, ok := m.nodes[i].(driver.ReplicaAcker)
-	if !ok { // checked by New
-		return nil, fmt.Errorf("node does not implement driver.ReplicaAcker")
-	}
-	v, n, err := ra.EvalAck(ctx, req.script, req.keys, m.nodeArgs(i, req), a.replicas, a.timeout)
-	if err != nil {
-		return nil, err
-	}
-	if n < int64(a.replicas) && granted(v) {
-		return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrReplicaAck, n, a.replicas, a.timeout)
-	}
-	return v, nil
 }
 
 // granted reports whether a script's reply says it wrote: a positive number,

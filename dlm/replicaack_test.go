@@ -68,12 +68,12 @@ func TestAckedScripts(t *testing.T) {
 		}
 	}
 	for _, s := range []*driver.Script{acquireScripts[7], script.RaiseFence} {
-		if !acked(&request{script: s}) {
+		if !acked(&request{Script: s}) {
 			t.Errorf("acked(script %.8s) = false; want true", s.Hash)
 		}
 	}
 	for _, s := range []*driver.Script{script.Release, script.FairRelease, script.ReadRelease, script.PermitRelease, script.LeaveLine, script.Status, script.Leader} {
-		if acked(&request{script: s}) {
+		if acked(&request{Script: s}) {
 			t.Errorf("acked(script %.8s) = true; want false: it grants nothing", s.Hash)
 		}
 	}

@@ -121,7 +121,7 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	}
 	s.mu.Unlock()
 	if start {
-		m.spawn(func() { m.identify(i, ch) })
+		m.work.Spawn(func() { m.identify(i, ch) })
 	}
 	if ch != nil {
 		select {
@@ -243,15 +243,7 @@ func answered(err error) bool {
 func (m *Manager) identifyAll(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range m.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m.admit(ctx, i)
-		}()
-	}
-	wg.Wait()
+	m.work.ForEach(len(m.nodes), func(i int) { m.admit(ctx, i) })
 	for i := range m.nodes {
 		if m.servers.state[i].Load() != idDuplicate {
 			continue

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -92,7 +93,7 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 // node down.
 func (m *Manager) warnNoFailureTolerance(cfg *config, name string, limit, q int) {
 	n := len(m.nodes)
-	if q < n || quorum(n) == n || m.warnedPermits.Swap(true) {
+	if q < n || round.Majority(n) == n || m.warnedPermits.Swap(true) {
 		return
 	}
 	logger := cfg.logger

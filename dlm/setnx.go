@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
@@ -31,7 +32,7 @@ import (
 //
 // What it cannot skip, the intent of a writer that will wait, refused by
 // readers, the script records within the same attempt (see
-// [Manager.setNX]): whether a writer's attempt keeps new readers out never
+// [plainAcquire.setNX]): whether a writer's attempt keeps new readers out never
 // depends on which path it took.
 //
 // A manager sends the command only for a key it has not seen contended: a
@@ -115,30 +116,29 @@ func (m *Manager) contend(rkeys []string) {
 	}
 }
 
-// setter returns node i's driver.Setter when req may use it, or nil.
-func (m *Manager) setter(i int, req *request) driver.Setter {
-	if !req.plain {
-		return nil
-	}
-	p := m.plain
-	if p.setters[i] == nil || !p.proven[i].Load() || p.rest[i].Load() > p.now() {
-		return nil
-	}
-	return p.setters[i]
-}
-
-// ran records that node i answered req's acquire script.
-func (m *Manager) ran(i int, req *request) {
-	if req.plain && m.plain.setters[i] != nil && !m.plain.proven[i].Load() {
-		m.plain.proven[i].Store(true)
+// call is node i's call, next, with the command in place of the acquire
+// script when the request may use it (req.Plain, set per attempt by
+// [Manager.plainUsable]) and the node has proven it runs the script and is
+// not resting; the first acquire script the node answers proves it.
+func (p *plainAcquire) call(i int, next round.Call) round.Call {
+	s := p.setters[i]
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		if req.Plain && p.proven[i].Load() && p.rest[i].Load() <= p.now() {
+			return p.setNX(ctx, i, s, next, req)
+		}
+		v, err := next(ctx, req)
+		if err == nil && req.Plain && !p.proven[i].Load() {
+			p.proven[i].Store(true)
+		}
+		return v, err
 	}
 }
 
 // setNX runs req, an attempt of the acquire script on one key, as the
 // command on node i, and answers as the script would: 1 for a grant, 0 for a
 // refusal. When the command fails while ctx has not ended, the script is
-// run in its place; if it answers, the node is sent only the script for
-// setterRest.
+// run in its place, by run, the node's call; if it answers, the node is
+// sent only the script for setterRest.
 //
 // Invariant: every attempt of a writer that will try again records its
 // intent on each node where readers refused it, whichever path it took, so
@@ -149,9 +149,9 @@ func (m *Manager) ran(i int, req *request) {
 // (it records the intent, or grants the key if the readers left meanwhile).
 // The command alone therefore answers only for a free key, the attempt's
 // own secret, or a refusal that needs no intent.
-func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *request) (any, error) {
-	secret := req.args[0]
-	v, err := s.SetNXGet(ctx, req.keys[0], secret, req.args[1])
+func (p *plainAcquire) setNX(ctx context.Context, i int, s driver.Setter, run round.Call, req *round.Request) (any, error) {
+	secret := req.Args[0]
+	v, err := s.SetNXGet(ctx, req.Keys[0], secret, req.Args[1])
 	if err == nil {
 		switch v := v.(type) {
 		case nil:
@@ -162,9 +162,9 @@ func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *reques
 				// The attempt's own secret: the command was applied twice
 				// (a client's retry), first within the attempt.
 				return int64(1), nil
-			case v == script.ReadersMark && req.flag.WriterWaits:
+			case v == script.ReadersMark && req.Flag.WriterWaits:
 				// Readers hold the key: the script records the intent.
-				return m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
+				return run(ctx, req)
 			}
 			return int64(0), nil
 		}
@@ -173,9 +173,9 @@ func (m *Manager) setNX(ctx context.Context, i int, s driver.Setter, req *reques
 	if ctx.Err() != nil {
 		return nil, err
 	}
-	res, serr := m.nodes[i].Eval(ctx, req.script, req.keys, m.nodeArgs(i, req))
+	res, serr := run(ctx, req)
 	if serr == nil {
-		m.plain.rest[i].Store(m.plain.now() + int64(setterRest))
+		p.rest[i].Store(p.now() + int64(setterRest))
 	}
 	return res, serr
 }

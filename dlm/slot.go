@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -19,17 +20,22 @@ import (
 // and fencing counters to reconcile across slots, for a use that a common
 // hash tag serves as well.
 
-// nodeArgs returns req's arguments for node i: for a node that is a Redis
-// Cluster and announces, announce's flag is Sharded rather than Loud,
-// sharded pub/sub; a waiting writer's mark stays.
-func (m *Manager) nodeArgs(i int, req *request) []string {
-	args := req.argsFor(i)
-	if m.clusterNodes == nil || !m.clusterNodes[i] || req.flag.Mode != script.Loud || !req.loudOn(i) {
-		return args
+// nodeArgs returns how node i's call picks a request's arguments: for a
+// node that is a Redis Cluster and announces, announce's flag is Sharded
+// rather than Loud, sharded pub/sub; a waiting writer's mark stays.
+func (m *Manager) nodeArgs(i int) func(*round.Request) []string {
+	if m.clusterNodes == nil || !m.clusterNodes[i] {
+		return func(req *round.Request) []string { return req.ArgsFor(i) }
 	}
-	f := req.flag
-	f.Mode = script.Sharded
-	return append(args[:len(args)-1:len(args)-1], f.Arg())
+	return func(req *round.Request) []string {
+		args := req.ArgsFor(i)
+		if req.Flag.Mode != script.Loud || !req.LoudOn(i) {
+			return args
+		}
+		f := req.Flag
+		f.Mode = script.Sharded
+		return append(args[:len(args)-1:len(args)-1], f.Arg())
+	}
 }
 
 // clusterMask returns which nodes are Redis Clusters, or nil when none is.

@@ -33,16 +33,7 @@ func (m *Manager) Status(ctx context.Context, key string, opts ...Option) ([]Nod
 		return nil, err
 	}
 	out := make([]NodeStatus, len(m.nodes))
-	done := make(chan struct{}, len(m.nodes))
-	for i := range m.nodes {
-		m.spawn(func() {
-			defer func() { done <- struct{}{} }()
-			out[i] = m.inspect(ctx, &cfg, i, rkeys[0])
-		})
-	}
-	for range m.nodes {
-		<-done
-	}
+	m.work.ForEach(len(m.nodes), func(i int) { out[i] = m.inspect(ctx, &cfg, i, rkeys[0]) })
 	return out, nil
 }
 

@@ -1,0 +1,222 @@
+package round
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Call runs req on one node within ctx, which bounds it, and returns the
+// script's reply or the node's failure. Package dlm builds one per node,
+// once per manager, as a chain of decorators around the node's Eval.
+type Call func(ctx context.Context, req *Request) (any, error)
+
+// Round sends requests to a fixed set of nodes and counts their answers.
+// It is safe for concurrent use.
+type Round struct {
+	calls []Call
+	pool  *Pool
+	// nodeErr wraps a failure of node i as the caller reports it.
+	nodeErr func(i int, err error) error
+	// restarted is the failure of a node whose script said that it lost
+	// its keys (a negative reply).
+	restarted error
+}
+
+// New returns a round over the nodes whose calls are calls, whose
+// goroutines pool owns. nodeErr wraps a node's failure; restarted is the
+// failure of a node whose script answered that it restarted.
+func New(pool *Pool, calls []Call, nodeErr func(i int, err error) error, restarted error) *Round {
+	return &Round{calls: calls, pool: pool, nodeErr: nodeErr, restarted: restarted}
+}
+
+// Poll sends req to every node at once, all under one deadline, the node
+// timeout from now, and counts the answers. When it stops early, the
+// replies still due arrive on the returned Pending, which is nil otherwise.
+//
+// The requests run under a context of [driver.WithNodeDeadline], which only
+// their deadline ends while they run: Poll itself stops waiting when ctx
+// ends, counting the nodes that have not answered as failed with ctx's
+// error, and their requests end by their deadline. So an adapter need not
+// watch each request for a cancellation (see [driver.DeadlineOnly]). When
+// req stops early, the replies still due after ctx ended are handed back as
+// a Pending, so that a grant that comes late is released.
+func (r *Round) Poll(ctx context.Context, req *Request) (Vote, *Pending) {
+	n := len(r.calls)
+	var v Vote
+	if req.Fenced {
+		v.Fences = make([]int64, n)
+	}
+	if n == 1 {
+		// On this goroutine, under a context that ends with ctx: the
+		// adapter returns when ctx ends.
+		actx, cancel := context.WithTimeout(ctx, req.Timeout)
+		rep := r.ask(actx, 0, req)
+		cancel()
+		v.Count(rep, n)
+		v.Cut = rep.Err != nil && ctx.Err() != nil
+		return v, nil
+	}
+	nctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.Timeout))
+	replies := make(chan Reply, n) // buffered: late senders never block
+	asked := 0
+	for i := range r.calls {
+		if req.Only == nil || req.Only[i] {
+			asked++
+			r.pool.ask(nctx, r, i, req, replies)
+		}
+	}
+	answered := make([]bool, n)
+	q := req.Quorum(n)
+	done := ctx.Done()
+	for got := 1; got <= asked; got++ {
+		var rep Reply
+		select {
+		case rep = <-replies:
+		case <-done:
+			return v, r.abandon(&v, ctx.Err(), req, answered, &Pending{replies: replies, left: asked - got + 1, answered: answered, cancel: cancel})
+		}
+		v.Count(rep, n)
+		answered[rep.Node] = true
+		if !req.Early {
+			continue
+		}
+		// Stop at a quorum of yes, or once none is possible and the
+		// replies still due cannot change whether failures alone
+		// prevented it, so the error does not depend on which nodes
+		// happened to answer first.
+		left := asked - got
+		if left > 0 && (v.Yes >= q || (v.Yes+left < q && (v.Failed > n-q || v.Failed+left <= n-q))) {
+			// The requests still due keep the deadline; it ends with
+			// the last of them, or by itself.
+			return v, &Pending{replies: replies, left: left, answered: answered, cancel: cancel}
+		}
+	}
+	cancel()
+	return v, nil
+}
+
+// abandon counts in v the nodes asked by req that have not answered as
+// failed with err, the error of the context the caller gave up on, and
+// returns p, the replies still due, if req stops early (its caller releases
+// what they grant) and nil otherwise. The requests still due end by their
+// deadline.
+func (r *Round) abandon(v *Vote, err error, req *Request, answered []bool, p *Pending) *Pending {
+	v.Cut = true
+	for i, a := range answered {
+		if !a && (req.Only == nil || req.Only[i]) {
+			v.Count(Reply{Node: i, Err: r.nodeErr(i, err)}, len(answered))
+		}
+	}
+	if req.Early {
+		return p
+	}
+	return nil
+}
+
+// Pending holds the replies a Poll stopped waiting for.
+type Pending struct {
+	replies  <-chan Reply
+	left     int
+	answered []bool // the nodes whose reply was counted
+	cancel   context.CancelFunc
+}
+
+// next returns the next reply still due, and ends the requests' deadline
+// after the last one.
+func (p *Pending) next() Reply {
+	rep := <-p.replies
+	if p.left--; p.left == 0 {
+		p.cancel()
+	}
+	return rep
+}
+
+// Wait waits for the replies still due; each request ends by its node
+// timeout.
+func (p *Pending) Wait() {
+	for p.left > 0 {
+		p.next()
+	}
+}
+
+// ReleaseAttempt releases a failed attempt, whose vote is v and whose
+// replies still due are p (nil for none), by req on every node that may
+// hold it: those that granted it, failed, or had not answered yet — not
+// those that refused, which wrote nothing. A node is released only after
+// its acquire request answered or failed, so that the release cannot
+// overtake the acquire on another connection and leave the key behind
+// until its TTL. The nodes that granted are released before ReleaseAttempt
+// returns; the nodes whose acquire failed (likely slow or unreachable) and
+// those still due are released in the background, which ends within two
+// node timeouts, so an unreachable node does not cost the caller a second
+// timeout. It runs even when ctx is done.
+func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) {
+	ctx = context.WithoutCancel(ctx)
+	granted := make([]bool, len(r.calls))
+	asked := false
+	for i := range granted {
+		answered := p == nil || p.answered[i]
+		switch {
+		case !answered, v.SaidNo(i, answered):
+		case v.Errs != nil && v.Errs[i] != nil:
+			r.pool.Spawn(func() { r.askAlone(ctx, i, req) })
+		default:
+			granted[i], asked = true, true
+		}
+	}
+	if p != nil {
+		r.pool.SpawnFanOut(func(spawn func(func())) {
+			for p.left > 0 {
+				if rep := p.next(); rep.Err != nil || rep.Yes {
+					// At once, not after the previous one, even
+					// while the manager closes.
+					spawn(func() { r.askAlone(ctx, rep.Node, req) })
+				}
+			}
+		})
+	}
+	if asked {
+		req.Only = granted
+		r.Poll(ctx, req)
+	}
+}
+
+// askAlone runs req on node i under a node timeout of its own, which alone
+// ends it: ctx's cancellation does not.
+func (r *Round) askAlone(ctx context.Context, i int, req *Request) Reply {
+	ctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.Timeout))
+	defer cancel()
+	return r.ask(ctx, i, req)
+}
+
+// ask runs req on node i within ctx, which bounds it, and reads its reply.
+func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
+	res, err := r.calls[i](ctx, req)
+	if err != nil {
+		return Reply{Node: i, Err: r.nodeErr(i, err)}
+	}
+	var ticket int64
+	if pair, ok := res.([]any); ok && req.Fair && len(pair) == 2 {
+		res, ticket = pair[0], asInt(pair[1])
+	}
+	got, ok := res.(int64)
+	if !ok {
+		return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: unexpected reply of type %T", req.Op, res))}
+	}
+	if got < 0 {
+		return Reply{Node: i, Err: r.nodeErr(i, r.restarted)}
+	}
+	if req.Fenced {
+		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket}
+	}
+	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket}
+}
+
+// asInt returns v as an int64, or 0 when it is none.
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}

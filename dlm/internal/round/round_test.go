@@ -1,0 +1,235 @@
+package round
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/internal/leakcheck"
+)
+
+var errRestarted = errors.New("node restarted")
+
+// nodeErr is the test's wrapping of a node's failure.
+type nodeErr struct {
+	node int
+	err  error
+}
+
+func (e *nodeErr) Error() string { return fmt.Sprintf("node %d: %v", e.node, e.err) }
+func (e *nodeErr) Unwrap() error { return e.err }
+
+// fakes are nodes whose acquire replies are given by the test, each sent
+// once the node's gate is open, and whose releases are recorded.
+type fakes struct {
+	replies []any
+	gates   []chan struct{} // nil: the node answers at once
+
+	mu       sync.Mutex
+	released []int
+}
+
+func (f *fakes) calls() []Call {
+	calls := make([]Call, len(f.replies))
+	for i := range calls {
+		calls[i] = func(ctx context.Context, req *Request) (any, error) {
+			if req.Op == "unlock" {
+				f.mu.Lock()
+				f.released = append(f.released, i)
+				f.mu.Unlock()
+				return int64(1), nil
+			}
+			if g := f.gates[i]; g != nil {
+				select {
+				case <-g:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			if err, ok := f.replies[i].(error); ok {
+				return nil, err
+			}
+			return f.replies[i], nil
+		}
+	}
+	return calls
+}
+
+// newRound returns a round over f's nodes, whose pool the test's cleanup
+// stops, and a check, run before it, that no goroutine of the test is
+// left once it stopped.
+func newRound(t *testing.T, f *fakes) (*Round, *Pool) {
+	t.Helper()
+	snap := leakcheck.Scoped()
+	pool := NewPool()
+	t.Cleanup(func() {
+		pool.Stop()
+		snap.Check(t, 2*time.Second)
+	})
+	return New(pool, f.calls(), func(i int, err error) error { return &nodeErr{i, err} }, errRestarted), pool
+}
+
+func acquireReq() *Request {
+	return &Request{Op: "lock", Want: 1, Timeout: time.Minute, Early: true}
+}
+
+// TestReleaseAttemptReleasesLateGrants checks that a round stopped early,
+// three of five nodes having refused, hands back the replies still due,
+// and that ReleaseAttempt releases the nodes among them that grant late,
+// and none of those that refused.
+func TestReleaseAttemptReleasesLateGrants(t *testing.T) {
+	t.Parallel()
+	late := make(chan struct{})
+	f := &fakes{
+		replies: []any{int64(0), int64(0), int64(0), int64(1), int64(1)},
+		gates:   []chan struct{}{nil, nil, nil, late, late},
+	}
+	r, pool := newRound(t, f)
+	v, p := r.Poll(context.Background(), acquireReq())
+	if v.No != 3 || v.Yes != 0 || p == nil {
+		t.Fatalf("Poll with 3 of 5 nodes refusing, 2 not answering = %d no, %d yes, pending %v; want 3 no, 0 yes, a pending", v.No, v.Yes, p != nil)
+	}
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	close(late)
+	pool.Stop() // waits for the background releases
+	slices.Sort(f.released)
+	if want := []int{3, 4}; !slices.Equal(f.released, want) {
+		t.Errorf("ReleaseAttempt released nodes %v; want %v, the late grants, and not the nodes that refused", f.released, want)
+	}
+}
+
+// TestReleaseAttemptSkipsRefusals checks which nodes a failed round that
+// waited for every node releases: those that granted or failed, not those
+// that refused.
+func TestReleaseAttemptSkipsRefusals(t *testing.T) {
+	t.Parallel()
+	f := &fakes{
+		replies: []any{int64(1), int64(0), errors.New("down"), int64(0), int64(0)},
+		gates:   make([]chan struct{}, 5),
+	}
+	r, pool := newRound(t, f)
+	req := acquireReq()
+	req.Early = false
+	v, p := r.Poll(context.Background(), req)
+	if v.Yes != 1 || v.No != 3 || v.Failed != 1 || p != nil {
+		t.Fatalf("Poll = %d yes, %d no, %d failed, pending %v; want 1, 3, 1 and none", v.Yes, v.No, v.Failed, p != nil)
+	}
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	pool.Stop()
+	slices.Sort(f.released)
+	if want := []int{0, 2}; !slices.Equal(f.released, want) {
+		t.Errorf("ReleaseAttempt released nodes %v; want %v", f.released, want)
+	}
+}
+
+// TestPollCancelled checks that a round whose caller's context ends counts
+// the nodes still due as failed with its error, marks the vote cut, and
+// hands back the replies still due only when it stops early.
+func TestPollCancelled(t *testing.T) {
+	t.Parallel()
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			t.Parallel()
+			hang := make(chan struct{})
+			f := &fakes{replies: make([]any, 3), gates: []chan struct{}{hang, hang, hang}}
+			for i := range f.replies {
+				f.replies[i] = int64(1)
+			}
+			r, _ := newRound(t, f)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			req := acquireReq()
+			req.Early = early
+			v, p := r.Poll(ctx, req)
+			close(hang)
+			if p != nil {
+				p.Wait()
+			}
+			if !v.Cut || v.Failed != 3 || (p != nil) != early {
+				t.Errorf("Poll cancelled = cut %v, %d failed, pending %v; want cut, 3 failed, pending %v", v.Cut, v.Failed, p != nil, early)
+			}
+			for i, err := range v.Errs {
+				var ne *nodeErr
+				if !errors.As(err, &ne) || ne.node != i || !errors.Is(err, context.Canceled) {
+					t.Errorf("node %d's failure = %v; want node %d's, wrapping %v", i, err, i, context.Canceled)
+				}
+			}
+		})
+	}
+}
+
+// TestReplies checks how one node's reply counts, by the request's kind.
+func TestReplies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		reply       any
+		fenced      bool
+		fair        bool
+		yes         bool
+		fence, tick int64
+		err         error // nil: none; errRestarted; errAny: another
+	}{
+		{name: "yes", reply: int64(1), yes: true},
+		{name: "no", reply: int64(0)},
+		{name: "other integer", reply: int64(2)},
+		{name: "restarted", reply: int64(-1), err: errRestarted},
+		{name: "string", reply: "OK", err: errAny},
+		{name: "fenced", reply: int64(7), fenced: true, yes: true, fence: 7},
+		{name: "fenced refused", reply: int64(0), fenced: true},
+		{name: "fair", reply: []any{int64(1), int64(42)}, fair: true, yes: true, tick: 42},
+		{name: "fair pair unexpected", reply: []any{int64(1), int64(42)}, err: errAny},
+		{name: "fair bad ticket", reply: []any{int64(0), "x"}, fair: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{replies: []any{tc.reply}, gates: make([]chan struct{}, 1)}
+			r, _ := newRound(t, f)
+			req := acquireReq()
+			req.Fenced, req.Fair = tc.fenced, tc.fair
+			v, _ := r.Poll(context.Background(), req)
+			var err error
+			if v.Errs != nil {
+				err = v.Errs[0]
+			}
+			switch {
+			case (v.Yes == 1) != tc.yes:
+				t.Errorf("reply %v counted yes %v; want %v", tc.reply, v.Yes == 1, tc.yes)
+			case tc.err == nil && err != nil, tc.err == errAny && err == nil, tc.err == errRestarted && !errors.Is(err, errRestarted):
+				t.Errorf("reply %v: failure %v; want %v", tc.reply, err, tc.err)
+			case v.Ticket != tc.tick:
+				t.Errorf("reply %v: ticket %d; want %d", tc.reply, v.Ticket, tc.tick)
+			case tc.fenced && v.Fences[0] != tc.fence:
+				t.Errorf("reply %v: fence %d; want %d", tc.reply, v.Fences[0], tc.fence)
+			}
+		})
+	}
+}
+
+var errAny = errors.New("any error")
+
+// TestInTime checks that a quorum counts only within the validity.
+func TestInTime(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		yes   int
+		start time.Time
+		ok    bool
+	}{
+		{"quorum within validity", 3, now, true},
+		{"quorum after validity", 3, now.Add(-2 * time.Hour), false},
+		{"no quorum", 2, now, false},
+	} {
+		v := Vote{Yes: tc.yes}
+		until, ok := v.InTime(3, time.Hour, tc.start)
+		if ok != tc.ok || !until.Equal(tc.start.Add(time.Hour)) {
+			t.Errorf("%s: InTime = %v, %v; want %v, %v", tc.name, until, ok, tc.start.Add(time.Hour), tc.ok)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package round
+
+import "time"
+
+// Vote counts the nodes' answers to one request.
+type Vote struct {
+	Yes, No, Failed int
+	Errs            []error // by node index; nil when no node failed
+	Fences          []int64 // by node index, for a fenced acquire: the counter a yes carried
+	// Granted has bit i set when node i said yes (for nodes 0 to 63; a
+	// manager of more nodes treats every node as possibly granted).
+	Granted uint64
+	Ticket  int64 // the largest ticket a fair acquire's replies carried
+	// Cut is set when the caller's context ended before the outcome was
+	// known: the nodes still due were counted as failed with its error, so
+	// the vote says nothing of the lock or the nodes.
+	Cut bool
+}
+
+// Reply is one node's answer to a request.
+type Reply struct {
+	Node   int
+	Yes    bool
+	Val    int64
+	Ticket int64
+	Err    error
+}
+
+// SaidNo reports whether node i answered and refused, which for an acquire
+// means it wrote nothing.
+func (v *Vote) SaidNo(i int, answered bool) bool {
+	return answered && i < 64 && v.Granted&(1<<i) == 0 && (v.Errs == nil || v.Errs[i] == nil)
+}
+
+// Count adds r, the reply of one of nodes nodes, to v.
+func (v *Vote) Count(r Reply, nodes int) {
+	v.Ticket = max(v.Ticket, r.Ticket)
+	switch {
+	case r.Err != nil:
+		v.Failed++
+		if v.Errs == nil {
+			v.Errs = make([]error, nodes)
+		}
+		v.Errs[r.Node] = r.Err
+	case r.Yes:
+		v.Yes++
+		if r.Node < 64 {
+			v.Granted |= 1 << r.Node
+		}
+		if v.Fences != nil {
+			v.Fences[r.Node] = r.Val
+		}
+	default:
+		v.No++
+	}
+}
+
+// InTime reports whether v holds q yes that came within validity, counted
+// from start, when the requests were sent; until is the end of that
+// validity either way. It is where a grant is decided: the attempts of
+// every kind of lock and every extension count through it. A grant that
+// comes later than that is no grant: the caller releases it, or lets it run
+// out.
+func (v *Vote) InTime(q int, validity time.Duration, start time.Time) (until time.Time, ok bool) {
+	return start.Add(validity), v.Yes >= q && time.Since(start) < validity
+}

@@ -1,0 +1,65 @@
+package dlm
+
+import (
+	"context"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
+)
+
+// nodeCalls builds, once per manager, each node's call for the quorum
+// round: the node's Eval, with around it what the node and the manager's
+// options add, from the outside in:
+//   - the run_id admission: a node's answers count only once its server
+//     said which it is (sameserver.go);
+//   - the redirect check: a member of a Redis Cluster opened as a single
+//     server fails as misconfigured (redirect.go);
+//   - SET NX GET in place of the acquire script, on a node that implements
+//     driver.Setter (setnx.go);
+//   - WAIT for replica acknowledgements under WithReplicaAck
+//     (replicaack.go);
+//   - the arguments: announce's flag made Sharded on a node that is a
+//     Redis Cluster (slot.go).
+//
+// The round itself wraps a node's failure in a [*NodeError].
+func (m *Manager) nodeCalls() []round.Call {
+	calls := make([]round.Call, len(m.nodes))
+	for i, n := range m.nodes {
+		args := m.nodeArgs(i)
+		call := evalCall(n, args)
+		if a := m.cfg.replicaAck; a != nil {
+			call = ackCall(n, a, args, call)
+		}
+		if m.plain != nil && m.plain.setters[i] != nil {
+			call = m.plain.call(i, call)
+		}
+		if m.clusterNodes == nil || !m.clusterNodes[i] {
+			call = redirectCall(call)
+		}
+		calls[i] = m.admitCall(i, call)
+	}
+	return calls
+}
+
+// evalCall runs the request's script on n with the arguments args gives.
+func evalCall(n driver.Node, args func(*round.Request) []string) round.Call {
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		return n.Eval(ctx, req.Script, req.Keys, args(req))
+	}
+}
+
+// admitCall runs next on node i once the node is admitted (see
+// [Manager.admit]), and fails with the reason it is not otherwise.
+func (m *Manager) admitCall(i int, next round.Call) round.Call {
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		if err := m.admit(ctx, i); err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+// nodeError is the failure err of node i, as the round reports it.
+func (m *Manager) nodeError(i int, err error) error {
+	return &NodeError{Node: m.addrs[i], Err: err}
+}
