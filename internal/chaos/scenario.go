@@ -178,20 +178,23 @@ type Workload struct {
 
 // Stats are the workload's counts.
 type Stats struct {
-	Attempts   int64            // Lock calls
-	Grants     int64            // Lock calls that succeeded
-	Errors     map[string]int64 // failed Lock calls by cause
-	ByBackend  map[string]int64 // grants by backend
-	Pauses     int64            // clients paused past Until
-	LateWrites int64            // writes after Until by paused clients
-	Crashes    int64            // locks abandoned
-	ExtendsOK  int64
-	ExtendsErr int64
+	Attempts int64            // Lock calls
+	Grants   int64            // Lock calls that succeeded
+	Errors   map[string]int64 // failed Lock calls by cause
+	// FirstErrors holds the first error of each cause in Errors, for a
+	// test that fails for want of grants to show why.
+	FirstErrors map[string]string
+	ByBackend   map[string]int64 // grants by backend
+	Pauses      int64            // clients paused past Until
+	LateWrites  int64            // writes after Until by paused clients
+	Crashes     int64            // locks abandoned
+	ExtendsOK   int64
+	ExtendsErr  int64
 }
 
 // Run runs the workload until ctx ends and every client has let go.
 func (w *Workload) Run(ctx context.Context) Stats {
-	w.stats = Stats{Errors: map[string]int64{}, ByBackend: map[string]int64{}}
+	w.stats = Stats{Errors: map[string]int64{}, FirstErrors: map[string]string{}, ByBackend: map[string]int64{}}
 	var wg sync.WaitGroup
 	for _, c := range w.Clients {
 		wg.Add(1)
@@ -214,6 +217,18 @@ func (w *Workload) count(m map[string]int64, k string) {
 	w.statsMu.Unlock()
 }
 
+// countError counts a failed Lock call by its cause, and keeps the first
+// error of each cause.
+func (w *Workload) countError(err error) {
+	class := errorClass(err)
+	w.statsMu.Lock()
+	w.stats.Errors[class]++
+	if _, seen := w.stats.FirstErrors[class]; !seen {
+		w.stats.FirstErrors[class] = err.Error()
+	}
+	w.statsMu.Unlock()
+}
+
 func (w *Workload) client(ctx context.Context, c *Client, r *rand.Rand) {
 	for ctx.Err() == nil {
 		k := w.Keys[r.IntN(len(w.Keys))]
@@ -224,7 +239,7 @@ func (w *Workload) client(ctx context.Context, c *Client, r *rand.Rand) {
 		granted := time.Now()
 		cancel()
 		if err != nil {
-			w.count(w.stats.Errors, errorClass(err))
+			w.countError(err)
 			sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
 			continue
 		}

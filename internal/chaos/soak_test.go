@@ -163,6 +163,11 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	for k, v := range stats.Errors {
 		res.stats.Errors[k] += v
 	}
+	for k, v := range stats.FirstErrors {
+		if _, seen := res.stats.FirstErrors[k]; !seen {
+			res.stats.FirstErrors[k] = v
+		}
+	}
 
 	var exclusive, rw, sem []Grant
 	for _, g := range hist.Grants() {
@@ -242,7 +247,7 @@ func TestSoak(t *testing.T) {
 	}
 	callers := soakCallers(managers, backends)
 	res := soakResult{faults: map[string]int64{}, byKind: map[string]int64{}, lin: porcupine.Ok,
-		stats: Stats{Errors: map[string]int64{}}}
+		stats: Stats{Errors: map[string]int64{}, FirstErrors: map[string]string{}}}
 	const epoch = time.Minute
 	began := time.Now()
 	for left, i := *soakFor, 0; left > 0; left, i = left-epoch, i+1 {
@@ -259,9 +264,16 @@ func TestSoak(t *testing.T) {
 	if checked < *soakMinGrants {
 		t.Errorf("%d checked grants; want at least %d", checked, *soakMinGrants)
 	}
+	none := false
 	for _, k := range []string{"mutex", "election", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()} {
 		if res.byKind[k] == 0 {
 			t.Errorf("no %s grant in %v", k, *soakFor)
+			none = true
+		}
+	}
+	if none {
+		for class, msg := range res.stats.FirstErrors {
+			t.Logf("first %s error: %s", class, msg)
 		}
 	}
 	for _, m := range managers {
