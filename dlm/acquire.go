@@ -80,7 +80,7 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 		if cfg.fair != nil {
 			fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
 		}
-		l, err = m.acquire(ctx, &cfg, keys, rkeys, fw, false)
+		l, err = m.acquire(ctx, &cfg, &claim{keys: keys, rkeys: rkeys, fw: fw}, false)
 	}
 	kind := EventObtained
 	if err != nil {
@@ -147,54 +147,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			}
 		}()
 	}
-	return m.attempts(ctx, cfg, &waiting{keys: keys, rkeys: rkeys, fw: fw})
-}
-
-// acquire makes one attempt: the acquire script on every node at once, a
-// quorum within the validity, or a release on all nodes. Each attempt has a
-// secret of its own, so the release of a failed attempt, which may finish in
-// the background, can never delete what a later attempt obtained. waiting
-// says the caller will try again: refused by readers, it keeps new readers
-// out (see [Manager.RLock]).
-func (m *Manager) acquire(ctx context.Context, cfg *config, keys, rkeys []string, fw *fairWaiter, waiting bool) (*Lock, error) {
-	secret, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	secret += cfg.secretSuffix
-	start := time.Now()
-	req := acquireRequest(cfg, rkeys, secret, fw, waiting)
-	req.Plain = m.plainUsable(cfg, rkeys, fw)
-	v, pend := m.rounds.Poll(ctx, req)
-	if v.No > 0 {
-		m.contend(rkeys)
-	}
-	if fw != nil {
-		fw.ticket = max(fw.ticket, v.Ticket)
-	}
-	q := round.Majority(len(m.nodes))
-	var fence int64
-	if cfg.fencing && v.Yes >= q {
-		// A grant counts only once its fencing token is held by a quorum.
-		fence, v.Yes = m.settleFence(ctx, cfg, rkeys, secret, &v)
-	}
-	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
-	elapsed := time.Since(start)
-	key := keyName(keys)
-	if ok {
-		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
-		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: secret, fence: uint64(fence),
-			until: until, pend: pend, granted: v.Granted}, nil
-	}
-	// Release everywhere, also where the reply was an error or never came:
-	// the request may have been applied all the same.
-	m.releaseAttempt(ctx, cfg, rkeys, secret, &v, pend)
-	qerr := failure(&v, opLock, key, len(m.nodes), v.Yes >= q)
-	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
-	if ctx.Err() != nil {
-		return nil, attemptStopped(ctx, opLock, key, &v, qerr)
-	}
-	return nil, qerr
+	return m.attempts(ctx, cfg, &claim{keys: keys, rkeys: rkeys, fw: fw})
 }
 
 // acquireScripts holds the acquire script for each mix of fencing (1),

@@ -9,41 +9,6 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
-// waiting is a call that waits for a lock of any kind: the mutex, a read
-// lock, a permit.
-type waiting struct {
-	kind  *leaseKind  // nil for the mutex
-	keys  []string    // as the caller named them
-	rkeys []string    // the keys its requests name: the lock keys, or the lease's
-	fw    *fairWaiter // with fairness: the place in line, which the pause renews in time
-}
-
-// attempt makes one attempt at wt's lock.
-func (m *Manager) attempt(ctx context.Context, cfg *config, wt *waiting) (*Lock, error) {
-	if wt.kind == nil {
-		return m.acquire(ctx, cfg, wt.keys, wt.rkeys, wt.fw, true)
-	}
-	return m.acquireLease(ctx, cfg, wt.kind, wt.keys, wt.rkeys)
-}
-
-// what names wt's lock in errors: opLock for the mutex, the kind of lease
-// otherwise.
-func (wt *waiting) what() string {
-	if wt.kind == nil {
-		return opLock
-	}
-	return wt.kind.what
-}
-
-// wake returns the keys whose releases wake wt: the lock keys, or a
-// lease's first key.
-func (wt *waiting) wake() []string {
-	if wt.kind == nil {
-		return wt.rkeys
-	}
-	return wt.rkeys[:1]
-}
-
 // attempts makes attempts until one wins, and returns how many it made.
 // After the first attempt refused because another client holds the lock,
 // it listens for releases on the nodes that can tell (see
@@ -54,7 +19,7 @@ func (wt *waiting) wake() []string {
 // error, ErrClosed, a bad option), when ctx ends (a *waitError that wraps
 // ctx's error and the last attempt's QuorumError), after cfg.tries
 // attempts, and at a refusal that waiting cannot mend (passwords, ACLs).
-func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lock, attempt int, err error) {
+func (m *Manager) attempts(ctx context.Context, cfg *config, wt *claim) (l *Lock, attempt int, err error) {
 	var (
 		timer *time.Timer
 		w     *wake.Watcher // nil until the first refusal
@@ -71,7 +36,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *waiting) (l *Lo
 	for attempt = 1; ; attempt++ {
 		w.Drain()
 		began := time.Now()
-		l, err := m.attempt(ctx, cfg, wt)
+		l, err := m.acquire(ctx, cfg, wt, true)
 		took := time.Since(began)
 		var qerr *QuorumError
 		found := err != nil && errors.As(err, &qerr)

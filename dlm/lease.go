@@ -163,9 +163,9 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 	var l *Lock
 	attempts := 1
 	if wait {
-		l, attempts, err = m.leaseLoop(ctx, &cfg, kind, keys, lkeys)
+		l, attempts, err = m.attempts(ctx, &cfg, &claim{kind: kind, keys: keys, rkeys: lkeys})
 	} else {
-		l, err = m.acquireLease(ctx, &cfg, kind, keys, lkeys)
+		l, err = m.acquire(ctx, &cfg, &claim{kind: kind, keys: keys, rkeys: lkeys}, false)
 	}
 	evk := EventObtained
 	if err != nil {
@@ -178,42 +178,6 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 		l.autoExtend(ctx)
 	}
 	return l, err
-}
-
-// acquireLease makes one attempt, as [Manager.acquire] does for the mutex:
-// the lease on every node at once, its quorum within the validity, or a
-// release on every node that may hold it.
-func (m *Manager) acquireLease(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, error) {
-	secret, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	n := len(m.nodes)
-	start := time.Now()
-	v, pend := m.rounds.Poll(ctx, kind.acquireRequest(cfg, lkeys, secret))
-	q := kind.quorum(n)
-	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
-	elapsed := time.Since(start)
-	if ok {
-		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed}, m.addrs)
-		return &Lock{m: m, cfg: *cfg, keys: keys, rkeys: lkeys, secret: secret, kind: kind,
-			until: until, pend: pend, granted: v.Granted}, nil
-	}
-	m.rounds.ReleaseAttempt(ctx, kind.releaseRequest(cfg, lkeys, secret, v.Granted), &v, pend)
-	qerr := failureOf(&v, opLock, keys[0], n, q, v.Yes >= q)
-	qerr.what = kind.what
-	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: keys[0], Start: start, Duration: elapsed, Err: qerr}, m.addrs)
-	if ctx.Err() != nil {
-		return nil, attemptStopped(ctx, kind.what, keys[0], &v, qerr)
-	}
-	return nil, qerr
-}
-
-// leaseLoop makes attempts at a lease of kind until one wins (see
-// [Manager.attempts]), woken by the releases announced on the lease's first
-// key.
-func (m *Manager) leaseLoop(ctx context.Context, cfg *config, kind *leaseKind, keys, lkeys []string) (*Lock, int, error) {
-	return m.attempts(ctx, cfg, &waiting{kind: kind, keys: keys, rkeys: lkeys})
 }
 
 // doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn

@@ -23,25 +23,6 @@ func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secr
 	return v
 }
 
-// releaseAttempt releases a failed attempt on every node that may hold it,
-// by [round.Round.ReleaseAttempt]: the nodes that granted it, failed, or
-// had not answered yet, each once its acquire request ended.
-//
-// When a node refused the attempt, the release is not announced (but with
-// fairness, whose release wakes the next in line): another holder has the
-// lock, and its release is what waiters wait for. Announced, the release of
-// keys the attempt took on nodes that holder lacks would wake every waiter,
-// this caller too, which would try again at once, take the same keys and
-// release them again: attempts at the pace of a round trip instead of the
-// retry delay, for as long as the holder keeps the lock.
-func (m *Manager) releaseAttempt(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote, p *round.Pending) {
-	req := releaseRequest(cfg, rkeys, secret, "", v.Granted) // the waiter keeps its place
-	if v.No > 0 && cfg.fair == nil {
-		req.Loud = 0
-	}
-	m.rounds.ReleaseAttempt(ctx, req, v, p)
-}
-
 // releaseRequest deletes the lock keys that hold secret, announced by two
 // of the nodes marked in loud. With fairness, it also gives up the place in
 // line of waiter, which obtained the lock ("" for none).
@@ -66,13 +47,8 @@ func (c *config) quorumInTime(v *round.Vote, q int, ttl time.Duration, start tim
 	return v.InTime(q, c.validity(ttl), start)
 }
 
-// failure builds the error for a vote that fell short, node errors in node
-// order.
-func failure(v *round.Vote, op, key string, nodes int, expired bool) *QuorumError {
-	return failureOf(v, op, key, nodes, round.Majority(nodes), expired)
-}
-
-// failureOf is failure for a quorum of q nodes.
+// failureOf builds the error for a vote that fell short of a quorum of q
+// among nodes, node errors in node order.
 func failureOf(v *round.Vote, op, key string, nodes, q int, expired bool) *QuorumError {
 	e := &QuorumError{
 		Op: op, Key: key, Nodes: nodes, Quorum: q,
