@@ -64,30 +64,45 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 	if err := refuseUpgrade(ctx, keys); err != nil {
 		return nil, err
 	}
+	return m.take(ctx, &cfg, &claim{keys: keys, rkeys: rkeys}, wait)
+}
+
+// take obtains c's lock, waiting or not, sends the lock's event and starts
+// its auto-extension when asked to: the part every kind of lock shares once
+// its call was checked.
+func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*Lock, error) {
 	start := time.Now()
-	var l *Lock
-	attempts := 1
+	var (
+		l        *Lock
+		err      error
+		attempts = 1
+	)
 	switch {
-	case wait && cfg.tries == 0 && cfg.fair == nil:
+	case c.kind == nil && wait && cfg.tries == 0 && cfg.fair == nil:
 		// Callers that wait without a retry budget line up in the manager
 		// first: only the head of the line sends requests. (With fairness
-		// each takes its own place on the nodes instead.)
-		l, attempts, err = m.lockInLine(ctx, &cfg, keys, rkeys)
+		// each takes its own place on the nodes instead.) The line keeps
+		// its own copy of the settings, so that those of the other calls
+		// need none on the heap.
+		lcfg := *cfg
+		l, attempts, err = m.lockInLine(ctx, &lcfg, c.keys, c.rkeys)
+	case c.kind == nil && wait:
+		lcfg := *cfg // as above: lockLoop keeps it
+		l, attempts, err = m.lockLoop(ctx, &lcfg, c.keys, c.rkeys)
 	case wait:
-		l, attempts, err = m.lockLoop(ctx, &cfg, keys, rkeys)
+		l, attempts, err = m.attempts(ctx, cfg, c)
 	default:
-		var fw *fairWaiter
-		if cfg.fair != nil {
-			fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
+		if c.kind == nil && cfg.fair != nil {
+			c.fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
 		}
-		l, err = m.acquire(ctx, &cfg, &claim{keys: keys, rkeys: rkeys, fw: fw}, false)
+		l, err = m.acquire(ctx, cfg, c, false)
 	}
 	kind := EventObtained
 	if err != nil {
 		kind = EventNotObtained
 	}
 	if cfg.wants(ctx, kind, err) {
-		ev := &Event{Kind: kind, Op: opLock, Key: keyName(keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
+		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
 		if l != nil {
 			ev.Fence = l.fence
 		}

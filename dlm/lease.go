@@ -158,26 +158,7 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 	if kind.need > len(m.nodes) {
 		return nil, fmt.Errorf("%w: a %s needs %d nodes; the manager has %d", ErrInvalid, kind.what, kind.need, len(m.nodes))
 	}
-	start := time.Now()
-	keys, lkeys := []string{key}, kind.keys(rkeys[0])
-	var l *Lock
-	attempts := 1
-	if wait {
-		l, attempts, err = m.attempts(ctx, &cfg, &claim{kind: kind, keys: keys, rkeys: lkeys})
-	} else {
-		l, err = m.acquire(ctx, &cfg, &claim{kind: kind, keys: keys, rkeys: lkeys}, false)
-	}
-	evk := EventObtained
-	if err != nil {
-		evk = EventNotObtained
-	}
-	if cfg.wants(ctx, evk, err) {
-		cfg.emit(ctx, &Event{Kind: evk, Op: opLock, Key: key, Start: start, Duration: time.Since(start), Attempts: attempts, Err: err})
-	}
-	if err == nil {
-		l.autoExtend(ctx)
-	}
-	return l, err
+	return m.take(ctx, &cfg, &claim{kind: kind, keys: []string{key}, rkeys: kind.keys(rkeys[0])}, wait)
 }
 
 // doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn
