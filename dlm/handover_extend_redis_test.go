@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,24 +16,30 @@ import (
 
 // appliedButFailed is a node that, while fail is set, runs each request on
 // the server and then reports a failure, as a node whose reply was lost
-// would, or one whose caller's context ended once the request was sent
-// (cancel, when set, ends it).
+// would, or one whose caller's context ended once the requests were sent:
+// with cancel set, once quorum of the nodes sharing applied have run the
+// request, the last of them ends the caller's context, and each waits for
+// that end before it fails, so that a quorum has applied the request when
+// the caller sees its context end.
 type appliedButFailed struct {
 	driver.Node
-	mu     sync.Mutex
-	fail   bool
-	cancel context.CancelFunc
+	mu      sync.Mutex
+	fail    bool
+	cancel  context.CancelFunc
+	ended   <-chan struct{}
+	applied *atomic.Int32
+	quorum  int32
 }
 
-func (n *appliedButFailed) set(fail bool, cancel context.CancelFunc) {
+func (n *appliedButFailed) set(fail bool, cancel context.CancelFunc, ended <-chan struct{}, applied *atomic.Int32, quorum int32) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.fail, n.cancel = fail, cancel
+	n.fail, n.cancel, n.ended, n.applied, n.quorum = fail, cancel, ended, applied, quorum
 }
 
 func (n *appliedButFailed) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	n.mu.Lock()
-	fail, cancel := n.fail, n.cancel
+	fail, cancel, ended, applied, quorum := n.fail, n.cancel, n.ended, n.applied, n.quorum
 	n.mu.Unlock()
 	if !fail {
 		return n.Node.Eval(ctx, s, keys, args)
@@ -41,7 +48,10 @@ func (n *appliedButFailed) Eval(ctx context.Context, s *driver.Script, keys, arg
 		return nil, err
 	}
 	if cancel != nil {
-		cancel()
+		if applied.Add(1) >= quorum {
+			cancel()
+		}
+		<-ended
 		return nil, context.Canceled
 	}
 	return nil, errors.New("read tcp: i/o timeout")
@@ -97,23 +107,25 @@ func TestNoHandOverAfterFailedExtend(t *testing.T) {
 				}()
 				waitUntil(t, "the receiver in line", func() bool { return dlm.LocalWaiters(m, key) == 1 })
 				ectx, cancel := context.WithCancel(ctx)
+				var applied atomic.Int32
 				for _, n := range wrapped {
 					if tc.cancelCtx {
-						n.set(true, cancel)
+						n.set(true, cancel, ectx.Done(), &applied, int32(len(wrapped)/2+1))
 					} else {
-						n.set(true, nil)
+						n.set(true, nil, nil, nil, 0)
 					}
 				}
 				err = holder.Extend(ectx, time.Minute)
 				for _, n := range wrapped {
-					n.set(false, nil)
+					n.set(false, nil, nil, nil, 0)
 				}
 				cancel()
 				if err == nil {
 					t.Fatal("Extend succeeded; want it to fail with every reply lost")
 				}
 				// The extension failed on at least two nodes, after each
-				// applied it; the third may still be under way.
+				// applied it (with the context ended, the second ended it);
+				// the third may still be under way.
 				if got := keptLonger(t, srvs, key, ttl); got < 2 {
 					t.Fatalf("%d nodes keep the holder's key longer than %v after the failed Extend; want at least 2 (it was applied)", got, ttl)
 				}
