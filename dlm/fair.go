@@ -8,7 +8,6 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
-	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // Fairness configures the first-come, first-served mode of [WithFairness].
@@ -95,11 +94,11 @@ type fairWaiter struct {
 	ticket int64
 }
 
-// newFairWaiter returns a waiter with a random id of its own
-// ([wake.NewID]), by which a release wakes it alone. The id is not a
-// secret: the release announces it.
+// newFairWaiter returns a waiter with a random id of its own, drawn as a
+// secret is ([wake.IDLen] characters), by which a release wakes it alone.
+// The id is not a secret: the release announces it.
 func newFairWaiter(f *Fairness) (*fairWaiter, error) {
-	id, err := wake.NewID()
+	id, err := newSecret()
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (w *Waker) Close() {
 func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
 
 // Watch registers interest in the release of the lock keys rkeys, by a
-// waiter whose id (from [NewID]) a fair release names, or "" for a waiter
+// waiter whose id (of [IDLen] characters) a fair release names, or "" for a waiter
 // woken by any release, and makes sure the pumps subscribe to their
 // channels. It returns nil once w is closed. The caller stops the Watcher
 // when it no longer waits.
