@@ -17,22 +17,6 @@ import (
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
-// soakNodeTimeout is the node timeout of the soak's managers. The soak of
-// make soak and make chaos, minutes on a machine of its own, keeps the
-// chaos tests' chaosNodeTimeout. Its short form inside make test runs
-// beside every other package, and under make test-load with every core
-// busy: there 27 callers and the fault proxies on two cores, under the race
-// detector, need longer than 100 ms per request, and with 100 ms no Lock
-// call of any kind got a grant in 5 s, or in 20 s (two busy loops; before
-// and after the engine moved into dlm/internal). Every grant is checked the
-// same either way; faults and TTLs do not depend on it.
-func soakNodeTimeout() time.Duration {
-	if *soakFor < time.Minute {
-		return 4 * chaosNodeTimeout
-	}
-	return chaosNodeTimeout
-}
-
 var soakMinGrants = flag.Int64("chaos.mingrants", 0, "TestSoak fails with fewer checked grants than this (make soak: 100000)")
 
 // The soak's keys: the mutex, read-write locks and semaphores of soakLimit
@@ -255,7 +239,7 @@ func TestSoak(t *testing.T) {
 		for _, a := range c.Net.Addrs(i) {
 			urls = append(urls, NodeURL(backends[i], a))
 		}
-		m, err := dlm.Open(urls, dlm.WithNodeTimeout(soakNodeTimeout()), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
+		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
