@@ -15,9 +15,10 @@ type fakeServer struct {
 	replies []string
 	wg      sync.WaitGroup
 
-	mu    sync.Mutex
-	conns []net.Conn
-	cmds  [][]string
+	mu      sync.Mutex
+	conns   []net.Conn
+	cmds    [][]string
+	stopped bool // set by the cleanup: a connection accepted after it is closed at once
 }
 
 func startFake(t *testing.T, replies ...string) *fakeServer {
@@ -31,6 +32,9 @@ func startFake(t *testing.T, replies ...string) *fakeServer {
 	go s.accept()
 	t.Cleanup(func() {
 		l.Close()
+		s.mu.Lock()
+		s.stopped = true
+		s.mu.Unlock()
 		s.closeConns()
 		s.wg.Wait()
 	})
@@ -46,7 +50,15 @@ func (s *fakeServer) accept() {
 		if err != nil {
 			return
 		}
+		// A client's dial completes before Accept returns: a connection
+		// may come out of Accept after the cleanup closed every other one,
+		// and must not leave its serve waiting for a read forever.
 		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
 		s.conns = append(s.conns, c)
 		s.mu.Unlock()
 		s.wg.Add(1)
