@@ -307,6 +307,8 @@ func errorClass(err error) string {
 		return "not-obtained"
 	case errors.Is(err, dlm.ErrClosed):
 		return "closed"
+	case errors.Is(err, dlm.ErrInvalid):
+		return "invalid"
 	}
 	return "other"
 }

@@ -40,6 +40,22 @@ var (
 	soakLeaderTTL = []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 800 * time.Millisecond}
 )
 
+// soakScale is what the soak multiplies its node timeout, key TTLs and
+// leader TTLs by: 1 for make chaos and make soak (a minute or more), 4 for
+// the seconds-long form inside make test. That form must pass with every
+// core busy (make test-load), where 27 callers, 9 candidates and the fault
+// proxies under -race need more than chaosNodeTimeout per request: at
+// 100 ms it got no grant at all, within 5 s or 20 s. The TTLs grow with the
+// timeout, so that every key still outlives a request (a TTL no longer than
+// the node timeout is refused as invalid) and keeps the same ratio of TTL
+// to timeout as the long soak.
+func soakScale() time.Duration {
+	if *soakFor < time.Minute {
+		return 4
+	}
+	return 1
+}
+
 // soakCallers returns three callers of each manager, which contend in the
 // same process: two with the same options (the plain acquire, SET NX, when
 // the key is free; a lock can be handed over between them without a round
@@ -65,7 +81,7 @@ func soakCallers(managers []*dlm.Manager, backends []string) []*Client {
 func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *rand.Rand, wins, losses *atomic.Int64) {
 	for ctx.Err() == nil {
 		el := soakElections[r.IntN(len(soakElections))]
-		ttl := soakLeaderTTL[r.IntN(len(soakLeaderTTL))]
+		ttl := soakLeaderTTL[r.IntN(len(soakLeaderTTL))] * soakScale()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		start := time.Now()
 		ld, err := m.Campaign(cctx, el, name, dlm.WithTTL(ttl))
@@ -115,12 +131,12 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	t.Helper()
 	keys := make([]KeySpec, len(soakKeys))
 	for i, k := range soakKeys {
-		keys[i] = KeySpec{k.Name + suffix, k.TTL}
+		keys[i] = KeySpec{k.Name + suffix, k.TTL * soakScale()}
 	}
 	hist := NewHistory()
 	w := &Workload{
 		Clients: callers, Keys: keys, History: hist, LockTimeout: 2 * time.Second,
-		Hold: 0.2, Overrun: 0.03, Pause: 0.03, Crash: 0.02, Extend: 0.2, VaryExtend: true, PauseBeyond: 100 * time.Millisecond,
+		Hold: 0.2, Overrun: 0.03, Pause: 0.03, Crash: 0.02, Extend: 0.2, VaryExtend: true, PauseBeyond: 100 * time.Millisecond * soakScale(),
 		Seed: r.Uint64(),
 	}
 	// Extensions reach twice a key's TTL: a killed node stays down
@@ -239,7 +255,7 @@ func TestSoak(t *testing.T) {
 		for _, a := range c.Net.Addrs(i) {
 			urls = append(urls, NodeURL(backends[i], a))
 		}
-		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
+		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout*soakScale()), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,10 +273,14 @@ func TestSoak(t *testing.T) {
 	for _, n := range res.byKind {
 		checked += n
 	}
-	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
-		chaosNodes, len(managers), len(callers), time.Since(began).Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
+	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d node_timeout=%v duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
+		chaosNodes, len(managers), len(callers), chaosNodeTimeout*soakScale(), time.Since(began).Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
 		res.stats.ExtendsOK, res.stats.ExtendsOK+res.stats.ExtendsErr, res.leaderWins, res.leadershipLosts, res.mostReaders, res.mostPermits, soakLimit,
 		sum(res.faults), FormatCounts(res.faults), res.violations, res.lin, res.linOps, res.linTime.Round(time.Millisecond), FormatCounts(res.stats.Errors))
+	if n := res.stats.Errors["invalid"]; n > 0 {
+		// A key whose every Lock is refused is a key the check never sees.
+		t.Errorf("%d Lock calls refused as invalid (first: %s); want none: the soak's own options are wrong", n, res.stats.FirstErrors["invalid"])
+	}
 	if checked < *soakMinGrants {
 		t.Errorf("%d checked grants; want at least %d", checked, *soakMinGrants)
 	}
