@@ -76,7 +76,10 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *claim) (l *Lock
 		} else {
 			timer.Reset(wait)
 		}
-		if err := w.Wait(ctx, m.done, timer, took); err != nil {
+		// A refused attempt after an announced release looks again within
+		// a node timeout: the release may not have reached a majority yet.
+		last := wake.Attempt{Took: took, Own: qerr.ownGrants, Settle: cfg.timeout()}
+		if err := w.Wait(ctx, m.done, timer, last); err != nil {
 			if errors.Is(err, wake.ErrDone) {
 				err = ErrClosed
 			}

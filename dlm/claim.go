@@ -2,9 +2,11 @@ package dlm
 
 import (
 	"context"
+	"math/bits"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // A claim is one call for a lock of any kind — the mutex, a read lock, a
@@ -33,7 +35,8 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	}
 	secret += cfg.secretSuffix
 	start := time.Now()
-	v, pend := m.rounds.Poll(ctx, c.request(m, cfg, secret, waiting))
+	req := c.request(m, cfg, secret, waiting)
+	v, pend := m.rounds.Poll(ctx, req)
 	q := c.quorum(len(m.nodes))
 	fence := c.settle(ctx, m, cfg, secret, &v, q)
 	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
@@ -46,8 +49,10 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
+	own := announcedGrants(req, v.MayHold(len(m.nodes), pend), len(c.rkeys))
 	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, &v), &v, pend)
 	qerr := failureOf(&v, opLock, key, len(m.nodes), q, v.Yes >= q)
+	qerr.ownGrants = own
 	if c.kind != nil {
 		qerr.what = c.kind.what
 	}
@@ -56,6 +61,17 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 		return nil, attemptStopped(ctx, c.what(), key, &v, qerr)
 	}
 	return nil, qerr
+}
+
+// announcedGrants is how many grants of an attempt's own its nodes may
+// have announced: one per key on each node in mayHold that announces
+// grants. It is an upper bound: a node that had not answered may have
+// refused, and one that took the SET NX path announced nothing.
+func announcedGrants(req *round.Request, mayHold uint64, keys int) int {
+	if req.Flag.Mode == script.Quiet {
+		return 0
+	}
+	return bits.OnesCount64(mayHold&req.Loud) * keys
 }
 
 // request is c's acquire request with secret: for the mutex, the script

@@ -35,7 +35,11 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	attempts := &attemptCounter{}
-	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts))
+	// Each release announced wakes the waiter, and its refused attempt is
+	// followed by two more within the node timeout (the release may not have
+	// reached a majority yet).
+	const nodeTimeout = 200 * time.Millisecond
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
 	ctx := context.Background()
 	const key = "hostile"
 	held, err := holderM.Lock(ctx, key, dlm.WithTTL(time.Minute))
@@ -100,6 +104,9 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 			}
 		}
 	}
+	// The rechecks after the last release announced above begin within a
+	// node timeout of it and take one at most.
+	time.Sleep(3 * nodeTimeout)
 	ignored, tried := dlm.WakeIgnored(waiterM), attempts.n.Load()
 	for _, p := range malformedWakes {
 		publish(p, srvs...)

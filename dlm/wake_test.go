@@ -250,3 +250,64 @@ func TestFencedLockNotHandedOver(t *testing.T) {
 			r.l.Token(), first.Token(), r.l.Handle().Secret == first.Handle().Secret)
 	}
 }
+
+// TestWokenBeforeReleaseReachedQuorum checks a waiter woken by a release
+// that has run on the nodes that announce it (nodes 0 and 1 of five) but
+// not yet on a majority: the attempt the announcement starts is refused by
+// nodes 2 to 4, which still hold the key. The release reaches them within a
+// node timeout; the waiter looks again meanwhile and obtains the lock then,
+// not at its next retry 5 to 10 seconds later. (Before, the wake-up was
+// spent on the refused attempt and the waiter slept out its retry.)
+func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
+	t.Parallel()
+	const nodeTimeout = time.Second // the window in which the waiter looks again
+	srvs := redistest.StartServers(t, 5)
+	attempts := &attemptCounter{}
+	holderM := newWakeManager(t, srvs)
+	waiterM := newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
+	ctx := context.Background()
+	const key = "half-released"
+	if _, err := holderM.Lock(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	res := lockAsync(waiterM, key)
+	awaitListening(t, srvs, key)
+	awaitAttempts := func(after int64, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(slowRetry / 5); attempts.n.Load() <= after; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no attempt %s within %v", what, slowRetry/5)
+			}
+		}
+	}
+	awaitAttempts(1, "after the subscription was made")
+	// The release as nodes 0 and 1 run it: the key deleted, the release
+	// announced to the one listening client.
+	before := attempts.n.Load()
+	for _, s := range srvs[:2] {
+		if _, err := s.Do("DEL", "redlock:{"+key+"}"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Do("PUBLISH", "redlock:{"+key+"}:wake", "r1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitAttempts(before, "woken by the announced release")
+	// The release reaches nodes 2 to 4, which do not announce it.
+	released := time.Now()
+	for _, s := range srvs[2:] {
+		if _, err := s.Do("DEL", "redlock:{"+key+"}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("waiter's Lock = %v", r.err)
+	}
+	defer r.l.Unlock(ctx)
+	if d := r.at.Sub(released); d > slowRetry/5 {
+		t.Errorf("waiter obtained the lock %v after the release reached a majority; want within the node timeout (%v), long before its next retry (%v to %v)",
+			d, nodeTimeout, slowRetry/2, slowRetry)
+	}
+	t.Logf("%d attempts; lock obtained %v after the release reached a majority", attempts.n.Load(), r.at.Sub(released).Round(time.Microsecond))
+}

@@ -184,6 +184,20 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 	}
 }
 
+// MayHold returns the mask of the nodes, among n, that may hold what v's
+// request wrote, with p the replies still due (nil for none): those that
+// granted it, failed or had not answered — all but those that refused.
+// Nodes from 64 on are left out.
+func (v *Vote) MayHold(n int, p *Pending) uint64 {
+	var mask uint64
+	for i := range min(n, 64) {
+		if !v.SaidNo(i, p == nil || p.answered[i]) {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
 // askAlone runs req on node i under a node timeout of its own, which alone
 // ends it: ctx's cancellation does not.
 func (r *Round) askAlone(ctx context.Context, i int, req *Request) Reply {

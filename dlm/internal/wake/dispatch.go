@@ -15,6 +15,12 @@ func (w *Waker) notify(channel, payload string) {
 		w.malformed(channel, len(payload))
 		return
 	}
+	w.dispatch(channel, m, true)
+}
+
+// dispatch passes m to the watchers of channel; announced says that a node
+// announced it, rather than the waker itself (see [Watcher.Wait]).
+func (w *Waker) dispatch(channel string, m msg, announced bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wc := w.chans[channel]
@@ -24,6 +30,7 @@ func (w *Waker) notify(channel, payload string) {
 	for wt := range wc.watchers {
 		switch {
 		case m.kind == kindGrant:
+			wt.grants.Add(1)
 			signal(wt.taken)
 			continue
 		case m.kind == kindRelease:
@@ -32,6 +39,9 @@ func (w *Waker) notify(channel, payload string) {
 			continue
 		default:
 			wt.listening.Store(0)
+		}
+		if announced {
+			wt.announced.Store(true)
 		}
 		signal(wt.c)
 	}

@@ -34,13 +34,13 @@ func TestRetryWaitAfterWakeIsFull(t *testing.T) {
 		timer := time.NewTimer(time.Millisecond)
 		time.Sleep(5 * time.Millisecond) // fired: a tick waits in timer.C
 		signal(w.c)                      // and a release was announced
-		if err := w.Wait(ctx, done, timer, 0); err != nil {
+		if err := w.Wait(ctx, done, timer, Attempt{}); err != nil {
 			t.Fatal(err)
 		}
 		w.Drain()
 		start := time.Now() // before Reset: the timer cannot fire sooner than delay after it
 		timer.Reset(delay)  // as lockLoop does after the next attempt
-		if err := w.Wait(ctx, done, timer, 0); err != nil {
+		if err := w.Wait(ctx, done, timer, Attempt{}); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d < delay {
@@ -76,7 +76,7 @@ func TestWaitWithoutWatcher(t *testing.T) {
 		{"done", context.Background(), closed, time.Hour, ErrDone},
 	} {
 		timer := time.NewTimer(tc.timer)
-		if err := w.Wait(tc.ctx, tc.done, timer, time.Millisecond); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+		if err := w.Wait(tc.ctx, tc.done, timer, Attempt{Took: time.Millisecond}); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 			t.Errorf("%s: Wait = %v; want %v", tc.name, err, tc.want)
 		}
 		timer.Stop()

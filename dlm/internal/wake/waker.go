@@ -193,7 +193,7 @@ func (w *Waker) answer(i int, channel string, confirmed bool) {
 	}
 	w.mu.Unlock()
 	if confirmed {
-		w.notify(channel, script.WakeAll)
+		w.dispatch(channel, msg{kind: kindRelease}, false) // releases may have gone unheard
 	}
 }
 

@@ -19,6 +19,21 @@ type Watcher struct {
 	// listening is how many clients listened on the channel of the last
 	// release heard, by the node's count; 0 when the release did not say.
 	listening atomic.Int64
+	// announced is set when a node announces a release meant for the
+	// watcher, and read by the wake-up's Wait: the waker's own wake-up,
+	// after a subscription was made again, leaves it unset.
+	announced atomic.Bool
+	// grants counts the grants heard.
+	grants atomic.Int64
+	// settling is when the release of the last wake-up was announced, while
+	// its rechecks last (zero otherwise); rechecks is how many were made
+	// since; grantsBefore is grants when the series began, ownGrants the
+	// grants its attempts may have announced themselves. Only the waiting
+	// call reads and writes them, in Wait.
+	settling     time.Time
+	rechecks     int
+	grantsBefore int64
+	ownGrants    int64
 }
 
 // Woken returns the channel that receives a value when a release meant
@@ -64,6 +79,7 @@ func (wt *Watcher) Drain() {
 	if wt == nil {
 		return
 	}
+	wt.announced.Store(false)
 	select {
 	case <-wt.c:
 	default:
