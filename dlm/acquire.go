@@ -188,13 +188,12 @@ func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, 
 	}
 	mix := 0
 	if cfg.fencing {
-		req.Keys, req.Fenced = fencedKeys(rkeys), true
+		req.Keys = fencedKeys(rkeys)
 		req.Args = append(req.Args, fenceExpiryArg(cfg))
 		mix |= 1
 	}
 	if fw != nil {
 		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LineKeys(rkeys[0])...)
-		req.Fair = true
 		mix |= 4
 	}
 	if cfg.restartGuard > 0 {

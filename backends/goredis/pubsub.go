@@ -56,13 +56,19 @@ func (s *subscription) read() {
 func (s *subscription) receive() (any, error) { return s.ps.Receive(context.Background()) }
 
 // deliver hands what the connection received to the handler.
-func (s *subscription) deliver(v any) {
+func (s *subscription) deliver(v any) { deliver(s.h, "subscribe", v) }
+
+// deliver hands what a pub/sub connection received to h: a message, or
+// the confirmation of a subscription of kind ("subscribe" or
+// "ssubscribe"). Whatever else go-redis hands over (pongs, other kinds of
+// confirmation) is none of h's business.
+func deliver(h driver.PubSubHandler, kind string, v any) {
 	switch m := v.(type) {
 	case *redis.Message:
-		s.h.Message(m.Channel, m.Payload)
+		h.Message(m.Channel, m.Payload)
 	case *redis.Subscription:
-		if m.Kind == "subscribe" {
-			s.h.Subscribed(m.Channel)
+		if m.Kind == kind {
+			h.Subscribed(m.Channel)
 		}
 	}
 }

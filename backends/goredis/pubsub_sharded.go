@@ -65,16 +65,7 @@ func (s *shardedSubscription) read(ps *redis.PubSub) {
 // deliver hands what a connection received to the handler, one call at a
 // time across the connections.
 func (s *shardedSubscription) deliver(v any) {
-	s.Handle(func() {
-		switch m := v.(type) {
-		case *redis.Message:
-			s.h.Message(m.Channel, m.Payload)
-		case *redis.Subscription:
-			if m.Kind == "ssubscribe" {
-				s.h.Subscribed(m.Channel)
-			}
-		}
-	})
+	s.Handle(func() { deliver(s.h, "ssubscribe", v) })
 }
 
 func (s *shardedSubscription) Subscribe(ctx context.Context, channels ...string) error {

@@ -9,11 +9,14 @@ import (
 
 // Request is one script run sent to the nodes.
 type Request struct {
-	Op      string // the operation, for errors: "lock", "unlock", "extend"
-	Script  *driver.Script
-	Keys    []string
-	Args    []string
-	Want    int64 // the reply that counts as yes; any other integer is no
+	Op     string // the operation, for errors: "lock", "unlock", "extend"
+	Script *driver.Script
+	Keys   []string
+	Args   []string
+	// Want is the reply that counts as yes; any other integer is no. A
+	// script whose reply has another shape says so (see [script.ShapeOf]):
+	// the fenced acquires' counters, the fair acquires' tickets.
+	Want    int64
 	Timeout time.Duration
 	// Early stops waiting once the outcome is known: a quorum of yes, or
 	// too few nodes left to reach one. The replies still due are handed
@@ -21,11 +24,6 @@ type Request struct {
 	Early bool
 	// Only, when set, limits the request to the nodes marked true.
 	Only []bool
-	// Fenced makes any positive reply a yes that carries the node's
-	// fencing counter, recorded in Vote.Fences.
-	Fenced bool
-	// Fair expects the {result, ticket} replies of a fair acquire.
-	Fair bool
 	// Flag is announce's flag, the last of Args, for a script that
 	// announces: sent as it is to the nodes in Loud, with Mode Quiet (the
 	// arguments Quiet) to the others; see [Request.Announce].

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Call runs req on one node within ctx, which bounds it, and returns the
@@ -46,7 +47,7 @@ func New(pool *Pool, calls []Call, nodeErr func(i int, err error) error, restart
 func (r *Round) Poll(ctx context.Context, req *Request) (Vote, *Pending) {
 	n := len(r.calls)
 	var v Vote
-	if req.Fenced {
+	if script.ShapeOf(req.Script).Counter {
 		v.Fences = make([]int64, n)
 	}
 	if n == 1 {
@@ -212,8 +213,9 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 	if err != nil {
 		return Reply{Node: i, Err: r.nodeErr(i, err)}
 	}
+	shape := script.ShapeOf(req.Script)
 	var ticket int64
-	if pair, ok := res.([]any); ok && req.Fair && len(pair) == 2 {
+	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) == 2 {
 		res, ticket = pair[0], asInt(pair[1])
 	}
 	got, ok := res.(int64)
@@ -223,7 +225,7 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 	if got < 0 {
 		return Reply{Node: i, Err: r.nodeErr(i, r.restarted)}
 	}
-	if req.Fenced {
+	if shape.Counter {
 		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket}
 	}
 	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket}

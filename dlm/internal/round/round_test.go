@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
@@ -190,7 +192,7 @@ func TestReplies(t *testing.T) {
 			f := &fakes{replies: []any{tc.reply}, gates: make([]chan struct{}, 1)}
 			r, _ := newRound(t, f)
 			req := acquireReq()
-			req.Fenced, req.Fair = tc.fenced, tc.fair
+			req.Script = scriptOf(tc.fenced, tc.fair)
 			v, _ := r.Poll(context.Background(), req)
 			var err error
 			if v.Errs != nil {
@@ -211,6 +213,19 @@ func TestReplies(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// scriptOf returns an acquire script whose reply has the shape asked for.
+func scriptOf(fenced, fair bool) *driver.Script {
+	switch {
+	case fenced && fair:
+		return script.FairFencedAcquire
+	case fenced:
+		return script.FencedAcquire
+	case fair:
+		return script.FairAcquire
+	}
+	return script.Acquire
+}
 
 // TestInTime checks that a quorum counts only within the validity.
 func TestInTime(t *testing.T) {

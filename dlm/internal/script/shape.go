@@ -1,0 +1,31 @@
+package script
+
+import "github.com/dlmgo/redlock/dlm/driver"
+
+// Shape is how a script's reply is read: the one place where a reply's
+// form is told from the script that sends it, so that a request need not
+// say it.
+type Shape struct {
+	// Counter: a positive integer is a yes that carries the node's
+	// fencing counter; otherwise an integer equal to the request's wanted
+	// reply is a yes.
+	Counter bool
+	// Ticketed: the reply is a pair, {the reply as above, the fair
+	// waiter's ticket}.
+	Ticketed bool
+}
+
+// ShapeOf returns the shape of s's reply: a counter for the fenced
+// acquires, a ticketed pair for the fair ones, a plain integer for every
+// other script.
+func ShapeOf(s *driver.Script) Shape {
+	switch s {
+	case FencedAcquire, GuardedFencedAcquire:
+		return Shape{Counter: true}
+	case FairAcquire, FairGuardedAcquire:
+		return Shape{Ticketed: true}
+	case FairFencedAcquire, FairGuardedFencedAcquire:
+		return Shape{Counter: true, Ticketed: true}
+	}
+	return Shape{}
+}
