@@ -15,11 +15,20 @@ import (
 // The driver registry is global. So that these tests do not depend on which
 // drivers this test binary happens to register, each one replaces the
 // registry with a set of its own for its duration (withDrivers) and puts the
-// original back at the end. None of them runs in parallel.
+// original back at the end. They may be parallel tests, run beside the
+// package's others: registryTests keeps them from running beside each other,
+// which swapped one test's registry for another's (TestOpen once found the
+// empty registry of TestRegister).
 
-// withDrivers makes the registry hold exactly ds until the test ends.
+// registryTests is held by a test that replaced the registry, until it ends.
+var registryTests sync.Mutex
+
+// withDrivers makes the registry hold exactly ds until the test ends. No
+// other test that calls it runs meanwhile.
 func withDrivers(t *testing.T, ds map[string]driver.Driver) {
 	t.Helper()
+	registryTests.Lock()
+	t.Cleanup(registryTests.Unlock) // last: after the registry is put back
 	driversMu.Lock()
 	saved := drivers
 	drivers = make(map[string]driver.Driver, len(ds))
