@@ -305,9 +305,11 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 		t.Fatalf("waiter's Lock = %v", r.err)
 	}
 	defer r.l.Unlock(ctx)
-	if d := r.at.Sub(released); d > slowRetry/5 {
-		t.Errorf("waiter obtained the lock %v after the release reached a majority; want within the node timeout (%v), long before its next retry (%v to %v)",
-			d, nodeTimeout, slowRetry/2, slowRetry)
+	// The last recheck comes a node timeout after the announcement, and
+	// takes one attempt: two node timeouts bound it.
+	if d := r.at.Sub(released); d > 2*nodeTimeout {
+		t.Errorf("waiter obtained the lock %v after the release reached a majority; want within two node timeouts (%v), long before its next retry (%v to %v)",
+			d, 2*nodeTimeout, slowRetry/2, slowRetry)
 	}
 	t.Logf("%d attempts; lock obtained %v after the release reached a majority", attempts.n.Load(), r.at.Sub(released).Round(time.Microsecond))
 }
