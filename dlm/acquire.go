@@ -124,7 +124,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	}
 	switch {
 	case h != nil:
-		l := &Lock{m: m, cfg: *cfg, keys: keys, rkeys: rkeys, secret: h.secret, until: h.until, granted: h.granted, pend: h.pend}
+		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}}
 		t.hold(l, true)
 		if err != nil { // handed over as the caller gave up
 			l.Unlock(context.WithoutCancel(ctx))
@@ -154,10 +154,9 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 		}
 		defer func() {
 			// Nodes that did not grant may keep a place for us, also
-			// from replies that came after the outcome was known.
-			if l != nil {
-				l.waiter = fw.id // Unlock gives the places up
-			} else {
+			// from replies that came after the outcome was known. The
+			// lock keeps fw in its claim, and Unlock gives them up.
+			if l == nil {
 				m.leaveLine(cfg, rkeys, fw)
 			}
 		}()

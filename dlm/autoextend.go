@@ -83,17 +83,36 @@ func (l *Lock) startWatchdog(ctx context.Context, a AutoExtend) {
 	if a.Remaining == 0 {
 		a.Remaining = defaultRemaining
 	}
-	ctx, l.stopWatchdog = context.WithCancel(ctx)
-	l.watchdogDone = make(chan struct{})
+	ctx, l.watchdog.stop = context.WithCancel(ctx)
+	l.watchdog.done = make(chan struct{})
 	l.mu.Lock()
 	l.watchExpiry()
 	l.unlockMu()
 	obtained := time.Now()
-	l.m.work.Spawn(func() { l.watchdog(ctx, a, obtained) })
+	l.m.work.Spawn(func() { l.keepExtended(ctx, a, obtained) })
 }
 
-func (l *Lock) watchdog(ctx context.Context, a AutoExtend, obtained time.Time) {
-	defer close(l.watchdogDone)
+// watchdog is a lock's auto-extension: stop ends it, done is closed when
+// it has returned. Both are nil when the lock is not auto-extended.
+type watchdog struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// halt stops the watchdog, if one runs, and waits for it to return.
+func (w *watchdog) halt() {
+	if w.stop != nil {
+		w.stop()
+		<-w.done
+	}
+}
+
+// keepExtended is the watchdog's goroutine: it extends l before its
+// validity runs short, and retries a failed extension while the validity
+// lasts. It returns when ctx ends, the manager closes, MaxHold is reached,
+// or l is lost or unlocked.
+func (l *Lock) keepExtended(ctx context.Context, a AutoExtend, obtained time.Time) {
+	defer close(l.watchdog.done)
 	timer := time.NewTimer(l.nextExtension(a.Remaining))
 	defer timer.Stop()
 	// Extend returns once a quorum answered; the requests still due to the

@@ -21,6 +21,16 @@ type claim struct {
 	fw    *fairWaiter // the mutex with fairness: its place in the nodes' lines
 }
 
+// waiter is the id under which c's lock waited in the nodes' lines
+// (fairness), "" without one: nodes that did not grant it may still keep
+// its place, which the release gives up.
+func (c *claim) waiter() string {
+	if c.fw == nil {
+		return ""
+	}
+	return c.fw.id
+}
+
 // acquire makes one attempt at c's lock: its acquire request on every node
 // at once; a lock when a quorum granted it within the validity, counted from
 // the moment the requests were sent; otherwise a release on every node that
@@ -44,8 +54,8 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	key := keyName(c.keys)
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
-		return &Lock{m: m, cfg: *cfg, keys: c.keys, rkeys: c.rkeys, secret: secret, fence: uint64(fence), kind: c.kind,
-			until: until, pend: pend, granted: v.Granted}, nil
+		g := grant{secret: secret, fence: uint64(fence), granted: v.Granted, pend: pend}
+		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.

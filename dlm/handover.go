@@ -4,11 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
-// handOverSlice bounds how long a lock may pass from caller to caller
+// handOverSlice bounds how long a lock may be handed from caller to caller
 // within one manager without going back to the nodes: after it, the lock is
 // released there, so that other processes' waiters, woken by the release,
 // get their chance.
@@ -41,18 +39,18 @@ type localQueue struct {
 // localWaiter is a caller in line. At its turn, c receives the lock handed
 // over, or nil: compete on the nodes.
 type localWaiter struct {
-	c chan *passed
-	// What a lock handed over must offer: the lease the caller asked for,
+	c chan *handover
+	// What a lock handed over must offer: the terms the caller asked for,
 	// and this much validity.
-	lease    lease
-	minLease time.Duration
+	terms       terms
+	minValidity time.Duration
 }
 
-// lease is what a grant's validity, and its keys' life on the nodes, depend
-// on. A lock is handed over only to a caller that asked for the same lease:
-// its own grant at the same moment would have set the same TTL on the nodes
-// and proved the same validity.
-type lease struct {
+// terms are what a grant's validity, and its keys' life on the nodes,
+// depend on. A lock is handed over only to a caller that asked for the same
+// terms: its own grant at the same moment would have set the same TTL on
+// the nodes and proved the same validity.
+type terms struct {
 	ttl          time.Duration
 	driftFactor  float64
 	nodeTimeout  time.Duration // the loss guard depends on it
@@ -60,17 +58,16 @@ type lease struct {
 	fencing      bool          // each grant of a fenced lock needs a greater fencing token
 }
 
-// lease returns the lease of the locks obtained under c.
-func (c *config) lease() lease {
-	return lease{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing}
+// terms returns the terms of the locks obtained under c.
+func (c *config) terms() terms {
+	return terms{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing}
 }
 
-// passed is a held lock passed from one caller to the next.
-type passed struct {
-	secret  string
-	until   time.Time
-	granted uint64
-	pend    *round.Pending // the grant's requests still under way, for the release
+// handover is a held lock handed from one caller to the next: its grant,
+// and the end of its validity.
+type handover struct {
+	grant
+	until time.Time
 }
 
 // turn is one Lock call's place at the head of its queue, from when it may
@@ -94,7 +91,7 @@ func queueName(rkeys []string) string {
 // on the nodes. It returns an error when ctx ends or done is closed first;
 // if a lock was handed over all the same, it returns it too, and the caller
 // must unlock it.
-func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *config, rkeys []string) (*turn, *passed, error) {
+func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *config, rkeys []string) (*turn, *handover, error) {
 	t := &turn{qs: qs, name: queueName(rkeys)}
 	qs.mu.Lock()
 	if qs.queues == nil {
@@ -110,7 +107,7 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 		qs.mu.Unlock()
 		return t, nil, nil
 	}
-	w := &localWaiter{c: make(chan *passed, 1), lease: cfg.lease(), minLease: cfg.validity(cfg.ttl) / 2}
+	w := &localWaiter{c: make(chan *handover, 1), terms: cfg.terms(), minValidity: cfg.validity(cfg.ttl) / 2}
 	q.waiters = append(q.waiters, w)
 	holder := q.holder
 	qs.mu.Unlock()
@@ -130,7 +127,7 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 	}
 	qs.mu.Lock()
 	select {
-	case h := <-w.c: // our turn came meanwhile: the caller passes it on
+	case h := <-w.c: // our turn came meanwhile: the caller leaves it
 		qs.mu.Unlock()
 		if h == nil {
 			t.leave()
@@ -150,15 +147,15 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 }
 
 // hold records that the turn's caller holds l, obtained from the nodes
-// unless handed over; the turn passes on when l ends (see [Lock.end] and
+// unless handed over; the turn is left when l ends (see [Lock.end] and
 // [Lock.Unlock]).
-func (t *turn) hold(l *Lock, handed bool) {
+func (t *turn) hold(l *Lock, handedOver bool) {
 	l.turn = t
 	waiting := false
 	t.qs.mu.Lock()
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
 		q.holder = l
-		if !handed {
+		if !handedOver {
 			q.since = time.Now()
 		}
 		waiting = len(q.waiters) > 0
@@ -208,13 +205,13 @@ func (t *turn) leave() {
 //   - l took its turn in the manager's line ([localQueues]), which a lock
 //     from TryLock, from Lock with a retry budget or [WithFairness], a read
 //     lock, a permit and a resumed lock never do, and that turn was not
-//     passed on already (l was lost meanwhile);
+//     left already (l was lost meanwhile);
 //   - a caller waits in line for these keys;
 //   - timeliness: the lock has gone from caller to caller in the manager
 //     for no longer than handOverSlice since it was last obtained from the
 //     nodes, so that other processes' waiters, woken by a release, get
 //     their chance;
-//   - the next caller asked for the same lease ([lease]): TTL, drift factor,
+//   - the next caller asked for the same terms ([terms]): TTL, drift factor,
 //     node timeout (the loss guard depends on it), restart guard (which
 //     nodes count toward a quorum), fencing;
 //   - no extension of l was ever sent to the nodes ([Lock.extended]),
@@ -244,13 +241,13 @@ func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
 		return false
 	}
 	next := q.waiters[0]
-	// The same lease means no fencing either: l.cfg.fencing is false here.
-	if next.lease != l.cfg.lease() || time.Until(l.until) < next.minLease {
+	// The same terms mean no fencing either: l.cfg.fencing is false here.
+	if next.terms != l.cfg.terms() || time.Until(l.until) < next.minValidity {
 		return false
 	}
 	t.left = true
 	q.waiters = q.waiters[1:]
 	q.holder = nil
-	next.c <- &passed{secret: l.secret, until: l.until, granted: l.granted, pend: l.pend}
+	next.c <- &handover{grant: l.grant, until: l.until}
 	return true
 }

@@ -89,7 +89,7 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, l
 // release releases l on every node, by the scripts of its kind.
 func (l *Lock) release(ctx context.Context) round.Vote {
 	if l.kind == nil {
-		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiter, l.granted)
+		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiter(), l.granted)
 	}
 	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, l.granted))
 	return v
@@ -109,10 +109,7 @@ func (l *Lock) extendRequest(cfg *config, ttl time.Duration) *round.Request {
 
 // quorum is the number of nodes that must hold l.
 func (l *Lock) quorum() int {
-	if l.kind != nil {
-		return l.kind.quorum(len(l.m.nodes))
-	}
-	return round.Majority(len(l.m.nodes))
+	return l.claim.quorum(len(l.m.nodes))
 }
 
 // failure is the error of an operation on l whose vote fell short.
@@ -132,14 +129,6 @@ func (l *Lock) subject() string {
 		return l.kind.what + " " + strconv.Quote(l.Key())
 	}
 	return strconv.Quote(l.Key())
-}
-
-// noun is what l is in errors: "lock", "read lock" or "permit".
-func (l *Lock) noun() string {
-	if l.kind != nil {
-		return l.kind.what
-	}
-	return "lock"
 }
 
 // lockLease takes a lease of kind on key, waiting or not, and starts its

@@ -18,53 +18,32 @@ import (
 // [ErrNotHeld], so a deferred Unlock written before the error check is
 // harmless; Lost returns a closed channel, and the accessors zero values.
 type Lock struct {
-	m      *Manager
-	cfg    config
-	keys   []string // as the caller gave them, sorted for a multi-key lock
-	rkeys  []string // Redis keys
-	secret string
-	fence  uint64         // fencing token; 0 without fencing
-	pend   *round.Pending // acquire requests still due when the lock was obtained
-	// granted marks the nodes that granted the lock (0 to 63), which
-	// announce its release; 0 when not known (Resume).
-	granted uint64
-	turn    *turn // the manager's local queue for these keys, if any
+	m        *Manager
+	cfg      config
+	claim          // what was asked for: the keys and the kind of lock
+	grant          // what the nodes gave: the secret, the fence, who granted
+	turn     *turn // the manager's local queue for these keys, if any
+	watchdog watchdog
+
+	// op serializes Extend and Unlock, round trips included.
+	op sync.Mutex
 	// extended records that an extension was sent to the nodes, whatever
 	// came of it: the keys may live by its TTL rather than the grant's, so
 	// the lock is never handed over (see [Lock.handOver]). Guarded by op.
 	extended bool
-	// waiter is the id under which the lock waited in the nodes' lines
-	// (fairness): nodes that did not grant it may still keep its place,
-	// which the release gives up.
-	waiter string
-	// kind is the shared lease this is (a read lock or a semaphore's
-	// permit), nil for the mutex; see lease.go.
-	kind *leaseKind
 
-	// watchdog, when auto-extension is on: cancel stops it, done is
-	// closed when it has returned.
-	stopWatchdog context.CancelFunc
-	watchdogDone chan struct{}
+	validity // the end of the validity and the signal of the loss
+}
 
-	// op serializes Extend and Unlock, round trips included. mu guards the
-	// state below and is never held across a round trip, so that the end
-	// of the validity is signalled on time even while an extension is
-	// under way.
-	op       sync.Mutex
-	mu       sync.Mutex
-	until    time.Time
-	released bool      // Unlock was called
-	endedAt  time.Time // when Unlock was called
-	lostErr  error     // why the lock is known lost; nil while it is not
-	// extendErr is the last extension's failure, nil once one succeeds:
-	// the loss at the end of the validity wraps it.
-	extendErr error
-	// lostEvent is the loss end recorded, sent to the hook and logger by
-	// unlockMu once l.mu is released.
-	lostEvent *Event
-	done      chan struct{}
-	expiry    *time.Timer // closes done when the validity ends
-	onEnd     []func(cause error)
+// grant is what a quorum of nodes gave a lock, and what the release
+// needs: a lock handed over within the manager keeps its grant.
+type grant struct {
+	secret string
+	fence  uint64 // fencing token; 0 without fencing
+	// granted marks the nodes that granted the lock (0 to 63), which
+	// announce its release; 0 when not known (Resume).
+	granted uint64
+	pend    *round.Pending // acquire requests still due when the lock was obtained
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
@@ -100,14 +79,6 @@ func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.validUntil()
-}
-
-// validUntil is Until with l.mu held.
-func (l *Lock) validUntil() time.Time {
-	if l.released {
-		return l.endedAt
-	}
-	return l.until
 }
 
 // Lost returns a channel that is closed when the lock is released by
@@ -163,7 +134,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	if l.m.closed.Load() {
 		l.mu.Unlock()
-		l.passTurn()
+		l.leaveTurn()
 		return ErrClosed
 	}
 	start := time.Now()
@@ -185,7 +156,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	start = time.Now()
 	v := l.release(ctx)
-	l.passTurn()
+	l.leaveTurn()
 	var err error
 	switch {
 	case lostErr != nil:
@@ -298,150 +269,17 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return qerr
 }
 
-// shorten brings the validity down to bound if it ends earlier, and reports
-// the lock lost at once if what is left is within the loss guard. Called
-// with l.mu held, after a failed extension: nodes whose reply was lost may
-// have applied its TTL.
-func (l *Lock) shorten(bound time.Time) {
-	if !bound.Before(l.until) {
-		return
-	}
-	l.until = bound
-	left := time.Until(l.until) - l.cfg.lossGuard()
-	switch {
-	case left <= 0:
-		l.end(l.expiredErr())
-	case l.expiry != nil:
-		l.expiry.Reset(left)
-	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// watchExpiry makes sure l.done exists and is closed when the validity
-// ends. Called with l.mu held.
-func (l *Lock) watchExpiry() {
-	if l.done != nil {
-		return
-	}
-	l.done = make(chan struct{})
-	if l.released || l.lostErr != nil {
-		close(l.done)
-		return
-	}
-	left := time.Until(l.until) - l.cfg.lossGuard()
-	if left <= 0 {
-		// Report it now rather than from a timer a moment later, so that
-		// Lost of a lock past its guard is closed when it returns.
-		l.end(l.expiredErr())
-		return
-	}
-	l.expiry = time.AfterFunc(left, l.expire)
-}
-
-// expire runs when the validity timer fires.
-func (l *Lock) expire() {
-	l.mu.Lock()
-	defer l.unlockMu()
-	if l.released || l.lostErr != nil {
-		return
-	}
-	if left := time.Until(l.until) - l.cfg.lossGuard(); left > 0 { // extended meanwhile
-		l.expiry.Reset(left)
-		return
-	}
-	l.end(l.expiredErr())
-}
-
-// expiredErr is the loss of a lock whose validity is about to end, or has
-// ended, without a successful extension. It wraps the last extension's
-// failure, if one failed since the last success. Called with l.mu held.
-func (l *Lock) expiredErr() error {
-	left := time.Until(l.until).Round(time.Millisecond)
-	when := fmt.Sprintf("validity ends in %v", left)
-	if left <= 0 {
-		when = fmt.Sprintf("validity ended %v ago", -left)
-	}
-	switch {
-	case l.extendErr != nil:
-		return fmt.Errorf("dlm: %s %q: %s after a failed extension: %w: %w", l.noun(), l.Key(), when, ErrLockLost, l.extendErr)
-	case l.cfg.autoExtend != nil:
-		return fmt.Errorf("dlm: %s %q: %s and no extension succeeded: %w", l.noun(), l.Key(), when, ErrLockLost)
-	default:
-		return fmt.Errorf("dlm: %s %q: %s (not extended): %w", l.noun(), l.Key(), when, ErrLockLost)
-	}
-}
-
-// end records that the lock is no longer held — released when cause is nil,
-// lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
-// call wins. The loss is sent to the hook and logger by unlockMu, after the
-// signal and outside l.mu, so that neither can delay it: no code of the
-// user's runs here, not even the logger's Enabled, which emit asks then.
-func (l *Lock) end(cause error) {
-	if l.lostErr != nil || (l.released && cause != nil) {
-		return
-	}
-	if cause != nil {
-		l.lostErr = cause
-		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
-	}
-	if l.expiry != nil {
-		l.expiry.Stop()
-	}
-	if l.done != nil {
-		select {
-		case <-l.done:
-		default:
-			close(l.done)
-		}
-	}
-	for _, f := range l.onEnd {
-		f(cause)
-	}
-	l.onEnd = nil
-	if cause != nil {
-		l.passTurn() // Unlock passes it once the keys are deleted
-	}
-}
-
-// unlockMu releases l.mu, then sends the loss that end recorded, if any, to
-// the hook and the logger (emit asks the logger whether it wants it).
-func (l *Lock) unlockMu() {
-	ev := l.lostEvent
-	l.lostEvent = nil
-	l.mu.Unlock()
-	if ev != nil {
-		l.cfg.emit(context.Background(), ev)
-	}
-}
-
-// passTurn lets the next of the manager's callers waiting for these keys
+// leaveTurn lets the next of the manager's callers waiting for these keys
 // compete for them.
-func (l *Lock) passTurn() {
+func (l *Lock) leaveTurn() {
 	if l.turn != nil {
 		l.turn.leave()
 	}
 }
 
-// watchValidity makes sure the end of the lock's validity is noticed even if
-// nobody asked for [Lock.Lost]: a caller waits behind it in the manager.
-func (l *Lock) watchValidity() {
-	l.mu.Lock()
-	l.watchExpiry()
-	l.unlockMu()
-}
-
 // stopExtending stops the watchdog, if any, and waits for it to return.
 func (l *Lock) stopExtending() {
-	if l.stopWatchdog != nil {
-		l.stopWatchdog()
-		<-l.watchdogDone
-	}
+	l.watchdog.halt()
 }
 
 // errNilLock is the error of op on a nil *Lock: not held.

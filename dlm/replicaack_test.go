@@ -59,9 +59,9 @@ func TestAckedScripts(t *testing.T) {
 		}
 	}
 	for name, l := range map[string]*Lock{
-		"lock":   {m: m, rkeys: []string{"k"}},
-		"read":   {m: m, rkeys: readLease.keys("k"), kind: readLease},
-		"permit": {m: m, rkeys: sem.kind.keys("s"), kind: sem.kind},
+		"lock":   {m: m, claim: claim{rkeys: []string{"k"}}},
+		"read":   {m: m, claim: claim{rkeys: readLease.keys("k"), kind: readLease}},
+		"permit": {m: m, claim: claim{rkeys: sem.kind.keys("s"), kind: sem.kind}},
 	} {
 		if req := l.extendRequest(&cfg, time.Second); !acked(req) {
 			t.Errorf("acked(%s extension) = false; want true", name)

@@ -95,7 +95,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if kind != nil {
 		rkeys = kind.keys(rkeys[0])
 	}
-	l := &Lock{m: m, cfg: cfg, keys: keys, rkeys: rkeys, secret: h.Secret, fence: h.Fence, until: time.Now().Add(left), kind: kind}
+	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, fence: h.Fence}, validity: validity{until: time.Now().Add(left)}}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
 	}

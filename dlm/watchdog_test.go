@@ -37,7 +37,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 	}
 	for name, lk := range map[string]*Lock{"Lock": l, "Resume": r} {
 		select {
-		case <-lk.watchdogDone:
+		case <-lk.watchdog.done:
 		default:
 			t.Errorf("the watchdog of the lock from %s still runs after Close returned; want it stopped and waited for", name)
 		}
