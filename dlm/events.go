@@ -76,7 +76,7 @@ type Event struct {
 // releases and node failures, with their durations. contrib/otel turns
 // events into OpenTelemetry spans and metrics.
 type Hook interface {
-	// Observe receives e on the goroutine of the operation, never while
+	// OnEvent receives e on the goroutine of the operation, never while
 	// the lock's internal mutex is held; an [EventLost] comes only after
 	// [Lock.Lost] was closed and Do's context cancelled, so a slow hook
 	// cannot delay the loss signal. It should still be quick, since it
@@ -84,7 +84,7 @@ type Hook interface {
 	// the values of the operation's context but never its cancellation or
 	// deadline: an operation that ended with its context is reported like
 	// any other.
-	Observe(ctx context.Context, e *Event)
+	OnEvent(ctx context.Context, e *Event)
 }
 
 // WithHook sends every event of the manager or call to h. Without a hook,
@@ -123,7 +123,7 @@ func (c *config) emit(ctx context.Context, e *Event) {
 		ctx = context.WithoutCancel(ctx)
 	}
 	if c.hook != nil {
-		c.hook.Observe(ctx, e)
+		c.hook.OnEvent(ctx, e)
 	}
 	level := eventLevel(e.Kind, e.Err)
 	if !c.logger.Enabled(ctx, level) {

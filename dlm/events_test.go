@@ -17,7 +17,7 @@ type recordingHook struct {
 	events []Event
 }
 
-func (h *recordingHook) Observe(_ context.Context, e *Event) {
+func (h *recordingHook) OnEvent(_ context.Context, e *Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, *e)
@@ -391,7 +391,7 @@ type ctxHook struct {
 
 type ctxMark struct{}
 
-func (h *ctxHook) Observe(ctx context.Context, e *Event) {
+func (h *ctxHook) OnEvent(ctx context.Context, e *Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.kinds = append(h.kinds, e.Kind)

@@ -278,7 +278,7 @@ func (n *lateReplies) Eval(ctx context.Context, s *driver.Script, keys, args []s
 // hookFunc turns a function into a dlm.Hook.
 type hookFunc func(*dlm.Event)
 
-func (f hookFunc) Observe(_ context.Context, e *dlm.Event) { f(e) }
+func (f hookFunc) OnEvent(_ context.Context, e *dlm.Event) { f(e) }
 
 // TestFairKeepsPlaceAfterFailedAttempt checks that a waiter whose attempt
 // is granted by the nodes but fails all the same (here its replies come

@@ -251,7 +251,7 @@ type secretSpy struct {
 	messages int
 }
 
-func (s *secretSpy) Observe(_ context.Context, e *dlm.Event) {
+func (s *secretSpy) OnEvent(_ context.Context, e *dlm.Event) {
 	s.mu.Lock()
 	if s.kinds == nil {
 		s.kinds = map[dlm.EventKind]int{}

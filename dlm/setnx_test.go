@@ -339,4 +339,4 @@ func TestWriterIntentAtFirstAttempt(t *testing.T) {
 // hookFunc is a Hook made of a function.
 type hookFunc func(*Event)
 
-func (f hookFunc) Observe(_ context.Context, e *Event) { f(e) }
+func (f hookFunc) OnEvent(_ context.Context, e *Event) { f(e) }

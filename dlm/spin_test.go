@@ -14,7 +14,7 @@ import (
 // attemptCounter is a Hook that counts acquire attempts.
 type attemptCounter struct{ n atomic.Int64 }
 
-func (c *attemptCounter) Observe(_ context.Context, e *dlm.Event) {
+func (c *attemptCounter) OnEvent(_ context.Context, e *dlm.Event) {
 	if e.Kind == dlm.EventAttempt {
 		c.n.Add(1)
 	}

@@ -167,7 +167,7 @@ func TestFailedExtendShortensValidity(t *testing.T) {
 // slowHook takes 30ms over every loss it observes.
 type slowHook struct{}
 
-func (slowHook) Observe(_ context.Context, e *Event) {
+func (slowHook) OnEvent(_ context.Context, e *Event) {
 	if e.Kind == EventLost {
 		time.Sleep(30 * time.Millisecond)
 	}

@@ -84,9 +84,9 @@ type attempts struct {
 	last error // nil before the first attempt that ran to its end
 }
 
-// Observe records an attempt that ended on its own, not because the wait
+// OnEvent records an attempt that ended on its own, not because the wait
 // was stopped under it.
-func (a *attempts) Observe(ctx context.Context, e *dlm.Event) {
+func (a *attempts) OnEvent(ctx context.Context, e *dlm.Event) {
 	if e.Kind != dlm.EventAttempt || e.Err == nil || ctx.Err() != nil {
 		return
 	}

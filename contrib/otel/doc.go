@@ -73,7 +73,7 @@
 //
 // A manager without a hook builds no events. With this hook, each event
 // costs a span when the tracer samples it, and a measurement; attributes
-// are built only for spans being recorded. Observe runs on the goroutine
+// are built only for spans being recorded. OnEvent runs on the goroutine
 // of the lock operation, so the providers' processors and readers should
 // export in the background, as the batching span processor and the
 // periodic metric reader do.

@@ -49,9 +49,9 @@ func NewHook(opts ...Option) (*Hook, error) {
 	return &Hook{tracer: c.tracerProvider.Tracer(ScopeName), inst: inst}, nil
 }
 
-// Observe records e: the span of the operation or attempt it reports, if
+// OnEvent records e: the span of the operation or attempt it reports, if
 // any, and its measurements. It implements [dlm.Hook].
-func (h *Hook) Observe(ctx context.Context, e *dlm.Event) {
+func (h *Hook) OnEvent(ctx context.Context, e *dlm.Event) {
 	switch e.Kind {
 	case dlm.EventAttempt:
 		if errors.Is(e.Err, dlm.ErrNotObtained) {

@@ -342,7 +342,7 @@ func TestDefaultProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	h.Observe(context.Background(), &dlm.Event{Kind: dlm.EventObtained, Op: "lock", Key: "k", Start: start, Duration: time.Millisecond, Attempts: 1})
+	h.OnEvent(context.Background(), &dlm.Event{Kind: dlm.EventObtained, Op: "lock", Key: "k", Start: start, Duration: time.Millisecond, Attempts: 1})
 	if got := spans.Ended(); len(got) != 1 || got[0].Name() != spanLock || got[0].InstrumentationScope().Name != ScopeName {
 		t.Errorf("global tracer provider got %v; want one %s span of scope %s", got, spanLock, ScopeName)
 	}
@@ -415,7 +415,7 @@ func TestNotRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := dlm.EventAttempt; k <= dlm.EventDone; k++ {
-		h.Observe(context.Background(), &dlm.Event{Kind: k, Op: "lock", Key: "k", Node: "n:1", Start: time.Now(), Err: dlm.ErrNotObtained,
+		h.OnEvent(context.Background(), &dlm.Event{Kind: k, Op: "lock", Key: "k", Node: "n:1", Start: time.Now(), Err: dlm.ErrNotObtained,
 			NodeErrors: []*dlm.NodeError{{Node: "n:1", Err: errors.New("refused")}}})
 	}
 	if got := len(spans.Started()) + len(spans.Ended()); got != 0 {

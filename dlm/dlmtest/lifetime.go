@@ -84,7 +84,7 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 // lostHook is a [dlm.Hook] that passes the EventLost events to f.
 type lostHook func(e *dlm.Event)
 
-func (h lostHook) Observe(_ context.Context, e *dlm.Event) {
+func (h lostHook) OnEvent(_ context.Context, e *dlm.Event) {
 	if e.Kind == dlm.EventLost {
 		h(e)
 	}

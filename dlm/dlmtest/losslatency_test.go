@@ -153,7 +153,7 @@ func TestLossSignalLatency(t *testing.T) {
 // lossHook is a [dlm.Hook] that passes the EventLost events to f.
 type lossHook func(e *dlm.Event)
 
-func (h lossHook) Observe(_ context.Context, e *dlm.Event) {
+func (h lossHook) OnEvent(_ context.Context, e *dlm.Event) {
 	if e.Kind == dlm.EventLost {
 		h(e)
 	}

@@ -190,7 +190,7 @@ type watch struct {
 	attempts atomic.Int32
 }
 
-func (w *watch) Observe(_ context.Context, e *dlm.Event) {
+func (w *watch) OnEvent(_ context.Context, e *dlm.Event) {
 	if e.Kind == dlm.EventAttempt {
 		w.attempts.Add(1)
 	}

@@ -173,4 +173,4 @@ func cutLast(s, sep string) (before, after string, found bool) {
 
 type hookFunc func(context.Context, *dlm.Event)
 
-func (f hookFunc) Observe(ctx context.Context, e *dlm.Event) { f(ctx, e) }
+func (f hookFunc) OnEvent(ctx context.Context, e *dlm.Event) { f(ctx, e) }

@@ -312,8 +312,8 @@ func (d *demo) mark(t *time.Time) time.Time {
 }
 
 // observer is a worker's dlm.Hook: it counts refused attempts and
-// extensions, and logs extensions, failed extensions and losses. Observe
-// may run while the lock's mutex is held, so it only counts and prints.
+// extensions, and logs extensions, failed extensions and losses. OnEvent
+// runs on the goroutine of the lock operation, so it only counts and prints.
 type observer struct {
 	worker   string
 	log      *demolog.Logger
@@ -321,7 +321,7 @@ type observer struct {
 	refused  atomic.Int32
 }
 
-func (o *observer) Observe(_ context.Context, e *dlm.Event) {
+func (o *observer) OnEvent(_ context.Context, e *dlm.Event) {
 	switch e.Kind {
 	case dlm.EventAttempt:
 		if e.Err != nil {
