@@ -31,7 +31,7 @@ import (
 // [EventDone] before the panic goes on up the stack; likewise if fn calls
 // [runtime.Goexit].
 func (m *Manager) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
-	return m.do(ctx, []string{key}, fn, opts)
+	return m.do(ctx, nil, []string{key}, fn, opts)
 }
 
 // DoAll is [Manager.Do] for a lock over several keys, taken as
@@ -41,15 +41,27 @@ func (m *Manager) DoAll(ctx context.Context, keys []string, fn func(ctx context.
 	if err != nil {
 		return err
 	}
-	return m.do(ctx, keys, fn, opts)
+	return m.do(ctx, nil, keys, fn, opts)
 }
 
-func (m *Manager) do(ctx context.Context, keys []string, fn func(ctx context.Context) error, opts []Option) error {
+// do is Do for a lock of any kind (kind nil for the mutex, keys one key
+// for a lease): [Manager.Do], [Manager.DoAll], [Manager.RDo] and
+// [Semaphore.Do] are this one call, and send the same events.
+func (m *Manager) do(ctx context.Context, kind *leaseKind, keys []string, fn func(ctx context.Context) error, opts []Option) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	start := time.Now()
-	l, err := m.lock(ctx, keys, append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...), true)
+	opts = append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...)
+	var (
+		l   *Lock
+		err error
+	)
+	if kind == nil {
+		l, err = m.lock(ctx, keys, opts, true)
+	} else {
+		l, err = m.lockLease(ctx, kind, keys[0], opts, true)
+	}
 	if err != nil {
 		if !errors.Is(err, ErrInvalid) {
 			// lock accepted the options; only the hook and logger they set

@@ -30,9 +30,10 @@ const (
 	EventReleased
 	// EventNodeError: one node failed a request of operation Op.
 	EventNodeError
-	// EventDone: [Manager.Do] or [Manager.DoAll] returned Err, Duration
-	// after it was called. It is sent for every call that got past the
-	// checks of its arguments, whether the lock was obtained or not.
+	// EventDone: [Manager.Do], [Manager.DoAll], [Manager.RDo] or
+	// [Semaphore.Do] returned Err, Duration after it was called. It is
+	// sent for every call that got past the checks of its arguments,
+	// whether the lock was obtained or not.
 	EventDone
 )
 

@@ -150,21 +150,6 @@ func (m *Manager) lockLease(ctx context.Context, kind *leaseKind, key string, op
 	return m.take(ctx, &cfg, &claim{kind: kind, keys: []string{key}, rkeys: kind.keys(rkeys[0])}, wait)
 }
 
-// doLease is [Manager.Do] for a lease: it takes one of kind on key, runs fn
-// while keeping it extended, and releases it when fn returns, panics or
-// calls runtime.Goexit.
-func (m *Manager) doLease(ctx context.Context, kind *leaseKind, key string, fn func(ctx context.Context) error, opts []Option) error {
-	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalid)
-	}
-	start := time.Now()
-	l, err := m.lockLease(ctx, kind, key, append([]Option{WithAutoExtend(AutoExtend{}), extendWithCtx}, opts...), true)
-	if err != nil {
-		return err
-	}
-	return l.run(ctx, start, fn)
-}
-
 // handle returns what a [Handle] says of a lease of kind k (nil for the
 // mutex).
 func (k *leaseKind) handle() (lease string, limit, q int) {

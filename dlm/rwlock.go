@@ -71,7 +71,7 @@ func (m *Manager) TryRLock(ctx context.Context, key string, opts ...Option) (*Lo
 // the lease. A write lock on key asked for with fn's context is refused
 // with [ErrUpgrade].
 func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
-	return m.doLease(ctx, readLease, key, fn, opts)
+	return m.do(ctx, readLease, []string{key}, fn, opts)
 }
 
 // Shared reports whether l is a read lock ([Manager.RLock]) or a

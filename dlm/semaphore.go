@@ -200,7 +200,7 @@ func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error, 
 	if s == nil {
 		return errNilSemaphore
 	}
-	return s.m.doLease(ctx, s.kind, s.name, fn, s.with(opts))
+	return s.m.do(ctx, s.kind, []string{s.name}, fn, s.with(opts))
 }
 
 // errNilSemaphore is the error of a call on a nil *Semaphore.
