@@ -29,7 +29,7 @@ import (
 // [Manager.Campaign] end the same way.
 //
 // Calls of one Manager that wait for the same keys without a retry budget
-// (and without [WithFairness]) line up in the Manager, and only the first
+// (and without [WithFairness]) queue in the Manager, and only the first
 // sends requests. When the one before unlocks, it may hand its lock over
 // without a round trip — but only to a call that asked for the same TTL,
 // drift factor, node timeout and restart guard, without fencing, and only
@@ -39,11 +39,12 @@ import (
 // given. Any other call obtains the lock from the nodes.
 //
 // A retry budget ([WithRetry] with tries > 0) turns both off for the call:
-// it sends requests from its first attempt, beside the line rather than in
+// it sends requests from its first attempt, beside the queue rather than in
 // it, is never handed a lock, and the lock it obtains is released on the
-// nodes at Unlock, never handed to a caller in line. TryLock and
-// [WithFairness] keep a call out of the line likewise, and a lock from
-// [Manager.Resume] is never in it.
+// nodes at Unlock, never handed to a queued call. TryLock and
+// [WithFairness] keep a call out of the queue likewise, and a lock from
+// [Manager.Resume] is never in it. (The nodes' lines of [WithFairness] are
+// another thing: they order the waiters of every process.)
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }
@@ -79,9 +80,9 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	)
 	switch {
 	case c.kind == nil && wait && cfg.tries == 0 && cfg.fair == nil:
-		// Callers that wait without a retry budget line up in the manager
-		// first: only the head of the line sends requests. (With fairness
-		// each takes its own place on the nodes instead.) The line keeps
+		// Callers that wait without a retry budget queue in the manager
+		// first: only the head of the queue sends requests. (With fairness
+		// each takes its own place in the nodes' lines instead.) The queue keeps
 		// its own copy of the settings, so that those of the other calls
 		// need none on the heap.
 		lcfg := *cfg
@@ -104,7 +105,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	if cfg.wants(ctx, kind, err) {
 		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
 		if l != nil {
-			ev.Fence = l.fence
+			ev.Token = l.token
 		}
 		cfg.emit(ctx, ev)
 	}

@@ -53,8 +53,8 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	elapsed := time.Since(start)
 	key := keyName(c.keys)
 	if ok {
-		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Fence: uint64(fence)}, m.addrs)
-		g := grant{secret: secret, fence: uint64(fence), granted: v.Granted, pend: pend}
+		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(fence)}, m.addrs)
+		g := grant{secret: secret, token: uint64(fence), granted: v.Granted, pend: pend}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:

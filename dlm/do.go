@@ -99,7 +99,7 @@ func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Con
 			// higher up must not leave the lock held and extended, nor a
 			// hook's span of the call open.
 			uerr := l.Unlock(context.WithoutCancel(ctx))
-			l.cfg.emitDone(ctx, l.keys, start, l.fence, errors.Join(errFnAborted, uerr))
+			l.cfg.emitDone(ctx, l.keys, start, l.token, errors.Join(errFnAborted, uerr))
 		}
 	}()
 	err := fn(fctx)
@@ -107,7 +107,7 @@ func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Con
 	if uerr := l.Unlock(ctx); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
-	l.cfg.emitDone(ctx, l.keys, start, l.fence, err)
+	l.cfg.emitDone(ctx, l.keys, start, l.token, err)
 	return err
 }
 
@@ -118,7 +118,7 @@ var errFnAborted = errors.New("dlm: Do's function did not return: it panicked or
 // emitDone sends the [EventDone] of a Do call that started at start.
 func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, fence uint64, err error) {
 	if c.wants(ctx, EventDone, err) {
-		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Fence: fence, Err: err})
+		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Token: fence, Err: err})
 	}
 }
 

@@ -68,8 +68,9 @@ type Event struct {
 	Attempts int
 	// For, Against and Failed are the vote, where one was taken.
 	For, Against, Failed int
-	// Fence is the fencing token, when fencing is on and a lock was held.
-	Fence uint64
+	// Token is the fencing token ([Lock.Token]), when fencing is on and a
+	// lock was held. Logs name it "fence".
+	Token uint64
 	Err   error
 }
 
@@ -142,8 +143,8 @@ func (c *config) emit(ctx context.Context, e *Event) {
 	if e.Attempts > 0 {
 		attrs = append(attrs, slog.Int("attempts", e.Attempts))
 	}
-	if e.Fence > 0 {
-		attrs = append(attrs, slog.Uint64("fence", e.Fence))
+	if e.Token > 0 {
+		attrs = append(attrs, slog.Uint64("fence", e.Token))
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))

@@ -310,7 +310,7 @@ func TestDoEvent(t *testing.T) {
 		if !errors.Is(err, ErrNotObtained) {
 			t.Fatalf("Do on a held lock = %v; want ErrNotObtained", err)
 		}
-		if e := done(t, h); e.Err != err || e.Fence != 0 {
+		if e := done(t, h); e.Err != err || e.Token != 0 {
 			t.Errorf("done event = %+v; want Do's error %v", e, err)
 		}
 		if got := fmt.Sprint(h.kinds()); got != "[attempt not_obtained done]" {

@@ -227,7 +227,7 @@ func ExampleManager_Status() {
 				fmt.Printf("  %s: %v\n", st.Node, st.Err)
 				continue
 			}
-			fmt.Printf("  %s: held=%v ttl>0=%v fence=%d\n", st.Node, st.Held, st.TTL > 0, st.Fence)
+			fmt.Printf("  %s: held=%v ttl>0=%v counter=%d\n", st.Node, st.Held, st.TTL > 0, st.Counter)
 		}
 	}
 
@@ -242,12 +242,12 @@ func ExampleManager_Status() {
 	show("released")
 	// Output:
 	// held:
-	//   mem-0:6379: held=true ttl>0=true fence=1
-	//   mem-1:6379: held=true ttl>0=true fence=1
+	//   mem-0:6379: held=true ttl>0=true counter=1
+	//   mem-1:6379: held=true ttl>0=true counter=1
 	//   mem-2:6379: node mem-2:6379: dial tcp mem-2:6379: connect: connection refused
 	// released:
-	//   mem-0:6379: held=false ttl>0=false fence=1
-	//   mem-1:6379: held=false ttl>0=false fence=1
+	//   mem-0:6379: held=false ttl>0=false counter=1
+	//   mem-1:6379: held=false ttl>0=false counter=1
 	//   mem-2:6379: node mem-2:6379: dial tcp mem-2:6379: connect: connection refused
 }
 

@@ -39,7 +39,7 @@ func (l *Lock) Token() uint64 {
 	if l == nil {
 		return 0
 	}
-	return l.fence
+	return l.token
 }
 
 // GrantID returns a number that identifies this grant of the lock, or 0
@@ -52,7 +52,7 @@ func (l *Lock) Token() uint64 {
 // [Handle] has the same id. It is below 2^53, and never 0 but for a nil
 // Lock.
 func (l *Lock) GrantID() uint64 {
-	if l == nil || l.fence == 0 {
+	if l == nil || l.token == 0 {
 		return 0
 	}
 	return grantID(l.secret)

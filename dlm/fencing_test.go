@@ -425,7 +425,7 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st[:4] {
-		if !s.Held || s.TTL <= 0 || s.TTL > 5*time.Second || s.Fence != l.Token() || s.Err != nil {
+		if !s.Held || s.TTL <= 0 || s.TTL > 5*time.Second || s.Counter != l.Token() || s.Err != nil {
 			t.Errorf("Status of node %d = %+v; want held, TTL in (0, 5s], fence %d", i, s, l.Token())
 		}
 	}
@@ -436,8 +436,8 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if free[0].Held || free[0].Fence != 0 {
-		t.Errorf("Status of a free key = %+v; want not held, fence 0", free[0])
+	if free[0].Held || free[0].Counter != 0 {
+		t.Errorf("Status of a free key = %+v; want not held, counter 0", free[0])
 	}
 }
 

@@ -17,8 +17,9 @@ type Handle struct {
 	Keys   []string  `json:"keys"`
 	Secret string    `json:"secret"`
 	Until  time.Time `json:"until"`
-	// Fence is the lock's fencing token ([Lock.Token]), 0 without fencing.
-	Fence uint64 `json:"fence,omitempty"`
+	// Token is the lock's fencing token ([Lock.Token]), 0 without fencing.
+	// Its JSON name stays "fence", which Handles of v0.1.0 carry.
+	Token uint64 `json:"fence,omitempty"`
 	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
 	// and empty for the mutex; a permit also carries its semaphore's Limit
 	// and Quorum.
@@ -59,8 +60,8 @@ func (h Handle) String() string {
 		b.WriteString(strconv.Quote(k))
 	}
 	fmt.Fprintf(&b, "], Secret: %s, Until: %s", h.shownSecret(), h.Until.Round(0).Format(time.RFC3339Nano))
-	if h.Fence != 0 {
-		fmt.Fprintf(&b, ", Fence: %d", h.Fence)
+	if h.Token != 0 {
+		fmt.Fprintf(&b, ", Token: %d", h.Token)
 	}
 	if h.Lease != "" {
 		fmt.Fprintf(&b, ", Lease: %q", h.Lease)
@@ -75,8 +76,8 @@ func (h Handle) String() string {
 // GoString is the Go syntax of h, as %#v prints it, with "[redacted]" in
 // place of its secret.
 func (h Handle) GoString() string {
-	return fmt.Sprintf("dlm.Handle{Keys:%#v, Secret:%q, Until:%#v, Fence:%#v, Lease:%#v, Limit:%#v, Quorum:%#v}",
-		h.Keys, h.shownSecret(), h.Until.Round(0), h.Fence, h.Lease, h.Limit, h.Quorum)
+	return fmt.Sprintf("dlm.Handle{Keys:%#v, Secret:%q, Until:%#v, Token:%#v, Lease:%#v, Limit:%#v, Quorum:%#v}",
+		h.Keys, h.shownSecret(), h.Until.Round(0), h.Token, h.Lease, h.Limit, h.Quorum)
 }
 
 // Format prints h for every verb of package fmt as [Handle.String] (with
@@ -90,7 +91,7 @@ func (h Handle) Format(f fmt.State, verb rune) {
 }
 
 // LogValue logs h as a group of its keys, its Until and "[redacted]" in
-// place of its secret (with its fence and lease when set), for
+// place of its secret (with its token, as "fence", and its lease when set), for
 // [log/slog].
 func (h Handle) LogValue() slog.Value {
 	attrs := []slog.Attr{
@@ -98,8 +99,8 @@ func (h Handle) LogValue() slog.Value {
 		slog.String("secret", h.shownSecret()),
 		slog.Time("until", h.Until.Round(0)),
 	}
-	if h.Fence != 0 {
-		attrs = append(attrs, slog.Uint64("fence", h.Fence))
+	if h.Token != 0 {
+		attrs = append(attrs, slog.Uint64("fence", h.Token))
 	}
 	if h.Lease != "" {
 		attrs = append(attrs, slog.String("lease", h.Lease))

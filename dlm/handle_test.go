@@ -23,7 +23,7 @@ func TestHandleNeverPrintsSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Handle{Keys: []string{"orders", "stock"}, Secret: secret, Until: time.Now().Add(time.Minute), Fence: 7, Lease: "permit", Limit: 2, Quorum: 2}
+	h := Handle{Keys: []string{"orders", "stock"}, Secret: secret, Until: time.Now().Add(time.Minute), Token: 7, Lease: "permit", Limit: 2, Quorum: 2}
 	type job struct {
 		Name   string
 		Handle Handle

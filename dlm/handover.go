@@ -12,14 +12,14 @@ import (
 // get their chance.
 const handOverSlice = 20 * time.Millisecond
 
-// localQueues lines up a Manager's own waiting Lock calls on the same keys,
+// localQueues queues a Manager's own waiting Lock calls on the same keys,
 // in arrival order: only the first competes on the nodes, the others wait
 // in the process until it has had the lock. Goroutines of one process then
 // take turns without splitting the nodes' votes among themselves and
-// without sending requests that would be refused, and the next in line
+// without sending requests that would be refused, and the next in the queue
 // starts the moment the lock is released here.
 //
-// When the next in line can take it, Unlock hands the lock itself over
+// When the next in the queue can take it, Unlock hands the lock itself over
 // instead of releasing it on the nodes: the same secret, the same validity,
 // no round trip (see [Lock.handOver] for when).
 type localQueues struct {
@@ -36,7 +36,7 @@ type localQueue struct {
 	since time.Time
 }
 
-// localWaiter is a caller in line. At its turn, c receives the lock handed
+// localWaiter is a queued caller. At its turn, c receives the lock handed
 // over, or nil: compete on the nodes.
 type localWaiter struct {
 	c chan *handover
@@ -169,7 +169,7 @@ func (t *turn) hold(l *Lock, handedOver bool) {
 	}
 }
 
-// leave gives the turn to the next caller in line, who competes on the
+// leave gives the turn to the next queued caller, who competes on the
 // nodes. Only the first of leave and [Lock.handOver] counts.
 func (t *turn) leave() {
 	t.qs.mu.Lock()
@@ -202,11 +202,11 @@ func (t *turn) leave() {
 //   - l is not lost and its validity had not ended when Unlock began;
 //   - l is not fenced: each grant of a fenced lock needs a greater fencing
 //     token from the nodes, and a caller handed l would reuse its token;
-//   - l took its turn in the manager's line ([localQueues]), which a lock
+//   - l took its turn in the manager's queue ([localQueues]), which a lock
 //     from TryLock, from Lock with a retry budget or [WithFairness], a read
 //     lock, a permit and a resumed lock never do, and that turn was not
 //     left already (l was lost meanwhile);
-//   - a caller waits in line for these keys;
+//   - a caller waits in the queue for these keys;
 //   - timeliness: the lock has gone from caller to caller in the manager
 //     for no longer than handOverSlice since it was last obtained from the
 //     nodes, so that other processes' waiters, woken by a release, get

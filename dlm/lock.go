@@ -21,7 +21,7 @@ type Lock struct {
 	m        *Manager
 	cfg      config
 	claim          // what was asked for: the keys and the kind of lock
-	grant          // what the nodes gave: the secret, the fence, who granted
+	grant          // what the nodes gave: the secret, the token, who granted
 	turn     *turn // the manager's local queue for these keys, if any
 	watchdog watchdog
 
@@ -39,7 +39,7 @@ type Lock struct {
 // needs: a lock handed over within the manager keeps its grant.
 type grant struct {
 	secret string
-	fence  uint64 // fencing token; 0 without fencing
+	token  uint64 // fencing token; 0 without fencing
 	// granted marks the nodes that granted the lock (0 to 63), which
 	// announce its release; 0 when not known (Resume).
 	granted uint64
@@ -166,7 +166,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case expiredFor >= 0:
 		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
-	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence, Err: err}, l.m.addrs)
+	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token, Err: err}, l.m.addrs)
 	return err
 }
 
@@ -183,7 +183,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // nodes apply it, start when the extension was sent), and if that leaves
 // less than the loss guard, the lock is reported lost at once ([Lock.Lost]).
 // Either way, a lock Extend sent requests for is released on the nodes at
-// Unlock, never handed to the next of the Manager's callers in line (see
+// Unlock, never handed to the next of the Manager's queued callers (see
 // [Manager.Lock]): its keys may live by ttl, not by that caller's TTL.
 // After [Lock.Unlock], and on a nil Lock, Extend returns an error wrapping
 // [ErrNotHeld].
@@ -224,7 +224,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.extended = true
 	n := len(l.m.nodes)
 	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
-	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Fence: l.fence}
+	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token}
 	until, ok := cfg.quorumInTime(&v, l.quorum(), ttl, start)
 	if ok {
 		l.mu.Lock()

@@ -108,12 +108,12 @@ func WithNodeTimeout(d time.Duration) Option {
 // [backoff(n)/2, backoff(n)]. A nil backoff keeps the current one. The default
 // is [ExponentialBackoff] from 10 ms to 200 ms.
 //
-// With tries > 0, a Lock call stays out of the Manager's line of callers
+// With tries > 0, a Lock call stays out of the Manager's queue of callers
 // waiting for the same keys, and out of the hand-over within it: it
 // competes on the nodes from its first attempt, is never handed a lock, and
 // its lock is released on the nodes at Unlock rather than handed to the
-// next caller in line (see [Manager.Lock]). With tries 0 the call waits in
-// that line, and the head of the line retries at this backoff.
+// next queued caller (see [Manager.Lock]). With tries 0 the call waits in
+// that queue, and the head of the queue retries at this backoff.
 func WithRetry(tries int, backoff Backoff) Option {
 	return optionFunc(func(c *config) {
 		c.tries = tries

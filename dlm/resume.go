@@ -34,7 +34,7 @@ func (l *Lock) Handle() Handle {
 	if left <= 0 {
 		left = min(left, -time.Millisecond) // in the past, whatever the rounding
 	}
-	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), Fence: l.fence}
+	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), Token: l.token}
 	h.Lease, h.Limit, h.Quorum = l.kind.handle()
 	return h
 }
@@ -95,7 +95,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if kind != nil {
 		rkeys = kind.keys(rkeys[0])
 	}
-	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, fence: h.Fence}, validity: validity{until: time.Now().Add(left)}}
+	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, token: h.Token}, validity: validity{until: time.Now().Add(left)}}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
 	}

@@ -16,8 +16,9 @@ type NodeStatus struct {
 	Held bool
 	// TTL is the key's remaining time to live on the node, when held.
 	TTL time.Duration
-	// Fence is the key's fencing counter on the node (0 without fencing).
-	Fence uint64
+	// Counter is the key's fencing counter on the node (0 without
+	// fencing).
+	Counter uint64
 	// Err is the node's failure, if it did not answer.
 	Err error
 }
@@ -62,7 +63,7 @@ func (m *Manager) inspect(ctx context.Context, cfg *config, i int, rkey string) 
 		st.TTL = time.Duration(pttl) * time.Millisecond
 	}
 	if fence > 0 {
-		st.Fence = uint64(fence)
+		st.Counter = uint64(fence)
 	}
 	return st
 }

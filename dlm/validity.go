@@ -127,7 +127,7 @@ func (l *Lock) end(cause error) {
 	}
 	if cause != nil {
 		l.lostErr = cause
-		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Fence: l.fence, Err: cause}
+		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Token: l.token, Err: cause}
 	}
 	if l.expiry != nil {
 		l.expiry.Stop()

@@ -113,7 +113,7 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 func newStatusReport(key string, st []dlm.NodeStatus, pw secrets) *statusReport {
 	rep := &statusReport{Key: key, Quorum: quorum(len(st)), Nodes: make([]nodeReport, len(st))}
 	for i, n := range st {
-		nr := nodeReport{Node: n.Node, Held: n.Held, TTLMillis: n.TTL.Milliseconds(), Fence: n.Fence}
+		nr := nodeReport{Node: n.Node, Held: n.Held, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter}
 		if n.Err != nil {
 			nr.Error = pw.scrub(n.Err).Error()
 			rep.Failed++

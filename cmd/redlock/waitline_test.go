@@ -13,7 +13,7 @@ import (
 func TestWaitText(t *testing.T) {
 	t.Parallel()
 	held := func(ttl time.Duration) dlm.NodeStatus {
-		return dlm.NodeStatus{Node: "n", Held: true, TTL: ttl, Fence: 4}
+		return dlm.NodeStatus{Node: "n", Held: true, TTL: ttl, Counter: 4}
 	}
 	free := dlm.NodeStatus{Node: "n"}
 	down := dlm.NodeStatus{Node: "n", Err: errors.New("timeout")}

@@ -60,8 +60,8 @@ func annotate(span trace.Span, e *dlm.Event, end time.Time) {
 	if e.Kind == dlm.EventObtained || e.Kind == dlm.EventNotObtained {
 		attrs = append(attrs, attrAttempts.Int(e.Attempts))
 	}
-	if e.Fence > 0 {
-		attrs = append(attrs, attrFence.Int64(int64(e.Fence))) // below 2^53
+	if e.Token > 0 {
+		attrs = append(attrs, attrFence.Int64(int64(e.Token))) // below 2^53
 	}
 	forVotes, against, failed := e.For, e.Against, e.Failed
 	var qerr *dlm.QuorumError

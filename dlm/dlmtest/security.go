@@ -282,7 +282,7 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 			s.sawErr(st.Err)
 			t.Errorf("Status(fenced) on %s: %v", st.Node, st.Err)
 		}
-		if st.Held && st.Fence == l.Token() && st.TTL > 0 {
+		if st.Held && st.Counter == l.Token() && st.TTL > 0 {
 			held++
 		}
 	}

@@ -83,15 +83,15 @@ func fairScript(header, body string) *driver.Script {
 
 // The fair acquire scripts, by fencing and restart guard: [Acquire],
 // [FencedAcquire], [GuardedAcquire] and [GuardedFencedAcquire] behind a
-// line (see dlm's WithFairness). KEYS are those of the plain script with
-// the line's three keys ([LineKeys]) before the guard key; ARGV those of
-// the plain script with the waiter's id, the life of its place (ms), the
-// ticket it holds from other nodes and the bound of the line before
-// announce's flag. Reply: {the plain script's reply, the waiter's ticket}:
+// line (see dlm's WithFairness). KEYS are those of the script behind the
+// line with the line's three keys ([LineKeys]) before the guard key; ARGV
+// those of that script with the waiter's id, the life of its place (ms),
+// the ticket it holds from other nodes and the bound of the line before
+// announce's flag. Reply: {that script's reply, the waiter's ticket}:
 // {0, -1} when the line is full, a ticket of 0 for a waiter without an id.
 var (
-	FairAcquire              = fairScript(plainKeys, acquireBody)
-	FairFencedAcquire        = fairScript(plainKeys, fencedAcquireBody)
+	FairAcquire              = fairScript(keysPrelude, acquireBody)
+	FairFencedAcquire        = fairScript(keysPrelude, fencedAcquireBody)
 	FairGuardedAcquire       = fairScript(guardPrelude, acquireBody)
 	FairGuardedFencedAcquire = fairScript(fencedGuardPrelude, fencedAcquireBody)
 )

@@ -57,7 +57,7 @@ if now < safe then return -1 end
 // [FencedAcquire] with the guard key appended to KEYS and the guard window
 // (ms) inserted before announce's flag, after the counters' expiry for the
 // fenced one. Reply: -1 while the node may not count yet, otherwise that
-// of the plain script.
+// of the script without the guard.
 var (
 	GuardedAcquire       = driver.NewScript(guardPrelude + acquireBody)
 	GuardedFencedAcquire = driver.NewScript(fencedGuardPrelude + fencedAcquireBody)

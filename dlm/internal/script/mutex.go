@@ -13,9 +13,10 @@ local function owns(v)
 end
 `
 
-// plainKeys starts a script whose KEYS are all lock keys (or lock keys and
-// counters): nk counts them.
-const plainKeys = announce + `local nk = #KEYS
+// keysPrelude starts a script whose KEYS are all lock keys (or lock keys
+// and counters), as guardPrelude starts one whose last key is the guard's:
+// nk counts them.
+const keysPrelude = announce + `local nk = #KEYS
 `
 
 // Acquire sets every key to the secret with a TTL, if none is held under
@@ -26,7 +27,7 @@ const plainKeys = announce + `local nk = #KEYS
 //
 // KEYS: the lock keys. ARGV: the secret, the TTL (ms), announce's flag.
 // Reply: 1 when granted, 0 otherwise.
-var Acquire = driver.NewScript(plainKeys + acquireBody)
+var Acquire = driver.NewScript(keysPrelude + acquireBody)
 
 const acquireBody = owns + `
 for i = 1, nk do
@@ -92,7 +93,7 @@ return 1
 // KEYS: the lock keys, then their counters. ARGV: the secret, the TTL
 // (ms), the counters' expiry (ms, "0" for none), announce's flag. Reply:
 // the new counter (at least 1) when granted, 0 otherwise.
-var FencedAcquire = driver.NewScript(plainKeys + fencedAcquireBody)
+var FencedAcquire = driver.NewScript(keysPrelude + fencedAcquireBody)
 
 const fencedAcquireBody = owns + `
 local n = nk / 2
