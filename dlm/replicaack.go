@@ -126,16 +126,16 @@ func ackCall(n driver.Node, a *replicaAck, args func(*round.Request) []string, n
 		if err != nil {
 			return nil, err
 		}
-		if got < int64(a.replicas) && granted(v) {
+		if got < int64(a.replicas) && wrote(v) {
 			return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrReplicaAck, got, a.replicas, a.timeout)
 		}
 		return v, nil
 	}
 }
 
-// granted reports whether a script's reply says it wrote: a positive number,
+// wrote reports whether a script's reply says it wrote: a positive number,
 // or a fair acquire's {positive, ticket}.
-func granted(v any) bool {
+func wrote(v any) bool {
 	if pair, ok := v.([]any); ok && len(pair) == 2 {
 		v = pair[0]
 	}

@@ -340,3 +340,49 @@ func TestWriterIntentAtFirstAttempt(t *testing.T) {
 type hookFunc func(*Event)
 
 func (f hookFunc) OnEvent(_ context.Context, e *Event) { f(e) }
+
+// ackingSetter is a setterNode that also gives replica acknowledgements:
+// every replica acknowledges at once.
+type ackingSetter struct{ *setterNode }
+
+func (a ackingSetter) EvalAck(ctx context.Context, s *driver.Script, keys, args []string, replicas int, _ time.Duration) (any, int64, error) {
+	v, err := a.Eval(ctx, s, keys, args)
+	return v, int64(replicas), err
+}
+
+// TestPlainAcquireNotWithReplicaAck checks that a manager that waits for
+// replica acknowledgements never takes a key by SET NX, whose write the
+// WAIT after the script would not cover: every attempt, the warm-up's
+// too, runs the acquire script.
+func TestPlainAcquireNotWithReplicaAck(t *testing.T) {
+	t.Parallel()
+	checkLeaks(t)
+	ss := make([]*setterNode, 3)
+	fs := newFakes(3)
+	nodes := make([]driver.Node, 3)
+	for i, f := range fs {
+		ss[i] = &setterNode{fakeNode: f}
+		nodes[i] = ackingSetter{ss[i]}
+	}
+	m, err := New(nodes, WithReplicaAck(1, 10*time.Millisecond))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	for i := range 3 { // the first proves the nodes run the script
+		l, err := m.TryLock(ctx, "k")
+		if err != nil {
+			t.Fatalf("TryLock %d: %v", i, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+	if got := setsAll(ss); got != 0 {
+		t.Errorf("SetNXGet sent %d times; want 0 under WithReplicaAck", got)
+	}
+	if got := countAll(fs, "acquire"); got != 9 {
+		t.Errorf("acquire script sent %d times; want 9 (3 attempts on 3 nodes)", got)
+	}
+}
