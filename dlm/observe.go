@@ -148,14 +148,8 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 	}
 	n, q := len(m.nodes), round.Majority(len(m.nodes))
 	answers := make([]answer, n)
-	rctx, cancel := context.WithTimeout(ctx, cfg.timeout())
-	defer cancel()
-	m.work.ForEach(n, func(i int) {
-		if err := m.admit(rctx, i); err != nil {
-			answers[i].err = err
-			return
-		}
-		res, err := m.nodes[i].Eval(rctx, script.Leader, []string{rkey}, nil)
+	req := &round.Request{Op: "observe", Script: script.Leader, Keys: []string{rkey}, Timeout: cfg.timeout()}
+	m.rounds.Each(ctx, req, func(i int, res any, err error) {
 		if err != nil {
 			answers[i].err = err
 			return

@@ -3,6 +3,7 @@ package dlm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // the other members' slots, fails Lock at once with ErrInvalid and an error
 // that names the node and says to open it with cluster=true — rather than
 // being retried as a failing node for as long as the context lasts, which
-// with context.Background() is forever.
+// with context.Background() is forever. Status reads through the same node
+// calls, so it reports the node the same way.
 func TestClusterMemberWithoutClusterFlagFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	const nodeTimeout = 250 * time.Millisecond
@@ -61,5 +63,12 @@ func TestClusterMemberWithoutClusterFlagFailsAtOnce(t *testing.T) {
 		t.Errorf("Lock = %v; want a NodeError naming %s", err, member.Addr())
 	case !strings.Contains(err.Error(), "cluster=true") || !strings.Contains(err.Error(), member.Addr()):
 		t.Errorf("Lock = %v; want it to name %s and say to open it with cluster=true", err, member.Addr())
+	}
+	sts, err := m.Status(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Status = %v", err)
+	}
+	if err := sts[0].Err; !errors.Is(err, dlm.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "cluster=true") {
+		t.Errorf("Status of the member: Err = %v; want ErrInvalid, saying to open it with cluster=true", err)
 	}
 }

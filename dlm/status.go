@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -34,36 +35,31 @@ func (m *Manager) Status(ctx context.Context, key string, opts ...Option) ([]Nod
 		return nil, err
 	}
 	out := make([]NodeStatus, len(m.nodes))
-	m.work.ForEach(len(m.nodes), func(i int) { out[i] = m.inspect(ctx, &cfg, i, rkeys[0]) })
+	req := &round.Request{Op: "status", Script: script.Status, Keys: []string{rkeys[0], script.FenceKey(rkeys[0])}, Timeout: cfg.timeout()}
+	m.rounds.Each(ctx, req, func(i int, res any, err error) { out[i] = nodeStatus(m.addrs[i], res, err) })
 	return out, nil
 }
 
-func (m *Manager) inspect(ctx context.Context, cfg *config, i int, rkey string) NodeStatus {
-	st := NodeStatus{Node: m.addrs[i]}
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
-	defer cancel()
-	if err := m.admit(ctx, i); err != nil {
-		st.Err = &NodeError{Node: m.addrs[i], Err: err}
-		return st
-	}
-	res, err := m.nodes[i].Eval(ctx, script.Status, []string{rkey, script.FenceKey(rkey)}, nil)
+// nodeStatus reads the status script's reply res, or failure err, of the
+// node at addr.
+func nodeStatus(addr string, res any, err error) NodeStatus {
+	st := NodeStatus{Node: addr, Err: err}
 	if err != nil {
-		st.Err = &NodeError{Node: m.addrs[i], Err: err}
 		return st
 	}
 	vals, ok := res.([]any)
 	if !ok || len(vals) != 2 {
-		st.Err = &NodeError{Node: m.addrs[i], Err: fmt.Errorf("status script: unexpected reply of type %T", res)}
+		st.Err = &NodeError{Node: addr, Err: fmt.Errorf("status script: unexpected reply of type %T", res)}
 		return st
 	}
 	pttl, _ := vals[0].(int64)
-	fence, _ := vals[1].(int64)
+	counter, _ := vals[1].(int64)
 	st.Held = pttl != -2
 	if pttl > 0 {
 		st.TTL = time.Duration(pttl) * time.Millisecond
 	}
-	if fence > 0 {
-		st.Counter = uint64(fence)
+	if counter > 0 {
+		st.Counter = uint64(counter)
 	}
 	return st
 }

@@ -199,6 +199,25 @@ func (v *Vote) MayHold(n int, p *Pending) uint64 {
 	return mask
 }
 
+// Each sends req to every node at once, all under one deadline, the
+// request's timeout from now (or ctx's end, if sooner), and gives f each
+// node's reply or failure, wrapped as Poll wraps it, on the node's own
+// goroutine. It returns once every call has returned. It counts no vote:
+// the reads of a lock's or an election's state judge the replies
+// themselves, but reach the nodes through the same calls as every other
+// request.
+func (r *Round) Each(ctx context.Context, req *Request, f func(i int, v any, err error)) {
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	r.pool.ForEach(len(r.calls), func(i int) {
+		v, err := r.calls[i](ctx, req)
+		if err != nil {
+			err = r.nodeErr(i, err)
+		}
+		f(i, v, err)
+	})
+}
+
 // askAlone runs req on node i under a node timeout of its own, which alone
 // ends it: ctx's cancellation does not.
 func (r *Round) askAlone(ctx context.Context, i int, req *Request) Reply {

@@ -248,3 +248,39 @@ func TestInTime(t *testing.T) {
 		}
 	}
 }
+
+// TestEach checks that Each gives every node's raw reply, or its failure
+// wrapped as Poll wraps it, and that a node that never answers ends with
+// the request's timeout rather than holding Each up.
+func TestEach(t *testing.T) {
+	t.Parallel()
+	const timeout = 50 * time.Millisecond
+	down := errors.New("down")
+	hang := make(chan struct{})
+	defer close(hang)
+	f := &fakes{
+		replies: []any{[]any{int64(5), int64(7)}, down, int64(1)},
+		gates:   []chan struct{}{nil, nil, hang},
+	}
+	r, _ := newRound(t, f)
+	var (
+		mu   sync.Mutex
+		vals = make([]any, 3)
+		errs = make([]error, 3)
+	)
+	r.Each(context.Background(), &Request{Op: "status", Timeout: timeout}, func(i int, v any, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		vals[i], errs[i] = v, err
+	})
+	if got := fmt.Sprint(vals[0]); got != "[5 7]" || errs[0] != nil {
+		t.Errorf("node 0: %v, %v; want its reply [5 7]", vals[0], errs[0])
+	}
+	var ne *nodeErr
+	if !errors.As(errs[1], &ne) || ne.node != 1 || !errors.Is(errs[1], down) {
+		t.Errorf("node 1: %v; want node 1's failure wrapping %v", errs[1], down)
+	}
+	if !errors.As(errs[2], &ne) || ne.node != 2 || !errors.Is(errs[2], context.DeadlineExceeded) {
+		t.Errorf("node 2, which never answers: %v; want node 2's failure wrapping %v", errs[2], context.DeadlineExceeded)
+	}
+}
