@@ -48,13 +48,13 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	req := c.request(m, cfg, secret, waiting)
 	v, pend := m.rounds.Poll(ctx, req)
 	q := c.quorum(len(m.nodes))
-	fence := c.settle(ctx, m, cfg, secret, &v, q)
+	token := c.settle(ctx, m, cfg, secret, &v, q)
 	until, ok := cfg.quorumInTime(&v, q, cfg.ttl, start)
 	elapsed := time.Since(start)
 	key := keyName(c.keys)
 	if ok {
-		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(fence)}, m.addrs)
-		g := grant{secret: secret, token: uint64(fence), granted: v.Granted, pend: pend}
+		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.addrs)
+		g := grant{secret: secret, token: uint64(token), granted: v.Granted, pend: pend}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
@@ -110,7 +110,7 @@ func (c *claim) quorum(n int) int {
 // keeps the highest ticket the nodes gave it, and with fencing a quorum of
 // grants counts only once a quorum holds its token, which may lower v.Yes.
 // Leases have nothing to settle.
-func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret string, v *round.Vote, q int) (fence int64) {
+func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret string, v *round.Vote, q int) (token int64) {
 	if c.kind != nil {
 		return 0
 	}
@@ -121,9 +121,9 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		c.fw.ticket = max(c.fw.ticket, v.Ticket)
 	}
 	if cfg.fencing && v.Yes >= q {
-		fence, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)
+		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)
 	}
-	return fence
+	return token
 }
 
 // releaseRequest releases a failed attempt of c, announced by two of the

@@ -29,7 +29,7 @@ type validity struct {
 	onEnd     []func(cause error)
 }
 
-// validUntil is Until with l.mu held.
+// validUntil is [Lock.Until] with mu held.
 func (v *validity) validUntil() time.Time {
 	if v.released {
 		return v.endedAt
@@ -55,6 +55,7 @@ func (l *Lock) shorten(bound time.Time) {
 	}
 }
 
+// minTime returns the earlier of a and b.
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
