@@ -14,9 +14,12 @@ import (
 // encodes as JSON, secret included; printed or logged, it never shows its
 // secret (see [Handle.String] and [Handle.LogValue]).
 type Handle struct {
-	Keys   []string  `json:"keys"`
-	Secret string    `json:"secret"`
-	Until  time.Time `json:"until"`
+	Keys   []string `json:"keys"`
+	Secret string   `json:"secret"`
+	// Until is the end of the validity, as [Lock.Until], but by the wall
+	// clock: the monotonic clock of one process means nothing in another
+	// (see [Lock.Handle] and [Manager.Resume]).
+	Until time.Time `json:"until"`
 	// Token is the lock's fencing token ([Lock.Token]), 0 without fencing.
 	// Its JSON name stays "fence", which Handles of v0.1.0 carry.
 	Token uint64 `json:"fence,omitempty"`
