@@ -60,7 +60,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
 	own := announcedGrants(req, v.MayHold(len(m.nodes), pend), len(c.rkeys))
-	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, &v), &v, pend)
+	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, &v, waiting), &v, pend)
 	qerr := failureOf(&v, opLock, key, len(m.nodes), q, v.Yes >= q)
 	qerr.ownGrants = own
 	if c.kind != nil {
@@ -134,12 +134,14 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 // lacks would wake every waiter, this caller too, which would try again at
 // once, take the same keys and release them again: attempts at the pace of
 // a round trip instead of the retry delay, for as long as the holder keeps
-// the lock. A fair waiter keeps its place.
-func (c *claim) releaseRequest(cfg *config, secret string, v *round.Vote) *round.Request {
+// the lock. A fair waiter keeps its place, and a writer that waits on
+// keeps its intent: the nodes that granted this attempt must not let new
+// readers in while it waits.
+func (c *claim) releaseRequest(cfg *config, secret string, v *round.Vote, waiting bool) *round.Request {
 	if c.kind != nil {
 		return c.kind.releaseRequest(cfg, c.rkeys, secret, v.Granted)
 	}
-	req := releaseRequest(cfg, c.rkeys, secret, "", v.Granted)
+	req := releaseRequest(cfg, c.rkeys, secret, "", v.Granted, waiting)
 	if v.No > 0 && cfg.fair == nil {
 		req.Loud = 0
 	}

@@ -19,14 +19,17 @@ import (
 // It runs even when ctx is done, each node bounded by the node timeout,
 // because a key left behind blocks every other client for its TTL.
 func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiter string, granted uint64) round.Vote {
-	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, granted))
+	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, granted, false))
 	return v
 }
 
 // releaseRequest deletes the lock keys that hold secret, announced by two
 // of the nodes marked in loud. With fairness, it also gives up the place in
-// line of waiter, which obtained the lock ("" for none).
-func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64) *round.Request {
+// line of waiter, which obtained the lock ("" for none). It deletes a
+// writer's intent with each key, unless waits: the release of the failed
+// attempt of a writer that waits on, whose intent must stay (see
+// [script.Release]).
+func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64, waits bool) *round.Request {
 	req := &round.Request{
 		Op: opUnlock, Script: script.Release, Keys: rkeys, Args: append(make([]string, 0, 3), secret),
 		Want: int64(len(rkeys)), Timeout: cfg.timeout(),
@@ -36,7 +39,7 @@ func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uin
 		req.Keys = append(rkeys[:len(rkeys):len(rkeys)], script.LineKeys(rkeys[0])[:2]...)
 		req.Args = append(req.Args, waiter)
 	}
-	req.Announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
+	req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waits}, wake.Announcers(loud))
 	return req
 }
 

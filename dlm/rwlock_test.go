@@ -86,7 +86,7 @@ func TestRWLockExclusion(t *testing.T) {
 
 // TestRWLockWriterPreferred checks that a writer waiting for a reader keeps
 // new readers out, gets the lock when the reader leaves, and lets readers in
-// again once it is done.
+// again once it is done: its release deletes its intent.
 func TestRWLockWriterPreferred(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
@@ -122,10 +122,11 @@ func TestRWLockWriterPreferred(t *testing.T) {
 	if w == nil {
 		t.FailNow()
 	}
-	awaitKey(t, srvs, "redlock:{doc}:wait", false)
+	// The intent lives until the writer's release, which deletes it.
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	awaitKey(t, srvs, "redlock:{doc}:wait", false)
 	r, err = m.TryRLock(ctx, "doc")
 	if err != nil {
 		t.Fatalf("TryRLock after the writer left = %v", err)

@@ -23,12 +23,11 @@ import (
 // request, within the attempt, hence after its start), or where the script
 // sent after it granted. That is what the script grants, so quorum,
 // validity and the proof in docs/design.md are unchanged. What the command
-// skips is what only contention needs:
-//   - the grant is not announced, so a waiter woken by the previous release
-//     is not sent back to sleep and tries once in vain;
-//   - an intent another writer recorded is not deleted at the grant, but at
-//     the release ([script.Release] deletes it), while readers are kept out by
-//     the lock itself.
+// skips is what only contention needs: the grant is not announced, so a
+// waiter woken by the previous release is not sent back to sleep and tries
+// once in vain. A writer's intent is left in place by either path, and
+// deleted at the release ([script.Release]); readers are kept out by the
+// lock itself meanwhile.
 //
 // What it cannot skip, the intent of a writer that will wait, refused by
 // readers, the script records within the same attempt (see

@@ -111,12 +111,14 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case script.GuardedFencedAcquire:
 		return n.guarded(keys, args[3], func(keys []string) (any, error) { return n.acquire(keys, args, true) })
 	case script.Release:
-		loud, _ := announceFlag(args)
+		loud, waits := announceFlag(args)
 		var deleted int64
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && owns(v, args[0]) {
 				delete(n.keys, k)
-				delete(n.keys, script.IntentKey(k))
+				if !waits { // a waiting writer's failed attempt keeps its intent
+					delete(n.keys, script.IntentKey(k))
+				}
 				deleted++
 				n.announceRelease(k, loud)
 			}
@@ -214,7 +216,6 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	}
 	for _, k := range locks {
 		n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
-		delete(n.keys, script.IntentKey(k))
 		if loud {
 			n.publish(script.WakeChannel(k), script.WakeGrant)
 		}

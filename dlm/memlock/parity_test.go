@@ -140,6 +140,8 @@ func parityCases() []parityCase {
 		{name: "release/absent", script: script.Release, keys: []string{pk}, args: []string{secret, loud}},
 		{name: "release/expired", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{{key: pk, val: secret, expired: true}}},
 		{name: "release/intent present", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{held(pk, secret), intent}},
+		{name: "release/intent present, writer waits on", script: script.Release, keys: []string{pk}, args: []string{secret, waits}, setup: []preset{held(pk, secret), intent}},
+		{name: "release/intent present, held by other, writer waits on", script: script.Release, keys: []string{pk}, args: []string{secret, waits}, setup: []preset{held(pk, other), intent}},
 		{name: "release/two keys, one another's", script: script.Release, keys: []string{pk, pk2}, args: []string{secret, loud}, setup: []preset{held(pk, secret), held(pk2, other)}},
 		{name: "release/forged readers mark", script: script.Release, keys: []string{pk}, args: []string{script.ReadersMark, loud}, setup: readersIn(map[string]int64{other: 5000})},
 

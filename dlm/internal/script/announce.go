@@ -104,9 +104,11 @@ func ParseFlag(arg string) Flag {
 // value calls: when value is ReadersMark (readers hold the key) and the
 // flag's WriterWaits is set, it records the writer's intent, which keeps
 // new readers out for the writer's TTL or until a writer obtains the key;
-// and clearIntent(key), which a grant calls to delete that intent (reading
-// it first, so that a mutex without read locks needs no DEL to be
-// granted). Both read the same flag as announce.
+// and clearIntent(key), which a release calls to delete that intent
+// (reading it first, so that a mutex without read locks needs no DEL to be
+// released), but not the release of a waiting writer's failed attempt,
+// whose flag has WriterWaits ([waitsLua]). All read the same flag as
+// announce.
 const announce = `
 local flag = ARGV[#ARGV]
 local mode = string.sub(flag, 1, 1)
@@ -135,4 +137,9 @@ local function announce(k, payload)
   if listening == 0 then return end
   redis.pcall(pub, ch, '` + WakeRelease + `' .. (listening or 0))
 end
+`
+
+// waitsLua sets waits: the flag's WriterWaits. A release whose flag has it
+// is a waiting writer's failed attempt, which keeps the writer's intent.
+const waitsLua = `local waits = string.sub(flag, 2, 2) == '` + writerWaits + `'
 `

@@ -100,11 +100,12 @@ var (
 // of the waiter that obtained the lock, and announces each release with the
 // id of the waiter at the head of the line, after dropping expired places,
 // so that only that waiter wakes, or with [WakeAll] when the line is empty.
+// It deletes a writer's intent with each key, as [Release] does.
 //
 // KEYS: the lock keys, the line, the places. ARGV: the secret, the id of
 // the waiter whose place it gives up ("" for none), announce's flag.
 // Reply: the number of keys deleted.
-var FairRelease = driver.NewScript(announce + owns + `
+var FairRelease = driver.NewScript(announce + owns + waitsLua + `
 local nk = #KEYS - 2
 local line, places = KEYS[nk + 1], KEYS[nk + 2]
 if ARGV[2] ~= '' then
@@ -116,6 +117,7 @@ local n = 0
 for i = 1, nk do
   if owns(redis.call('GET', KEYS[i])) then
     n = n + redis.call('DEL', KEYS[i])
+    if not waits then clearIntent(KEYS[i]) end
     announce(KEYS[i], head)
   end
 end

@@ -21,8 +21,10 @@ const keysPrelude = announce + `local nk = #KEYS
 
 // Acquire sets every key to the secret with a TTL, if none is held under
 // another secret. A key already holding this secret counts as free, so the
-// script is safe to run twice. A grant deletes each key's writer intent
-// and announces [WakeGrant]; a refusal by readers records a waiting
+// script is safe to run twice. A grant announces [WakeGrant] and leaves a
+// writer's intent in place, as SET NX does: the release deletes it, so that
+// a waiting writer's attempt that a quorum refused keeps its intent where it
+// was granted (see [Release]). A refusal by readers records a waiting
 // writer's intent (see [Flag]).
 //
 // KEYS: the lock keys. ARGV: the secret, the TTL (ms), announce's flag.
@@ -39,7 +41,6 @@ for i = 1, nk do
 end
 for i = 1, nk do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  clearIntent(KEYS[i])
   announce(KEYS[i], '` + WakeGrant + `')
 end
 return 1
@@ -47,18 +48,21 @@ return 1
 
 // Release deletes the keys that still hold the secret. It never touches
 // another holder's key. For each key it deletes, it deletes a writer's
-// intent, which a grant by SET NX left in place, and announces the release
-// on the key's wake channel, when anyone listens there, with the number of
-// listeners: [WakeRelease] and "5".
+// intent, which the grant left in place, and announces the release on the
+// key's wake channel, when anyone listens there, with the number of
+// listeners: [WakeRelease] and "5". The release of a waiting writer's
+// failed attempt (announce's flag with WriterWaits) keeps the intent: the
+// writer still waits, and the nodes that granted its attempt must not let
+// new readers in.
 //
 // KEYS: the lock keys. ARGV: the secret, announce's flag. Reply: the number
 // of keys deleted.
-var Release = driver.NewScript(announce + owns + `
+var Release = driver.NewScript(announce + owns + waitsLua + `
 local n = 0
 for _, k in ipairs(KEYS) do
   if owns(redis.call('GET', k)) then
     n = n + redis.call('DEL', k)
-    clearIntent(k)
+    if not waits then clearIntent(k) end
     announce(k, nil)
   end
 end
@@ -126,7 +130,6 @@ for i = 1, n do
   else
     redis.call('SET', KEYS[n + i], f)
   end
-  clearIntent(KEYS[i])
   announce(KEYS[i], '` + WakeGrant + `')
 end
 return f
