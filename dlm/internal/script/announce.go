@@ -103,7 +103,9 @@ func ParseFlag(arg string) Flag {
 // It also defines readersHold(key, value), which an acquire refused by
 // value calls: when value is ReadersMark (readers hold the key) and the
 // flag's WriterWaits is set, it records the writer's intent, which keeps
-// new readers out for the writer's TTL or until a writer obtains the key;
+// new readers out for the writer's TTL or until a writer's release (a grant
+// leaves it; set by an earlier attempt with the same TTL, it ends before the
+// grant's TTL does);
 // and clearIntent(key), which a release calls to delete that intent
 // (reading it first, so that a mutex without read locks needs no DEL to be
 // released), but not the release of a waiting writer's failed attempt,
