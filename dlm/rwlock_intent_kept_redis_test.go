@@ -56,7 +56,23 @@ func TestWaitingWriterKeepsIntentThroughFailedAttempt(t *testing.T) {
 		}
 	}()
 	defer func() { cancel(); <-done }()
-	<-attempted // refused by the reader everywhere: the intent is on every node
+	// Refused by the reader everywhere, the writer records its intent on
+	// every node. (Its first attempt stops at two refusals, so the third
+	// node may run it after the attempt has ended.)
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < len(servers); {
+		n, err := servers[i].Do("EXISTS", script.IntentKey(rkey))
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case n == int64(1):
+			i++
+		case time.Now().After(deadline):
+			t.Fatalf("node %d: no intent of the waiting writer within 5s", i)
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 
 	// The reader's release reaches node 0 alone.
 	if _, err := servers[0].Do("DEL", rkey, rkey+script.ReadersSuffix); err != nil {
@@ -65,7 +81,7 @@ func TestWaitingWriterKeepsIntentThroughFailedAttempt(t *testing.T) {
 	for len(attempted) > 0 {
 		<-attempted
 	}
-	for range 2 { // at least one attempt sent after the DEL has ended
+	for range 3 { // attempts sent after the DEL, which node 0 granted
 		<-attempted
 	}
 	for i, s := range servers {

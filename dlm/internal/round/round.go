@@ -75,6 +75,14 @@ func (r *Round) Poll(ctx context.Context, req *Request) (Vote, *Pending) {
 	for got := 1; got <= asked; got++ {
 		var rep Reply
 		select {
+		case <-done:
+			// Ended, also if replies are waiting: a select between two
+			// ready cases picks either, and a context that had ended
+			// before the call must never yield a grant.
+			return v, r.abandon(&v, ctx.Err(), req, answered, &Pending{replies: replies, left: asked - got + 1, answered: answered, cancel: cancel})
+		default:
+		}
+		select {
 		case rep = <-replies:
 		case <-done:
 			return v, r.abandon(&v, ctx.Err(), req, answered, &Pending{replies: replies, left: asked - got + 1, answered: answered, cancel: cancel})

@@ -284,3 +284,24 @@ func TestEach(t *testing.T) {
 		t.Errorf("node 2, which never answers: %v; want node 2's failure wrapping %v", errs[2], context.DeadlineExceeded)
 	}
 }
+
+// TestPollEndedContextNeverGrants checks that Poll under a context that
+// ended before the call counts no yes, even when every node's grant is
+// waiting to be read: a select between ready cases picks either, so the
+// end is checked first. Many rounds make a lost race show.
+func TestPollEndedContextNeverGrants(t *testing.T) {
+	t.Parallel()
+	f := &fakes{replies: []any{int64(1), int64(1), int64(1)}, gates: make([]chan struct{}, 3)}
+	r, _ := newRound(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 300 {
+		v, p := r.Poll(ctx, acquireReq())
+		if p != nil {
+			p.Wait()
+		}
+		if v.Yes != 0 || !v.Cut {
+			t.Fatalf("round %d under an ended context: %d yes, cut %v; want 0 yes, cut", i, v.Yes, v.Cut)
+		}
+	}
+}
