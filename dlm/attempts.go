@@ -25,10 +25,6 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *claim) (l *Lock
 		w     *wake.Watcher // nil until the first refusal
 	)
 	defer func() { w.Stop() }()
-	id := ""
-	if wt.fw != nil {
-		id = wt.fw.id
-	}
 	stopped := func(why error, last *QuorumError) error {
 		return &waitError{what: wt.what(), key: keyName(wt.keys), attempts: attempt, why: why, last: last}
 	}
@@ -57,7 +53,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *claim) (l *Lock
 			return nil, attempt, err
 		}
 		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
-			if w = m.waker.Watch(wt.wake(), id); w != nil {
+			if w = m.waker.Watch(wt.wake(), wt.waiter()); w != nil {
 				// A release announced before the subscription was made
 				// went unheard: try again at once.
 				if w.Ready(ctx, cfg.timeout()); ctx.Err() != nil {

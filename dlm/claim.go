@@ -21,9 +21,10 @@ type claim struct {
 	fw    *fairWaiter // the mutex with fairness: its place in the nodes' lines
 }
 
-// waiter is the id under which c's lock waited in the nodes' lines
-// (fairness), "" without one: nodes that did not grant it may still keep
-// its place, which the release gives up.
+// waiter is the id under which c's lock waits in the nodes' lines
+// (fairness), "" without one: the wake-ups of that line name it, and nodes
+// that did not grant the lock may still keep its place, which the release
+// gives up.
 func (c *claim) waiter() string {
 	if c.fw == nil {
 		return ""
@@ -61,11 +62,8 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	// the request may have been applied all the same.
 	own := announcedGrants(req, v.MayHold(len(m.nodes), pend), len(c.rkeys))
 	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, &v, waiting), &v, pend)
-	qerr := failureOf(&v, opLock, key, len(m.nodes), q, v.Yes >= q)
+	qerr := c.failure(&v, opLock, len(m.nodes), q, v.Yes >= q)
 	qerr.ownGrants = own
-	if c.kind != nil {
-		qerr.what = c.kind.what
-	}
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
 		return nil, attemptStopped(ctx, c.what(), key, &v, qerr)
@@ -146,6 +144,16 @@ func (c *claim) releaseRequest(cfg *config, secret string, v *round.Vote, waitin
 		req.Loud = 0
 	}
 	return req
+}
+
+// failure is the error of an operation op on c's lock among nodes whose
+// vote v fell short of q.
+func (c *claim) failure(v *round.Vote, op string, nodes, q int, expired bool) *QuorumError {
+	e := failureOf(v, op, keyName(c.keys), nodes, q, expired)
+	if c.kind != nil {
+		e.what = c.kind.what
+	}
+	return e
 }
 
 // what names c's lock in errors: opLock for the mutex, the kind of lease

@@ -114,11 +114,7 @@ func (l *Lock) quorum() int {
 
 // failure is the error of an operation on l whose vote fell short.
 func (l *Lock) failure(v *round.Vote, op string, expired bool) *QuorumError {
-	e := failureOf(v, op, l.Key(), len(l.m.nodes), l.quorum(), expired)
-	if l.kind != nil {
-		e.what = l.kind.what
-	}
-	return e
+	return l.claim.failure(v, op, len(l.m.nodes), l.quorum(), expired)
 }
 
 // subject names l in errors: its key, quoted, after the kind of lock for a
