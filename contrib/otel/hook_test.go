@@ -51,12 +51,14 @@ func TestLockExtendUnlock(t *testing.T) {
 	lock, extend, unlock := r.one(t, spanLock), r.one(t, spanExtend), r.one(t, spanUnlock)
 	wantAttrs(t, lock, "dlm.key", "orders", "dlm.outcome", "obtained", "dlm.attempts", "1", "dlm.fence", fence)
 	wantAttrs(t, r.one(t, spanAttempt), "dlm.key", "orders", "dlm.outcome", "obtained", "dlm.fence", fence)
-	wantAttrs(t, extend, "dlm.key", "orders", "dlm.outcome", "extended", "dlm.vote.against", "0", "dlm.fence", fence)
+	wantAttrs(t, extend, "dlm.key", "orders", "dlm.outcome", "extended", "dlm.fence", fence)
 	// Unlock waits for every node: its vote is complete.
 	wantAttrs(t, unlock, "dlm.key", "orders", "dlm.outcome", "released",
 		"dlm.vote.for", "3", "dlm.vote.against", "0", "dlm.vote.failed", "0", "dlm.fence", fence)
-	if n := attr(extend, attrVoteFor).AsInt64(); n < 2 {
-		t.Errorf("extend span: dlm.vote.for = %d; want a quorum, 2 or 3", n)
+	// Lock returns at a quorum, so the third node's grant may land after
+	// the extension reached it: that node may vote against.
+	if n, against := attr(extend, attrVoteFor).AsInt64(), attr(extend, attrVoteAgainst).AsInt64(); n < 2 || n+against > 3 {
+		t.Errorf("extend span: dlm.vote.for = %d, against = %d; want a quorum, 2 or 3, and at most 3 votes", n, against)
 	}
 
 	// Spans show when each operation ran, one after the other.
