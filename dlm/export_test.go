@@ -71,6 +71,7 @@ func ForgedCalls(k, secret string) []ForgedCall {
 		{Name: "release", Script: script.Release, Keys: []string{k}, Args: []string{secret, quiet}},
 		{Name: "extend", Script: script.Extend, Keys: []string{k}, Args: []string{secret, ttl}},
 		{Name: "raise fence", Script: script.RaiseFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, "99"}},
+		{Name: "read fence", Script: script.ReadFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret}},
 		{Name: "fair acquire", Script: script.FairAcquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", quiet}, Fair: true},
 		{Name: "fair release", Script: script.FairRelease, Keys: append([]string{k}, line[:2]...), Args: []string{secret, "", quiet}, Fair: true},
 	}

@@ -118,10 +118,13 @@ func TestScriptsRefuseReaderMarker(t *testing.T) {
 	}
 }
 
-// refused says whether a script's reply is a refusal: 0, or an array that
-// starts with 0 (the fair acquire's).
+// refused says whether a script's reply is a refusal: 0, an array that
+// starts with 0 (the fair acquire's), or an empty array (the read fence's).
 func refused(reply any) bool {
-	if a, ok := reply.([]any); ok && len(a) > 0 {
+	if a, ok := reply.([]any); ok {
+		if len(a) == 0 {
+			return true
+		}
 		reply = a[0]
 	}
 	return reply == int64(0)

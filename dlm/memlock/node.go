@@ -166,6 +166,8 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 			return nil, errNotInteger
 		}
 		return n.raiseFences(counters, f, args[1])
+	case script.ReadFence:
+		return n.readFence(keys, args[0]), nil
 	case script.Status:
 		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
 	case script.ServerID:
@@ -275,6 +277,27 @@ func (n *Node) raiseFences(counters []string, f int64, val string) (any, error) 
 		n.keys[k] = e
 	}
 	return int64(1), nil
+}
+
+// readFence is the read-fence script: the counters as the node holds them
+// ("0" for a missing one) if every lock key holds secret, none otherwise.
+// n.mu is held.
+func (n *Node) readFence(keys []string, secret string) []any {
+	locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
+	for _, k := range locks {
+		if v, _ := n.get(k); !owns(v, secret) {
+			return []any{}
+		}
+	}
+	out := make([]any, 0, len(counters))
+	for _, k := range counters {
+		v, ok := n.get(k)
+		if !ok {
+			v = "0"
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // fence reads the fencing counter at key: its value and whether it exists

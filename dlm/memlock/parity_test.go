@@ -160,6 +160,18 @@ func parityCases() []parityCase {
 		{name: "raise fence/counter missing", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret)}},
 		{name: "raise fence/held by other token", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, other), str(script.FenceKey(pk), "3", 0)}},
 
+		// ReadFence: KEYS locks then counters; ARGV secret.
+		{name: "read fence/held by same token", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
+		{name: "read fence/held, counter missing", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret)}},
+		{name: "read fence/held, counter expiring", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "9", 20000)}},
+		{name: "read fence/held, counter not a number", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "1e3", 0)}},
+		{name: "read fence/held by other token", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, other), str(script.FenceKey(pk), "5", 0)}},
+		{name: "read fence/absent", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{str(script.FenceKey(pk), "5", 0)}},
+		{name: "read fence/expired", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{{key: pk, val: secret, expired: true}, str(script.FenceKey(pk), "5", 0)}},
+		{name: "read fence/two keys, counters apart", script: script.ReadFence, keys: []string{pk, pk2, script.FenceKey(pk), script.FenceKey(pk2)}, args: []string{secret}, setup: []preset{held(pk, secret), held(pk2, secret), str(script.FenceKey(pk), "3", 0), str(script.FenceKey(pk2), "9", 0)}},
+		{name: "read fence/two keys, second another's", script: script.ReadFence, keys: []string{pk, pk2, script.FenceKey(pk), script.FenceKey(pk2)}, args: []string{secret}, setup: []preset{held(pk, secret), held(pk2, other), str(script.FenceKey(pk), "3", 0)}},
+		{name: "read fence/forged readers mark", script: script.ReadFence, keys: fenced, args: []string{script.ReadersMark}, setup: append(readersIn(map[string]int64{other: 5000}), str(script.FenceKey(pk), "5", 0))},
+
 		// Status: KEYS the lock key, its counter.
 		{name: "status/absent", script: script.Status, keys: fenced, near: []int{0}},
 		{name: "status/held, fenced", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
@@ -498,7 +510,7 @@ func TestScriptParity(t *testing.T) {
 // memlockScripts are the scripts the in-memory node runs.
 var memlockScripts = []*driver.Script{
 	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
-	script.Release, script.Extend, script.RaiseFence, script.Status, script.Leader, script.ServerID,
+	script.Release, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
 }

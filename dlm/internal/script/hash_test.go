@@ -12,7 +12,7 @@ import (
 var all = map[string]*driver.Script{
 	"Acquire": Acquire, "FencedAcquire": FencedAcquire,
 	"GuardedAcquire": GuardedAcquire, "GuardedFencedAcquire": GuardedFencedAcquire,
-	"Release": Release, "Extend": Extend, "RaiseFence": RaiseFence, "Status": Status,
+	"Release": Release, "Extend": Extend, "RaiseFence": RaiseFence, "ReadFence": ReadFence, "Status": Status,
 	"ReadAcquire": ReadAcquire, "GuardedReadAcquire": GuardedReadAcquire,
 	"ReadExtend": ReadExtend, "ReadRelease": ReadRelease,
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,

@@ -84,6 +84,11 @@ end
 return 1
 `)
 
+// FenceLimit bounds every fencing counter and token: the nodes count in
+// Lua numbers, exact only below it, and a token must fit a JSON number. A
+// counter a node reports at or above it was not written by these scripts.
+const FenceLimit = 1 << 53
+
 // The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
 // counters ([FenceKey]) as KEYS[n+1..2n] (see docs/fencing.md). The fenced
 // acquire scripts take the counters' expiry in ms as ARGV[3]: "0", counters
@@ -158,6 +163,28 @@ for i = n + 1, 2 * n do
   end
 end
 return 1
+`)
+
+// ReadFence reads the fencing counters of a lock whose keys all hold the
+// secret ARGV[1], for a lock resumed from its handle: while the keys hold
+// the secret, no grant of another holder can have changed the counters,
+// so they are those the lock's grant left. It writes nothing. A counter is
+// returned as the text the node holds, for the caller to parse with bounds:
+// whatever the key holds is untrusted.
+//
+// KEYS: the lock keys, then their counters. ARGV: the secret. Reply: an
+// empty array when a key does not hold the secret; otherwise the counters,
+// one for each lock key, "0" for a missing one.
+var ReadFence = driver.NewScript(owns + `
+local n = #KEYS / 2
+for i = 1, n do
+  if not owns(redis.call('GET', KEYS[i])) then return {} end
+end
+local out = {}
+for i = n + 1, 2 * n do
+  out[#out + 1] = redis.call('GET', KEYS[i]) or '0'
+end
+return out
 `)
 
 // Status reports what a node knows of one lock key, without revealing the
