@@ -369,6 +369,28 @@ func TestGrantID(t *testing.T) {
 	}
 }
 
+// TestFencingTokenBelow2To53 checks that no fencing token reaches 2^53, as
+// docs/fencing.md promises, even when a node's counter was set there by
+// hand: the counter of that node is not believed (the node counts as
+// failed), and the grant of the others stands with their token.
+func TestFencingTokenBelow2To53(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartServers(t, 3)
+	m := redisManager(t, srvs, dlm.WithFencing())
+	ctx := context.Background()
+	if _, err := srvs[0].Do("SET", "redlock:{huge}:fence", "9007199254740992"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.TryLock(ctx, "huge")
+	if err != nil {
+		t.Fatalf("TryLock with one node's counter at 2^53 = %v; want the other two nodes' grant", err)
+	}
+	defer l.Unlock(ctx)
+	if l.Token() >= 1<<53 || l.Token() == 0 {
+		t.Errorf("Token() with one node's counter at 2^53 = %d; want a token in [1, 2^53)", l.Token())
+	}
+}
+
 // BenchmarkAcquire compares a plain and a fenced lock+unlock cycle on five
 // real nodes; run with -bench Acquire to see the cost of fencing.
 func BenchmarkAcquire(b *testing.B) {

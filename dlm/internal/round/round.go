@@ -253,6 +253,10 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 		return Reply{Node: i, Err: r.nodeErr(i, r.restarted)}
 	}
 	if shape.Counter {
+		if got >= script.FenceLimit {
+			// Written by no script of ours: a token must stay exact.
+			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: fencing counter not below 2^53", req.Op))}
+		}
 		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket}
 	}
 	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket}
