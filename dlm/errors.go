@@ -164,9 +164,9 @@ func (e *NodeError) Is(target error) bool {
 //
 // errors.Is(err, ErrUnavailable) holds when failures alone made a quorum
 // impossible; otherwise errors.Is(err, ErrNotObtained) holds for an acquire
-// and errors.Is(err, ErrLockLost) for an extend or release.
+// and errors.Is(err, ErrLockLost) for an extend, a release or a resume.
 type QuorumError struct {
-	Op      string // "lock", "extend" or "unlock"
+	Op      string // "lock", "extend", "unlock", or "resume" for a fenced Handle's read
 	Key     string // the lock's key as the caller gave it
 	Nodes   int
 	Quorum  int

@@ -9,7 +9,7 @@ import (
 )
 
 // Handle is what another process needs to take over a held lock: its keys,
-// its secret and the end of its validity. Whoever has the Handle can
+// its secret, the end of its validity, its TTL and its fencing token. Whoever has the Handle can
 // release or extend the lock, so pass it only over trusted channels. It
 // encodes as JSON, secret included; printed or logged, it never shows its
 // secret (see [Handle.String] and [Handle.LogValue]).
@@ -20,8 +20,13 @@ type Handle struct {
 	// clock: the monotonic clock of one process means nothing in another
 	// (see [Lock.Handle] and [Manager.Resume]).
 	Until time.Time `json:"until"`
+	// TTL is the lock's TTL ([WithTTL]), which [Manager.Resume] must be
+	// called with; in JSON, in nanoseconds. Handles of v0.1.0 have none,
+	// and resume with the TTL of the call.
+	TTL time.Duration `json:"ttl,omitempty"`
 	// Token is the lock's fencing token ([Lock.Token]), 0 without fencing.
 	// Its JSON name stays "fence", which Handles of v0.1.0 carry.
+	// [Manager.Resume] believes it only once the nodes confirm it.
 	Token uint64 `json:"fence,omitempty"`
 	// Lease is "read" for a read lock, "permit" for a semaphore's permit,
 	// and empty for the mutex; a permit also carries its semaphore's Limit
@@ -51,8 +56,8 @@ func (h Handle) shownSecret() string {
 	return redacted
 }
 
-// String describes h with its keys and Until, and "[redacted]" in place
-// of its secret.
+// String describes h with its keys, Until and the other fields that are
+// set, and "[redacted]" in place of its secret.
 func (h Handle) String() string {
 	var b strings.Builder
 	b.WriteString("Handle{Keys: [")
@@ -63,6 +68,9 @@ func (h Handle) String() string {
 		b.WriteString(strconv.Quote(k))
 	}
 	fmt.Fprintf(&b, "], Secret: %s, Until: %s", h.shownSecret(), h.Until.Round(0).Format(time.RFC3339Nano))
+	if h.TTL != 0 {
+		fmt.Fprintf(&b, ", TTL: %v", h.TTL)
+	}
 	if h.Token != 0 {
 		fmt.Fprintf(&b, ", Token: %d", h.Token)
 	}
@@ -79,8 +87,8 @@ func (h Handle) String() string {
 // GoString is the Go syntax of h, as %#v prints it, with "[redacted]" in
 // place of its secret.
 func (h Handle) GoString() string {
-	return fmt.Sprintf("dlm.Handle{Keys:%#v, Secret:%q, Until:%#v, Token:%#v, Lease:%#v, Limit:%#v, Quorum:%#v}",
-		h.Keys, h.shownSecret(), h.Until.Round(0), h.Token, h.Lease, h.Limit, h.Quorum)
+	return fmt.Sprintf("dlm.Handle{Keys:%#v, Secret:%q, Until:%#v, TTL:%#v, Token:%#v, Lease:%#v, Limit:%#v, Quorum:%#v}",
+		h.Keys, h.shownSecret(), h.Until.Round(0), h.TTL, h.Token, h.Lease, h.Limit, h.Quorum)
 }
 
 // Format prints h for every verb of package fmt as [Handle.String] (with
@@ -94,13 +102,16 @@ func (h Handle) Format(f fmt.State, verb rune) {
 }
 
 // LogValue logs h as a group of its keys, its Until and "[redacted]" in
-// place of its secret (with its token, as "fence", and its lease when set), for
-// [log/slog].
+// place of its secret (with its TTL, its token, as "fence", and its lease
+// when set), for [log/slog].
 func (h Handle) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.Any("keys", h.Keys),
 		slog.String("secret", h.shownSecret()),
 		slog.Time("until", h.Until.Round(0)),
+	}
+	if h.TTL != 0 {
+		attrs = append(attrs, slog.Duration("ttl", h.TTL))
 	}
 	if h.Token != 0 {
 		attrs = append(attrs, slog.Uint64("fence", h.Token))

@@ -15,15 +15,15 @@ import (
 // TestHandleNeverPrintsSecret checks that a Handle printed with any verb
 // of package fmt, alone, by pointer or inside a slice or struct, or logged
 // through log/slog's JSON and text handlers, shows its keys and never its
-// secret (nor the secret's hex), while its JSON, the means of handing it
-// over, still carries the secret.
+// secret (nor the secret's hex) but its TTL, while its JSON, the means of
+// handing it over, still carries the secret.
 func TestHandleNeverPrintsSecret(t *testing.T) {
 	t.Parallel()
 	secret, err := newSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Handle{Keys: []string{"orders", "stock"}, Secret: secret, Until: time.Now().Add(time.Minute), Token: 7, Lease: "permit", Limit: 2, Quorum: 2}
+	h := Handle{Keys: []string{"orders", "stock"}, Secret: secret, Until: time.Now().Add(time.Minute), TTL: 1234 * time.Millisecond, Token: 7, Lease: "permit", Limit: 2, Quorum: 2}
 	type job struct {
 		Name   string
 		Handle Handle
@@ -58,6 +58,10 @@ func TestHandleNeverPrintsSecret(t *testing.T) {
 	for _, what := range []string{"%v", "%+v", "%#v", "%s", "%v of a slice", "%+v of a struct", "Sprint", "log.Printf", "slog JSON", "slog text"} {
 		if out := printed[what]; !strings.Contains(out, secret) && (!strings.Contains(out, "stock") || !strings.Contains(out, redacted)) {
 			t.Errorf("%s printed %s; want the keys and %s", what, out, redacted)
+		}
+		// The TTL is no secret: it shows, as 1.234s or in nanoseconds.
+		if out := printed[what]; !strings.Contains(out, "1.234s") && !strings.Contains(out, "1234000000") {
+			t.Errorf("%s printed %s; want the TTL", what, out)
 		}
 	}
 	var empty Handle

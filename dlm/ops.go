@@ -5,4 +5,5 @@ const (
 	opLock   = "lock"
 	opExtend = "extend"
 	opUnlock = "unlock"
+	opResume = "resume"
 )

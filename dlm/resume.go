@@ -34,17 +34,17 @@ func (l *Lock) Handle() Handle {
 	if left <= 0 {
 		left = min(left, -time.Millisecond) // in the past, whatever the rounding
 	}
-	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), Token: l.token}
+	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), TTL: l.cfg.ttl, Token: l.token}
 	h.Lease, h.Limit, h.Quorum = l.kind.handle()
 	return h
 }
 
 // Resume returns a Lock for a lock obtained elsewhere, from its [Handle],
-// with the options of this manager and opts (TTL and key prefix must match
-// the original's; [WithAutoExtend] starts extension here, which lives as it
-// does for [Manager.Lock]: ctx bounds only the call). It makes no round
-// trip; Extend the lock to confirm it is still held. The process that
-// handed it over should neither extend nor unlock it any more.
+// with the options of this manager and opts: the key prefix and the TTL
+// must be the original's, and a fenced lock resumes with [WithFencing].
+// [WithAutoExtend] starts extension here, which lives as it does for
+// [Manager.Lock]: ctx bounds only the call. The process that handed the
+// lock over should neither extend nor unlock it any more.
 //
 // A Handle from another process is untrusted input, checked before anything
 // in it is believed:
@@ -56,8 +56,33 @@ func (l *Lock) Handle() Handle {
 //     reserved value for a holder's secret either);
 //   - its Until must be set (otherwise [ErrInvalid]) and in the future
 //     (otherwise [ErrLockLost]);
+//   - its TTL, when set, must be this call's (otherwise [ErrInvalid]): the
+//     lock's validity, its extensions and the TTL its keys live by on the
+//     nodes all follow it. A Handle without a TTL (from v0.1.0) resumes
+//     with this call's;
 //   - its Lease, Limit and Quorum must describe a lease this manager can
-//     resume (otherwise [ErrInvalid]).
+//     resume (otherwise [ErrInvalid]);
+//   - its fencing token must be the one the nodes hold for the grant (see
+//     below).
+//
+// A Handle without a fencing token (Token 0: a lock taken without
+// [WithFencing], a read lock, a permit) resumes without a round trip, with
+// token 0 and grant id 0, whether this call has WithFencing or not; Extend
+// the lock to confirm it is still held. A Handle with a token makes one
+// round trip, under ctx: every node is asked, in one script, whether the
+// lock's keys still hold its secret and what their fencing counters are.
+// The Handle resumes only if a quorum of nodes hold the keys and the
+// largest counter that a quorum of them hold at least is the Handle's
+// token. The error wraps [ErrInvalid] when the token differs, is 2^53 or
+// more, comes with a lease, or this call is without WithFencing; it is a
+// [*QuorumError] matching [ErrLockLost] when too few nodes hold the keys,
+// or [ErrUnavailable] when too many nodes failed to tell (with ctx.Err()
+// when ctx ended first).
+//
+// Invariant: a resumed token never exceeds what the counters of a quorum of
+// nodes hold while the lock's keys hold its secret; so every later grant of
+// the keys, whose quorum shares a node with that one, gets a greater token,
+// and a Handle cannot make a [Fence] refuse the grants that follow it.
 //
 // The resumed lock's validity ends at h.Until or at now plus the validity
 // of this TTL (the TTL less the drift allowance, as for a lock obtained
@@ -82,12 +107,16 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if err != nil {
 		return nil, err
 	}
+	key := keyName(keys)
+	if err := checkHandleTTL(key, h.TTL, cfg.ttl); err != nil {
+		return nil, err
+	}
 	// Rebase the wall-clock end onto this process' monotonic clock.
 	left := h.Until.Round(0).Sub(m.wallNow())
 	if left <= 0 {
-		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", keyName(keys), -left.Round(time.Millisecond), ErrLockLost)
+		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", key, -left.Round(time.Millisecond), ErrLockLost)
 	}
-	left = min(left, cfg.validity(cfg.ttl))
+	until := time.Now().Add(min(left, cfg.validity(cfg.ttl)))
 	kind, err := m.resumeKind(h)
 	if err != nil {
 		return nil, err
@@ -95,9 +124,29 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if kind != nil {
 		rkeys = kind.keys(rkeys[0])
 	}
-	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, token: h.Token}, validity: validity{until: time.Now().Add(left)}}
+	token, err := m.resumeToken(ctx, &cfg, kind, key, rkeys, &h)
+	if err != nil {
+		return nil, err
+	}
+	if time.Until(until) <= 0 {
+		return nil, fmt.Errorf("dlm: resume %q: validity ended while the nodes were asked: %w", key, ErrLockLost)
+	}
+	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, token: token}, validity: validity{until: until}}
 	if cfg.autoExtend != nil {
 		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
 	}
 	return l, nil
+}
+
+// checkHandleTTL checks a Handle's TTL, ttl, against the TTL of the call
+// that resumes it, want: a Handle without one (0, from v0.1.0) takes the
+// call's.
+func checkHandleTTL(key string, ttl, want time.Duration) error {
+	switch {
+	case ttl < 0:
+		return fmt.Errorf("%w: resume %q: the Handle's TTL %v is negative", ErrInvalid, key, ttl)
+	case ttl != 0 && ttl != want:
+		return fmt.Errorf("%w: resume %q: the Handle's TTL is %v, this call's %v: resume with WithTTL(%v)", ErrInvalid, key, ttl, want, ttl)
+	}
+	return nil
 }

@@ -222,3 +222,93 @@ func TestResumeSecretShape(t *testing.T) {
 		t.Errorf("Resume sent %d requests; want none", got)
 	}
 }
+
+// TestResumeTTLMustMatch checks item 12 of the security review: a Handle
+// carries its lock's TTL (JSON "ttl"), and Resume refuses with ErrInvalid,
+// without a round trip, a call whose TTL differs from it, or a TTL that is
+// not positive; the call with the Handle's TTL resumes. A Handle of v0.1.0,
+// whose JSON has no "ttl", resumes with the TTL of the call, its validity
+// capped by that TTL.
+func TestResumeTTLMustMatch(t *testing.T) {
+	t.Parallel()
+	checkLeaks(t)
+	fs := newFakes(3)
+	const ttl = 2 * time.Second
+	m := newManager(t, fs)
+	orig, err := m.TryLock(context.Background(), "k", WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Unlock(context.Background())
+	waitFor(t, "the acquire on every node", func() bool { return countAll(fs, "acquire") == 3 })
+	b, err := json.Marshal(orig.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"ttl":2000000000`) {
+		t.Errorf("Handle of a lock with TTL %v as JSON = %s; want \"ttl\":2000000000", ttl, b)
+	}
+	h := roundTrip(t, orig)
+	// withTTL is h's JSON with its "ttl" set to v, or taken out when v is "".
+	withTTL := func(v string) Handle {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(b, &fields); err != nil {
+			t.Fatal(err)
+		}
+		delete(fields, "ttl")
+		if v != "" {
+			fields["ttl"] = json.RawMessage(v)
+		}
+		nb, err := json.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out Handle
+		if err := json.Unmarshal(nb, &out); err != nil {
+			t.Fatalf("json.Unmarshal(%s) = %v", nb, err)
+		}
+		return out
+	}
+	before := countAll(fs, "")
+	for _, tc := range []struct {
+		name string
+		h    Handle
+		opts []Option
+	}{
+		{"the manager's default TTL", h, nil},
+		{"a longer TTL", h, []Option{WithTTL(time.Minute)}},
+		{"a shorter TTL", h, []Option{WithTTL(time.Second)}},
+		{"a negative TTL in the Handle", withTTL("-2000000000"), []Option{WithTTL(ttl)}},
+	} {
+		l, err := m.Resume(context.Background(), tc.h, tc.opts...)
+		if l != nil || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Resume(Handle of TTL %v, %s) = a lock: %t, %v; want ErrInvalid", ttl, tc.name, l != nil, err)
+		}
+	}
+	if got := countAll(fs, "") - before; got != 0 {
+		t.Errorf("the refused Resume calls sent %d requests; want 0", got)
+	}
+	l, err := m.Resume(context.Background(), h, WithTTL(ttl))
+	if err != nil {
+		t.Fatalf("Resume(Handle of TTL %v, WithTTL(%v)) = %v; want a lock", ttl, ttl, err)
+	}
+	if err := l.Extend(context.Background(), ttl); err != nil {
+		t.Errorf("Extend() of the resumed lock = %v", err)
+	}
+	// A Handle of v0.1.0 has no TTL: the call's TTL stands.
+	old := withTTL("")
+	for _, callTTL := range []time.Duration{time.Second, DefaultTTL} {
+		var opts []Option
+		if callTTL != DefaultTTL {
+			opts = []Option{WithTTL(callTTL)}
+		}
+		l, err := m.Resume(context.Background(), old, opts...)
+		if err != nil {
+			t.Errorf("Resume(Handle without a TTL, TTL %v) = %v; want a lock", callTTL, err)
+			continue
+		}
+		if left := time.Until(l.Until()); left > callTTL {
+			t.Errorf("Resume(Handle without a TTL, TTL %v).Until() = now + %v; want at most the call's TTL", callTTL, left)
+		}
+	}
+}
