@@ -2,7 +2,6 @@ package dlm
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -23,10 +22,19 @@ import (
 // does errors.Is(err, [ErrNotObtained]) or errors.Is(err, [ErrUnavailable]),
 // with that attempt's [*QuorumError] found by errors.As. An attempt that ctx
 // cut short, before its outcome was known, does not count: if no attempt
-// completed (the first one was under way, or the call was still waiting
-// behind this Manager's earlier callers), the error wraps ctx.Err() alone.
+// completed (the first one was under way), the error wraps ctx.Err() alone.
 // [Manager.LockAll], [Manager.Do], [Manager.RLock], [Semaphore.Acquire] and
 // [Manager.Campaign] end the same way.
+//
+// A call still waiting behind this Manager's earlier callers (see below)
+// when ctx ends has made no attempt of its own, and its error has the class
+// of what kept it waiting all the same, wherever the holder is: while a
+// caller of this Manager holds the lock, errors.Is(err, [ErrNotObtained])
+// holds, with no [*QuorumError], since no vote refused it; otherwise the
+// error wraps the last [*QuorumError] of the caller that competes on the
+// nodes for the queue, as its own last attempt would be (ErrNotObtained or
+// ErrUnavailable); before that caller completed an attempt, ctx.Err()
+// alone. errors.Is(err, ctx.Err()) holds in every case.
 //
 // Calls of one Manager that wait for the same keys without a retry budget
 // (and without [WithFairness]) queue in the Manager, and only the first
@@ -89,7 +97,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		l, attempts, err = m.lockInLine(ctx, &lcfg, c.keys, c.rkeys)
 	case c.kind == nil && wait:
 		lcfg := *cfg // as above: lockLoop keeps it
-		l, attempts, err = m.lockLoop(ctx, &lcfg, c.keys, c.rkeys)
+		l, attempts, err = m.lockLoop(ctx, &lcfg, c.keys, c.rkeys, nil)
 	case wait:
 		l, attempts, err = m.attempts(ctx, cfg, c)
 	default:
@@ -119,10 +127,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 // takes the lock handed over by the caller before it, or competes for it on
 // the nodes with lockLoop.
 func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
-	t, h, err := m.local.enter(ctx, m.done, cfg, rkeys)
-	if err != nil {
-		err = fmt.Errorf("dlm: lock %q: stopped waiting behind this manager's earlier callers: %w", keyName(keys), err)
-	}
+	t, h, err := m.local.enter(ctx, m.done, cfg, keyName(keys), rkeys)
 	switch {
 	case h != nil:
 		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}}
@@ -135,7 +140,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	case err != nil:
 		return nil, 0, err
 	}
-	l, attempts, err := m.lockLoop(ctx, cfg, keys, rkeys)
+	l, attempts, err := m.lockLoop(ctx, cfg, keys, rkeys, t)
 	if err != nil {
 		t.leave()
 	} else {
@@ -147,7 +152,9 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 // lockLoop makes attempts at the mutex until one wins (see [Manager.attempts]).
 // With fairness it takes a place in the nodes' lines, which the lock keeps
 // (Unlock gives it up) or, if none is obtained, it gives up on return.
-func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string) (l *Lock, attempt int, err error) {
+// line is the caller's turn at the head of the manager's queue, nil
+// outside it.
+func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
 	var fw *fairWaiter
 	if cfg.fair != nil {
 		if fw, err = newFairWaiter(cfg.fair); err != nil {
@@ -162,7 +169,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			}
 		}()
 	}
-	return m.attempts(ctx, cfg, &claim{keys: keys, rkeys: rkeys, fw: fw})
+	return m.attempts(ctx, cfg, &claim{keys: keys, rkeys: rkeys, fw: fw, line: line})
 }
 
 // acquireScripts holds the acquire script for each mix of fencing (1),

@@ -38,6 +38,9 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, wt *claim) (l *Lock
 		found := err != nil && errors.As(err, &qerr)
 		if found {
 			last = qerr
+			if wt.line != nil {
+				wt.line.refused(qerr)
+			}
 		}
 		if err != nil && ctx.Err() != nil && (found || errors.Is(err, ctx.Err())) {
 			return nil, attempt, stopped(ctx.Err(), last)

@@ -19,6 +19,10 @@ type claim struct {
 	keys  []string    // as the caller named them
 	rkeys []string    // the keys its requests name: the lock keys, or the lease's
 	fw    *fairWaiter // the mutex with fairness: its place in the nodes' lines
+	// line is the call's turn at the head of the manager's queue, nil
+	// outside it: the attempts it completes tell the callers queued behind
+	// it what keeps them waiting.
+	line *turn
 }
 
 // waiter is the id under which c's lock waits in the nodes' lines

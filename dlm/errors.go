@@ -269,15 +269,33 @@ func (e *QuorumError) Unwrap() error { return e.Err }
 // another holder had the lock, [ErrUnavailable] when too many nodes failed.
 // An attempt that the context cut short, before its outcome was known,
 // does not count; when none completed, the error wraps why alone.
+//
+// A Lock call queued behind the Manager's earlier callers (queued) made no
+// attempt of its own: its error has the class of what kept it waiting, the
+// last attempt completed by the caller that competed on the nodes for it,
+// or, while a caller of the Manager held the lock (held), [ErrNotObtained]
+// without a vote.
 type waitError struct {
 	what     string // "lock", "read lock" or "permit"
 	key      string
 	attempts int
 	why      error
 	last     *QuorumError // nil when no attempt completed
+	queued   bool
+	held     bool
 }
 
 func (e *waitError) Error() string {
+	if e.queued {
+		s := fmt.Sprintf("dlm: %s %q: stopped waiting behind this manager's earlier callers: %v", e.what, e.key, e.why)
+		switch {
+		case e.held:
+			return s + "; a caller of this manager holds the lock"
+		case e.last != nil:
+			return s + "; last complete attempt of the caller competing for it: " + e.last.Error()
+		}
+		return s + "; no attempt completed"
+	}
 	plural := "s"
 	if e.attempts == 1 {
 		plural = ""
@@ -289,12 +307,16 @@ func (e *waitError) Error() string {
 	return s + "; last complete attempt: " + e.last.Error()
 }
 
-// Unwrap returns why and, if an attempt completed, the last one's error.
+// Unwrap returns why and, if an attempt completed, the last one's error,
+// or [ErrNotObtained] when a caller of this manager held the lock.
 func (e *waitError) Unwrap() []error {
-	if e.last == nil {
-		return []error{e.why}
+	switch {
+	case e.last != nil:
+		return []error{e.why, e.last}
+	case e.held:
+		return []error{e.why, ErrNotObtained}
 	}
-	return []error{e.why, e.last}
+	return []error{e.why}
 }
 
 // attemptStopped is the error of an attempt at the lock what of key whose

@@ -34,6 +34,13 @@ type localQueue struct {
 	// since is when the lock was last obtained from the nodes; it has
 	// been handed over within the manager since then.
 	since time.Time
+	// What keeps the queued callers waiting, as last known, for the error
+	// of one whose context ends (see [Manager.Lock]): held while a caller
+	// of this manager holds the lock; otherwise refused, the QuorumError
+	// of the last attempt completed by the caller that competes on the
+	// nodes for them (nil before its first).
+	held    bool
+	refused *QuorumError
 }
 
 // localWaiter is a queued caller. At its turn, c receives the lock handed
@@ -88,10 +95,11 @@ func queueName(rkeys []string) string {
 
 // enter returns when it is the caller's turn for the lock on rkeys, with the
 // lock handed over by the caller before, or nil when the caller must compete
-// on the nodes. It returns an error when ctx ends or done is closed first;
-// if a lock was handed over all the same, it returns it too, and the caller
-// must unlock it.
-func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *config, rkeys []string) (*turn, *handover, error) {
+// on the nodes. It returns an error when ctx ends or done is closed first:
+// a *waitError for the lock named key, with the class of what kept the
+// caller waiting (see [localQueue.held]). If a lock was handed over all the
+// same, it returns it too, and the caller must unlock it.
+func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *config, key string, rkeys []string) (*turn, *handover, error) {
 	t := &turn{qs: qs, name: queueName(rkeys)}
 	qs.mu.Lock()
 	if qs.queues == nil {
@@ -116,16 +124,17 @@ func (qs *localQueues) enter(ctx context.Context, done <-chan struct{}, cfg *con
 		// its validity.
 		holder.watchValidity()
 	}
-	var err error
+	var why error
 	select {
 	case h := <-w.c:
 		return t, h, nil
 	case <-ctx.Done():
-		err = ctx.Err()
+		why = ctx.Err()
 	case <-done:
-		err = ErrClosed
+		why = ErrClosed
 	}
 	qs.mu.Lock()
+	err := &waitError{what: opLock, key: key, why: why, queued: true, held: q.held, last: q.refused}
 	select {
 	case h := <-w.c: // our turn came meanwhile: the caller leaves it
 		qs.mu.Unlock()
@@ -154,7 +163,7 @@ func (t *turn) hold(l *Lock, handedOver bool) {
 	waiting := false
 	t.qs.mu.Lock()
 	if q := t.qs.queues[t.name]; q != nil && !t.left {
-		q.holder = l
+		q.holder, q.held, q.refused = l, true, nil
 		if !handedOver {
 			q.since = time.Now()
 		}
@@ -166,6 +175,17 @@ func (t *turn) hold(l *Lock, handedOver bool) {
 		// validity must reach them even if it never unlocks. (Those that
 		// come later see the holder and see to it themselves.)
 		l.watchValidity()
+	}
+}
+
+// refused records e, the QuorumError of an attempt that the turn's caller
+// completed on the nodes, as what keeps the callers queued behind it
+// waiting.
+func (t *turn) refused(e *QuorumError) {
+	t.qs.mu.Lock()
+	defer t.qs.mu.Unlock()
+	if q := t.qs.queues[t.name]; q != nil && !t.left {
+		q.held, q.refused = false, e
 	}
 }
 
