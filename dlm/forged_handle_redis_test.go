@@ -139,10 +139,15 @@ func TestResumeCapsUntilAtTTL(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
 	srvs := redistest.StartServers(t, 3)
-	orig := redisManager(t, srvs, dlm.WithTTL(ttl))
-	m := redisManager(t, srvs, dlm.WithTTL(ttl))
+	// The node timeout derived from a TTL of a second, 50 ms, is less than a
+	// first dial can take on a loaded machine: take the largest one derived
+	// for any TTL, and let Lock try again if an attempt fails all the same.
+	orig := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl/4))
+	m := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl/4))
 	ctx := context.Background()
-	l, err := orig.TryLock(ctx, "capped")
+	lctx, cancel := context.WithTimeout(ctx, 20*ttl)
+	defer cancel()
+	l, err := orig.Lock(lctx, "capped")
 	if err != nil {
 		t.Fatal(err)
 	}
