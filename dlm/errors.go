@@ -124,6 +124,14 @@ func isCrossSlot(err error) bool {
 // NodeError is one node's failure: an error reply, a timeout, a refused
 // connection. Node is the node's address, never its password. Find it in any
 // error the package returns with errors.As.
+//
+// Err never shows the request's arguments — a lock's secret, a waiter's id,
+// a leader's value — though a node may quote them (Redis does, for a
+// command renamed away): they are removed from the node's text, and from
+// every error it wraps, before the NodeError is made, and an error that
+// quoted one is not kept, so neither Unwrap nor errors.As reaches it.
+// errors.Is and errors.As still find what the failure wrapped that quoted
+// none: a context's error, a *net.OpError, a [driver.PanicError].
 type NodeError struct {
 	Node string
 	Err  error

@@ -10,6 +10,8 @@ import (
 // nodeCalls builds, once per manager, each node's call for the quorum
 // round: the node's Eval, with around it what the node and the manager's
 // options add, from the outside in:
+//   - the removal of the request's arguments from the node's failure, which
+//     may quote them (hideargs.go);
 //   - the run_id admission: a node's answers count only once its server
 //     said which it is (sameserver.go);
 //   - the redirect check: a member of a Redis Cluster opened as a single
@@ -36,7 +38,7 @@ func (m *Manager) nodeCalls() []round.Call {
 		if m.clusterNodes == nil || !m.clusterNodes[i] {
 			call = redirectCall(call)
 		}
-		calls[i] = m.admitCall(i, call)
+		calls[i] = hideArgs(args, m.admitCall(i, call))
 	}
 	return calls
 }

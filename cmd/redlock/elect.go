@@ -198,7 +198,7 @@ func (r *runner) observe(stdout io.Writer, asJSON bool) int {
 		r.log.Error("redlock: cannot observe the election", slog.String("election", r.key), slog.Any("error", pw.scrub(err)))
 		return exitFailure
 	}
-	enc := json.NewEncoder(stdout)
+	enc := json.NewEncoder(jsonWriter{stdout})
 	for o := range obs {
 		switch {
 		case asJSON:

@@ -15,7 +15,8 @@ const repeatInterval = 10 * time.Second
 
 // newLogger returns the logger of redlock and of package dlm: text or JSON
 // records on w, from c's level up, or errors only with --quiet. Neither
-// writes a lock's secret or a node's password.
+// writes a lock's secret or a node's password, nor a character of a node's
+// text that a terminal may act on (see printable.go).
 func newLogger(c *config, w io.Writer) *slog.Logger {
 	level := c.logLevel
 	if c.quiet {
@@ -24,7 +25,7 @@ func newLogger(c *config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler
 	if c.logFormat == "json" {
-		h = slog.NewJSONHandler(w, opts)
+		h = slog.NewJSONHandler(jsonWriter{w}, opts)
 	} else {
 		h = slog.NewTextHandler(w, opts)
 	}

@@ -40,7 +40,8 @@ type nodeReport struct {
 	TTLMillis int64 `json:"ttl_ms"`
 	// Fence is the key's fencing counter on the node, or 0.
 	Fence uint64 `json:"fence"`
-	// Error is why the node did not answer, or "".
+	// Error is why the node did not answer, or "". In the JSON, the
+	// characters of a node's reply that do not print are \u escapes.
 	Error string `json:"error,omitempty"`
 }
 
@@ -81,7 +82,7 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	rep := newStatusReport(key, st, pw)
 	if c.json {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(jsonWriter{stdout})
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
@@ -127,7 +128,10 @@ func newStatusReport(key string, st []dlm.NodeStatus, pw secrets) *statusReport 
 	return rep
 }
 
-// writeTable writes the report for people.
+// writeTable writes the report for people. A node's error is its reply,
+// untrusted text: its characters that do not print are escaped, so that
+// it can neither act on the terminal nor break the table's lines and
+// columns.
 func (rep *statusReport) writeTable(w io.Writer) error {
 	held := "no"
 	if rep.Held {
@@ -154,7 +158,7 @@ func (rep *statusReport) writeTable(w io.Writer) error {
 		if n.Fence > 0 {
 			fence = fmt.Sprint(n.Fence)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, held, ttl, fence, n.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(n.Node), held, ttl, fence, printable(n.Error))
 	}
 	return tw.Flush()
 }

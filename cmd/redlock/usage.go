@@ -204,13 +204,13 @@ func wrap(text string, indent, width int) string {
 	return b.String()
 }
 
-// usageError writes err and where to find help to w, and returns the exit
-// code of a usage error.
+// usageError writes err, its characters that do not print escaped, and
+// where to find help to w, and returns the exit code of a usage error.
 func usageError(w io.Writer, cmd string, err error) int {
 	help := "redlock help"
 	if cmd != "" {
 		help += " " + cmd
 	}
-	fmt.Fprintf(w, "redlock: %v\nRun %q for usage.\n", err, help)
+	fmt.Fprintf(w, "redlock: %s\nRun %q for usage.\n", printable(err.Error()), help)
 	return exitUsage
 }

@@ -53,8 +53,9 @@
 // message. Each node that failed the operation's vote adds a span event
 // named dlm.node_error, timed at the end of the vote, with the attributes
 // dlm.node (the node's address, never its password), dlm.op (lock, extend
-// or unlock) and dlm.error (the node's error). No span carries the lock's
-// secret token.
+// or unlock) and dlm.error (the node's error, from which package dlm has
+// removed the request's arguments, which a node may quote). No span carries
+// the lock's secret token.
 //
 // # Metrics
 //

@@ -52,8 +52,14 @@ type rig struct {
 
 func newRig(t *testing.T, opts ...dlm.Option) *rig {
 	t.Helper()
+	return newRigOn(t, redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password)), opts...)
+}
+
+// newRigOn is newRig over servers, started with the password.
+func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *rig {
+	t.Helper()
 	r := &rig{
-		servers: redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password)),
+		servers: servers,
 		spans:   tracetest.NewSpanRecorder(),
 		reader:  sdkmetric.NewManualReader(),
 	}

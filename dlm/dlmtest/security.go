@@ -66,7 +66,11 @@ func secretOf(user string) string { return user + "-S3cret/#@%" }
 //     an untrusted certificate and malformed URLs fail with errors that name
 //     the cause and never show a password;
 //   - no password and no lock token appears in any error, event or log
-//     record of the suite's managers.
+//     record of the suite's managers;
+//   - a node that refuses scripting (EVALSHA and EVAL renamed away, see
+//     [redistest.WithoutScripting]) quotes none of a request's arguments —
+//     secrets, waiter ids, leader values — in any error, event, status or
+//     log record at any level, while its error still says what it refused.
 //
 // It checks that no goroutine outlives the managers' Close.
 func TestSecurity(t *testing.T, driverName string) {
@@ -80,6 +84,7 @@ func TestSecurity(t *testing.T, driverName string) {
 	t.Run("MajorityRefuses", s.testMajorityRefuses)
 	t.Run("RevokedPassword", s.testRevokedPassword)
 	t.Run("OpenErrors", s.testOpenErrors)
+	t.Run("NodeErrorHidesScriptArgs", s.testNodeErrorHidesScriptArgs)
 	t.Run("NothingShown", s.testNothingShown)
 	snap.Check(t, 5*time.Second)
 }

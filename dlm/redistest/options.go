@@ -37,6 +37,14 @@ func WithArgs(args ...string) ServerOption {
 	return func(c *serverConfig) { c.args = append(c.args, args...) }
 }
 
+// WithoutScripting renames EVALSHA and EVAL away on the servers
+// (rename-command EVALSHA "" and EVAL ""), a common hardening step. Such a
+// server answers every script with "ERR unknown command 'evalsha', with
+// args beginning with: ...", quoting the first arguments of the request.
+func WithoutScripting() ServerOption {
+	return WithArgs("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "")
+}
+
 // WithTLS makes the servers accept TLS only. The harness creates a test
 // certificate authority and a certificate for 127.0.0.1 and localhost; a
 // client trusts them through [Server.TLSConfig] or, in a rediss:// URL,
