@@ -134,8 +134,11 @@ fuzz:
 
 # make bench: the side-by-side benchmark (redlock over each backend, in its
 # default and fair modes, against redsync, on five redis-server processes it
-# starts itself). It takes about twelve minutes and rewrites
-# docs/benchmarks.md and docs/benchmarks.svg.
+# starts itself, the contention cases also with up to 256 contender
+# processes). It takes about sixteen minutes and rewrites
+# docs/benchmarks.md and docs/benchmarks.svg. The contention cases alone,
+# at 8 and 64 contenders, in a few minutes:
+#   cd internal/bench && go run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -out /tmp/bench
 bench: deps
 	cd internal/bench && $(GO) run ./cmd/lockbench -out ../../docs
 

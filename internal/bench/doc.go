@@ -3,9 +3,12 @@
 // issue against redlock over each backend and against redsync v4 on the
 // same nodes in the same run (and redlock's read lock and semaphore beside
 // its mutex), and writes the report (Markdown and an SVG
-// chart) that docs/benchmarks.md is. The hot-key cases run twice: with the
-// contenders sharing one client, as goroutines of one process would, and
-// with a client each, as separate processes would.
+// chart) that docs/benchmarks.md is. The hot-key cases run twice in one
+// process: with the contenders sharing one client, as goroutines of one
+// process would, and with a client each, as separate processes would; and
+// the contention cases run again with a process per contender, the harness
+// starting copies of its own program ([IsContender], [ContenderMain]) and
+// merging their calls on the shared clock (procs.go).
 //
 // It is a module of its own so that redsync, the comparison target, never
 // enters the library's module graph. It uses only the library's public API,

@@ -22,25 +22,36 @@ const (
 	// ClientPerContender: every contender has a client of its own, with
 	// its own connections, as separate processes would.
 	ClientPerContender
+	// ProcessPerContender: every contender is a process of its own, with
+	// its own client (see procs.go).
+	ProcessPerContender
 )
 
-// ClientModes are the ways of reaching the nodes that the hot-key cases
-// run in, in the report's order.
+// ClientModes are the ways of reaching the nodes that the in-process
+// hot-key cases run in, in the report's order. The cases with a process
+// per contender follow them.
 var ClientModes = []Clients{SharedClient, ClientPerContender}
 
-// String is the mode's part of a case name: "shared", "per-contender".
+// String is the mode's part of a case name: "shared", "per-contender",
+// "procs".
 func (c Clients) String() string {
-	if c == ClientPerContender {
+	switch c {
+	case ClientPerContender:
 		return "per-contender"
+	case ProcessPerContender:
+		return "procs"
 	}
 	return "shared"
 }
 
 // phrase describes the mode after "N contenders": "sharing one client",
-// "with a client each".
+// "with a client each", "in processes of their own".
 func (c Clients) phrase() string {
-	if c == ClientPerContender {
+	switch c {
+	case ClientPerContender:
 		return "with a client each"
+	case ProcessPerContender:
+		return "in processes of their own"
 	}
 	return "sharing one client"
 }
@@ -76,16 +87,45 @@ type HotResult struct {
 	Wait     Dist
 	WaitMax  time.Duration
 	Censored int
+	// WaitAll is Wait with the Lock calls still waiting when the window
+	// closed counted too, each with what it had waited by then (a lower
+	// bound of its wait), so that contenders starved through a run weigh
+	// in rather than drop out.
+	WaitAll Dist
 	// PerClient is each contender's number of grants; Fairness is the
 	// largest over the smallest (+Inf when one got none: Starved of them).
 	PerClient []int
 	Fairness  float64
 	Starved   int
-	// Violations counts grants that returned before the previous holder
-	// had even called Unlock: two holders at once. It must be 0.
+	// Violations counts grants that returned before an earlier holder had
+	// even called Unlock: two holders at once. It must be 0.
 	Violations int
 	Errors     int    // failed Lock or Unlock calls, other than at the window's end
 	FirstError string // the first of them
+
+	// Runs are the grants/s of each run (round) of the case, in order: the
+	// no-collapse check compares them.
+	Runs []float64
+
+	// The rest is measured in the cases with a process per contender only.
+
+	// MarkerChecked counts the grants checked against the holder marker
+	// shared by the processes (0 where memory cannot be shared), and
+	// MarkerViolations those that found another holder there: two holders
+	// at once, seen apart from the timestamps. It must be 0.
+	MarkerChecked    int
+	MarkerViolations int
+	// Commands are the commands the servers processed over the measured
+	// runs (INFO commandstats, scripts' own calls included, the harness's
+	// INFO left out), by command name; ServerCPU the CPU time the servers
+	// used meanwhile (INFO cpu). Nil and 0 when the servers did not tell.
+	Commands  map[string]int64
+	ServerCPU time.Duration
+	// ClockError bounds how far apart two processes' instants of one
+	// reading of the shared clock can be (sharedClock); StartLag is the
+	// longest a contender began after a run's start instant.
+	ClockError time.Duration
+	StartLag   time.Duration
 }
 
 // GrantsPerSec is the rate of grants over the window.
@@ -93,6 +133,29 @@ func (r *HotResult) GrantsPerSec() float64 { return perSec(r.Grants, r.Window) }
 
 // HandoffsPerSec is the rate of hand-offs to another client over the window.
 func (r *HotResult) HandoffsPerSec() float64 { return perSec(r.Handoffs, r.Window) }
+
+// CommandsPerHandoff is the number of commands the servers processed per
+// hand-off over the case, NaN when they were not counted or there was no
+// hand-off.
+func (r *HotResult) CommandsPerHandoff() float64 {
+	if r.Commands == nil || r.Handoffs == 0 {
+		return math.NaN()
+	}
+	return float64(sumCommands(r.Commands)) / float64(r.Handoffs)
+}
+
+// ServerCPUPerHandoff is the servers' CPU time per hand-off over the case,
+// 0 when unknown or there was no hand-off.
+func (r *HotResult) ServerCPUPerHandoff() time.Duration {
+	if r.ServerCPU <= 0 || r.Handoffs == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Handoffs)
+}
+
+// Collapsed returns the runs of the case whose grants/s fell below half
+// the median of its runs, or to zero (see [Collapsed]).
+func (r *HotResult) Collapsed() []int { return Collapsed(r.Runs) }
 
 // call is one Lock call of one contender and, when it returned the lock,
 // the Unlock that followed, in time since the run's start on the monotonic
@@ -109,12 +172,72 @@ type call struct {
 const never = time.Duration(math.MaxInt64)
 
 // hotRound is the record of one hot-key run: every Lock call, the run's
-// length and the errors other than at its end.
+// length and the errors other than at its end; and, for a run of
+// contender processes, the marker's checks and the processes' timing.
 type hotRound struct {
 	calls    []call
 	window   time.Duration
 	errors   int
 	firstErr string
+
+	markerChecked, markerOverlaps int
+	clockErr, startLag            time.Duration
+}
+
+// contention is what one contender of a hot-key run did.
+type contention struct {
+	calls    []call
+	errors   int
+	firstErr string
+	// checked counts the grants checked on the marker, overlaps those
+	// that found another holder there.
+	checked, overlaps int
+}
+
+// contend is one contender of a hot-key run: it locks m, holds it for
+// work, unlocks it and at once locks it again, until ctx ends, timing each
+// call since start (the Lock still waiting when ctx ends is recorded as
+// never granted). Every grant is checked on marker, which may be nil.
+func contend(ctx context.Context, m Mutex, client int, work time.Duration, start time.Time, marker *holderMarker) contention {
+	var out contention
+	fail := func(err error) {
+		if out.errors++; out.firstErr == "" {
+			out.firstErr = err.Error()
+		}
+	}
+	for ctx.Err() == nil {
+		k := call{client: client, asked: time.Since(start)}
+		if err := m.Lock(ctx); err != nil {
+			if ctx.Err() != nil {
+				k.granted = never
+				out.calls = append(out.calls, k)
+				break
+			}
+			fail(err)
+			continue
+		}
+		k.granted = time.Since(start)
+		if marker.checks() {
+			out.checked++
+			if marker.hold() {
+				out.overlaps++
+			}
+		}
+		if work > 0 {
+			time.Sleep(work)
+		}
+		marker.release()
+		k.unlock = time.Since(start)
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := m.Unlock(uctx)
+		cancel()
+		k.release = time.Since(start)
+		if err != nil {
+			fail(err)
+		}
+		out.calls = append(out.calls, k)
+	}
+	return out
 }
 
 // runHot runs the hot-key scenario on key for window, one contender per
@@ -142,43 +265,11 @@ func runHot(ctx context.Context, clients []Locker, key string, work, window time
 		go func() {
 			defer wg.Done()
 			<-ready
-			var mine []call
-			var myErrs int
-			var myFirst string
-			fail := func(err error) {
-				if myErrs++; myFirst == "" {
-					myFirst = err.Error()
-				}
-			}
-			for runCtx.Err() == nil {
-				k := call{client: c, asked: time.Since(start)}
-				if err := mutexes[c].Lock(runCtx); err != nil {
-					if runCtx.Err() != nil {
-						k.granted = never
-						mine = append(mine, k)
-						break
-					}
-					fail(err)
-					continue
-				}
-				k.granted = time.Since(start)
-				if work > 0 {
-					time.Sleep(work)
-				}
-				k.unlock = time.Since(start)
-				uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := mutexes[c].Unlock(uctx)
-				cancel()
-				k.release = time.Since(start)
-				if err != nil {
-					fail(err)
-				}
-				mine = append(mine, k)
-			}
+			mine := contend(runCtx, mutexes[c], c, work, start, nil)
 			mu.Lock()
-			calls = append(calls, mine...)
-			if errs += myErrs; firstErr == "" {
-				firstErr = myFirst
+			calls = append(calls, mine.calls...)
+			if errs += mine.errors; firstErr == "" {
+				firstErr = mine.firstErr
 			}
 			mu.Unlock()
 		}()
@@ -195,36 +286,50 @@ func runHot(ctx context.Context, clients []Locker, key string, work, window time
 // analyzeHot turns the rounds of a hot-key case into its result: counts
 // and samples of all rounds together, over their total window. Only grants
 // made within a round's window count. A round's grants are ordered by when
-// Lock returned, which is the order of the holders when the lock is safe.
+// Lock returned, which is the order of the holders when the lock is safe:
+// a grant that returned before any earlier holder called Unlock is a
+// violation.
 func analyzeHot(rounds []hotRound, clients Clients, contenders int, work time.Duration) HotResult {
 	r := HotResult{Clients: clients, Contenders: contenders, Work: work, PerClient: make([]int, contenders)}
-	var waits, handoffs, toWaiters []time.Duration
+	var waits, waiting, handoffs, toWaiters []time.Duration
 	for _, round := range rounds {
 		r.Window += round.window
 		if r.Errors += round.errors; r.FirstError == "" {
 			r.FirstError = round.firstErr
 		}
+		r.MarkerChecked += round.markerChecked
+		r.MarkerViolations += round.markerOverlaps
+		r.ClockError = max(r.ClockError, round.clockErr)
+		r.StartLag = max(r.StartLag, round.startLag)
 		in := make([]call, 0, len(round.calls))
 		for _, k := range round.calls {
 			switch {
 			case k.granted == never:
 				r.Censored++
 				r.WaitMax = max(r.WaitMax, round.window-k.asked)
-			case k.granted < round.window:
+				fallthrough
+			case k.granted >= round.window:
+				if k.asked < round.window {
+					waiting = append(waiting, round.window-k.asked)
+				}
+			default:
 				in = append(in, k)
 			}
 		}
 		slices.SortFunc(in, func(a, b call) int { return cmp.Compare(a.granted, b.granted) })
+		var lastUnlock time.Duration // the latest Unlock call of the grants before
 		for i, g := range in {
 			r.PerClient[g.client]++
 			waits = append(waits, g.granted-g.asked)
 			if i == 0 {
+				lastUnlock = g.unlock
 				continue
 			}
 			prev := in[i-1]
-			if g.granted < prev.unlock {
+			if g.granted < lastUnlock {
 				r.Violations++
 			}
+			lastUnlock = max(lastUnlock, g.unlock)
 			if g.client == prev.client {
 				continue
 			}
@@ -236,12 +341,14 @@ func analyzeHot(rounds []hotRound, clients Clients, contenders int, work time.Du
 			handoffs = append(handoffs, lat)
 		}
 		r.Grants += len(in)
+		r.Runs = append(r.Runs, perSec(len(in), round.window))
 		toWaiters = append(toWaiters, toWaiter(in, round.calls, contenders)...)
 	}
 	r.Handoffs = len(handoffs)
 	r.Handoff = Summarize(handoffs)
 	r.ToWaiter = Summarize(toWaiters)
 	r.Wait = Summarize(waits)
+	r.WaitAll = Summarize(append(waits, waiting...))
 	r.WaitMax = max(r.WaitMax, r.Wait.Max)
 	r.Fairness = Fairness(r.PerClient)
 	r.Starved = Starved(r.PerClient)

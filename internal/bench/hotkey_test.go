@@ -89,6 +89,23 @@ func TestAnalyzeHot(t *testing.T) {
 			waitMax:    2 * ms,
 		},
 		{
+			name: "a grant inside an earlier holder's longer hold",
+			calls: []call{
+				c(0, 0, 0, 10, 11),
+				c(1, 0, 2, 3, 4),
+				c(2, 0, 5, 6, 7),
+			},
+			clients: 3, window: 100 * ms, grants: 3,
+			// Both later grants came while client 0 still held the lock,
+			// though only the first overlaps the grant just before it.
+			handoffs:   []time.Duration{0, ms},
+			toWaiter:   Dist{N: 1, P50: ms, P99: ms, Max: ms, Mean: ms},
+			perClient:  []int{1, 1, 1},
+			overlaps:   1,
+			violations: 2,
+			waitMax:    5 * ms,
+		},
+		{
 			name: "grants after the window and waiters cut off",
 			calls: []call{
 				c(0, 0, 0, 1, 2),
@@ -164,5 +181,32 @@ func TestAnalyzeHotRounds(t *testing.T) {
 	}
 	if r.GrantsPerSec() != 250 {
 		t.Errorf("GrantsPerSec = %v, want 250", r.GrantsPerSec())
+	}
+}
+
+func TestAnalyzeHotWaitAllAndRuns(t *testing.T) {
+	const ms = time.Millisecond
+	rounds := []hotRound{
+		{window: 100 * ms, calls: []call{
+			{client: 0, asked: 0, granted: 10 * ms, unlock: 11 * ms, release: 12 * ms},
+			{client: 1, asked: 0, granted: 30 * ms, unlock: 31 * ms, release: 32 * ms},
+			// Still waiting at the end: 100-40 ms waited.
+			{client: 0, asked: 40 * ms, granted: never},
+			// Granted after the window: waiting at its end, 100-90 ms.
+			{client: 1, asked: 90 * ms, granted: 120 * ms, unlock: 121 * ms, release: 122 * ms},
+		}},
+		{window: 200 * ms, calls: []call{
+			{client: 0, asked: 0, granted: 20 * ms, unlock: 21 * ms, release: 22 * ms},
+		}},
+	}
+	r := analyzeHot(rounds, ProcessPerContender, 2, 0)
+	if want := Summarize([]time.Duration{10 * ms, 30 * ms, 20 * ms}); r.Wait != want {
+		t.Errorf("Wait = %+v, want %+v", r.Wait, want)
+	}
+	if want := Summarize([]time.Duration{10 * ms, 30 * ms, 20 * ms, 60 * ms, 10 * ms}); r.WaitAll != want {
+		t.Errorf("WaitAll = %+v, want %+v", r.WaitAll, want)
+	}
+	if want := []float64{20, 5}; !slices.Equal(r.Runs, want) {
+		t.Errorf("Runs = %v, want %v grants/s", r.Runs, want)
 	}
 }

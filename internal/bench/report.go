@@ -134,7 +134,7 @@ func Markdown(r *Results) string {
 	if cfg.Run != nil {
 		p("> **Partial run** (`-run %s`): the cases not selected show %s.\n\n", cfg.Run, missing)
 	}
-	p("![Uncontended lock+unlock cycles/s, and hot-key hand-offs/s with one client shared by the contenders and with a client per contender, per library](%s)\n\n", ChartFile)
+	p("![Uncontended lock+unlock cycles/s, and hot-key hand-offs/s with one client shared by the contenders, with a client per contender and with a process per contender, per library](%s)\n\n", ChartFile)
 
 	writeMachine(&b, r)
 	writeTargets(&b, r)
@@ -192,6 +192,9 @@ func writeMachine(b *strings.Builder, r *Results) {
 	if cfg.HotWarmup > 0 {
 		lengths += fmt.Sprintf(", each round of a hot-key case after %v of untimed turns on another key", cfg.HotWarmup)
 	}
+	if len(cfg.ProcCases) > 0 {
+		lengths += "; hot-key cases with a process per contender: " + procCasesText(cfg.ProcCases, cfg.ProcRun)
+	}
 	if cfg.FairDuration > 0 {
 		lengths += fmt.Sprintf("; %v in one piece for the fairness case", cfg.FairDuration)
 	}
@@ -199,12 +202,12 @@ func writeMachine(b *strings.Builder, r *Results) {
 	if r.Elapsed > 0 {
 		t.row("run time", r.Elapsed.Round(time.Second).String()+" (measurement only)")
 	}
-	fmt.Fprintf(b, "\nEvery goroutine keeps one handle per key (`rs.NewMutex` once; a `Manager` and the key for redlock) and reuses it for every cycle. A library's goroutines share one client — one `Manager` for redlock, one `redsync.Redsync` over one go-redis client per node for redsync — except in the hot-key cases with a client per contender and in the fairness case, where each contender has one of its own. All clients run in one process and share the machine's %d CPUs with the %d servers, so CPU spent in the clients is CPU the servers do not get.\n\n", m.Cores, r.Nodes)
+	fmt.Fprintf(b, "\nEvery goroutine keeps one handle per key (`rs.NewMutex` once; a `Manager` and the key for redlock) and reuses it for every cycle. A library's goroutines share one client — one `Manager` for redlock, one `redsync.Redsync` over one go-redis client per node for redsync — except in the hot-key cases with a client per contender and in the fairness case, where each contender has one of its own. All clients run in one process, but in the hot-key cases with [a process per contender](%s), and share the machine's %d CPUs with the %d servers, so CPU spent in the clients is CPU the servers do not get.\n\n", procsAnchor, m.Cores, r.Nodes)
 }
 
 func writeTargets(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## Targets\n\n")
-	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one, or the one named, where the target says so. The client CPU rows report, without a target, the CPU time the client process used per cycle, and in brackets its ratio to redsync's (lower is better). Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)).\n\n")
+	fmt.Fprintf(b, "The targets of the performance issue, judged against redsync measured in the same run and the same case. Each backend's cell is its number and verdict; the overall verdict needs every backend to pass, or the best one, or the one named, where the target says so. The client CPU rows report, without a target, the CPU time the client process used per cycle, and in brackets its ratio to redsync's (lower is better). Each hot-key target has two rows: with the contenders **sharing one client**, where redlock passes the lock from caller to caller inside one `Manager`, and with **a client each**, where every hand-off goes through the nodes as between separate processes (see [One hot key](#2-one-hot-key)). The contention targets are judged on the cases with [a process per contender](%s), in the default mode but for the fair mode's max/min; **max/min** is the largest over the smallest number of grants per contender over all the case's runs.\n\n", procsAnchor)
 	header := []string{"target", "judged on", "redsync"}
 	for _, lib := range r.backends() {
 		header = append(header, lib.Name)
@@ -300,7 +303,7 @@ func errorsCell(n int, first string) string {
 func writeHot(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 2. One hot key\n\n")
 	fmt.Fprintf(b, "Contenders, each with its own handle, take turns on one key for %v: Lock, hold it for the work time, Unlock, and at once Lock again. **Grants** are Locks that returned the lock; **hand-offs** are grants to another contender than the grant before. **Hand-off** is the time from the releaser's Unlock returning to the next holder's Lock returning (0 when the grant came first); **release → waiter** the time from every Unlock made while another contender waited to the next grant to another contender; **wait** the time from Lock being called to it returning the lock (the max also counts the calls still waiting at the end). **max/min** is the largest over the smallest number of grants per contender. Times are p50 / p99 on the monotonic clock.\n\n", r.Config.HotDuration)
-	fmt.Fprintf(b, "Each case runs twice, the contenders reaching the nodes in two ways that measure different things:\n\n")
+	fmt.Fprintf(b, "Each case runs twice in one process, the contenders reaching the nodes in two ways that measure different things, and the contention cases run again with [a process per contender](%s):\n\n", procsAnchor)
 	fmt.Fprintf(b, "- **Sharing one client**: the contenders are goroutines of one process with one client — one `dlm.Manager` for redlock; one `redsync.Redsync` over one go-redis client per node for redsync. A `Manager` lines up its own Lock calls for a key in arrival order, only the first of them competes on the nodes, and Unlock hands the held lock straight to the next caller in line — same secret, same validity, no round trip — for up to 20 ms of consecutive hand-overs, after which it releases the lock on the nodes so that other processes get their turn. For redlock these cases measure mostly that in-process line and hand-over, not the distributed algorithm. redsync has no such line: its goroutines compete on the nodes as separate processes would.")
 	if fair := r.fairBackends(); len(fair) > 0 {
 		fmt.Fprintf(b, " Nor does redlock+BACKEND %s, where each caller takes its own place in the line kept on the nodes and nothing is handed over within the `Manager`.", fair[0].Mode)
@@ -333,6 +336,7 @@ func writeHot(b *strings.Builder, r *Results) {
 			}
 		}
 	}
+	writeProcs(b, r)
 }
 
 // hotErrors is the errors cell of a hot-key result, with its violations of
@@ -341,6 +345,9 @@ func hotErrors(h *HotResult) string {
 	errs := errorsCell(h.Errors, h.FirstError)
 	if h.Violations > 0 {
 		errs += fmt.Sprintf(", **%d mutual-exclusion violations**", h.Violations)
+	}
+	if h.MarkerViolations > 0 {
+		errs += fmt.Sprintf(", **%d grants found another holder on the shared marker**", h.MarkerViolations)
 	}
 	return errs
 }
@@ -449,11 +456,11 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run '^(read|semaphore|allocs-read|allocs-semaphore)/'   # the read lock and semaphore cases only\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -proc-run 2s   # the process cases at 8 and 64 contenders, one run each: a few minutes\ngo run ./cmd/lockbench -run '^(read|semaphore|allocs-read|allocs-semaphore)/'   # the read lock and semaphore cases only\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID
 	}
-	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, semaphore limit, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
+	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `hotkey/procs/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, the process cases' sizes and runs, semaphore limit, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
 		strings.Join(ids, ", "), r.Machine.Cores)
 }

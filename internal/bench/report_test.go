@@ -102,6 +102,7 @@ func sampleResults() *Results {
 func TestTargets(t *testing.T) {
 	r := sampleResults()
 	rows := Targets(r)
+	none := []string{"—", "—", "—"}
 	want := []struct {
 		target   string
 		scenario string   // part of it
@@ -116,6 +117,25 @@ func TestTargets(t *testing.T) {
 		{"hand-offs/s to a different holder ≥ 50× redsync's", "with a client each", []string{"10.0× MISS", "10.0× MISS", "10.0× MISS"}, Miss},
 		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "sharing one client", []string{"1.25× MISS", "1.25× MISS", "1.25× MISS"}, Miss},
 		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "with a client each", []string{"1.00× MISS", "1.00× MISS", "1.00× MISS"}, Miss},
+		// The contention targets, on process cases this run does not have.
+		{"grants/s ≥ 1× redsync's", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"hand-offs/s to a different holder ≥ 5× redsync's", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"p99 wait ≤ 250 ms", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"max/min grants per contender ≤ 2", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"fair mode: max/min grants per contender ≤ 1.2", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"no collapse", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"grants/s ≥ 1× redsync's", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"hand-offs/s to a different holder ≥ 5× redsync's", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"p99 wait ≤ 250 ms", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"max/min grants per contender ≤ 2", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"fair mode: max/min grants per contender ≤ 1.2", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"no collapse", "64 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"hand-offs/s to a different holder ≥ 50× redsync's", "8 contenders in processes of their own, 0 ms", none, NotMeasured},
+		{"grants/s ≥ 1.2× redsync's with 1 ms of work inside", "8 contenders in processes of their own, 1 ms", none, NotMeasured},
+		{"Redis commands per hand-off at 256 contenders ≤ 2× that at 8", "0 ms of work", none, NotMeasured},
+		{"servers' CPU time per hand-off at 256 contenders ≤ 2× that at 8", "0 ms of work", none, NotMeasured},
+		{"Redis commands per hand-off at 256 contenders ≤ 2× that at 8", "1 ms of work", none, NotMeasured},
+		{"servers' CPU time per hand-off at 256 contenders ≤ 2× that at 8", "1 ms of work", none, NotMeasured},
 		{"fair mode: max/min grants per client ≤ 1.5 over a 10s run", "default mode for reference", []string{"1.60", "1.60", "1.60"}, NotMeasured},
 		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS"}, Miss},
 		{"uncontended, 32–64 goroutines: ≥ 4× redsync's cycles/s on the best backend", "64 goroutines", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS"}, Miss},

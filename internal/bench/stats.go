@@ -85,3 +85,31 @@ func Ratio(a, b float64) float64 {
 	}
 	return a / b
 }
+
+// Median returns the median of xs (the mean of the middle two when their
+// number is even), NaN when there are none. It leaves xs unchanged.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// Collapsed returns the indices of the runs whose rate is below half the
+// median of all of them, or zero: the runs in which a lock collapsed,
+// passing far fewer grants than it does in its other runs, or none.
+func Collapsed(runs []float64) []int {
+	half := Median(runs) / 2
+	var out []int
+	for i, x := range runs {
+		if x < half || x == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -98,6 +99,53 @@ func TestRatio(t *testing.T) {
 		got := Ratio(tt.a, tt.b)
 		if !(got == tt.want || math.IsNaN(got) && math.IsNaN(tt.want)) {
 			t.Errorf("Ratio(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{0, 0}, 0},
+	}
+	for _, tt := range tests {
+		if got := Median(tt.xs); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
+	}
+	if got := Median(nil); !math.IsNaN(got) {
+		t.Errorf("Median(nil) = %v, want NaN", got)
+	}
+	xs := []float64{3, 1, 2}
+	Median(xs)
+	if xs[0] != 3 || xs[1] != 1 {
+		t.Errorf("Median reordered its argument: %v", xs)
+	}
+}
+
+func TestCollapsed(t *testing.T) {
+	tests := []struct {
+		name string
+		runs []float64
+		want []int
+	}{
+		{"steady", []float64{400, 380, 420, 410, 395}, nil},
+		{"one run at half the median is not below it", []float64{400, 200, 400, 400, 400}, nil},
+		{"one run below half the median", []float64{400, 199, 400, 410, 390}, []int{1}},
+		{"two of five collapsed, as the issue measured", []float64{320, 16, 300, 0, 310}, []int{1, 3}},
+		{"every run without a grant", []float64{0, 0, 0}, []int{0, 1, 2}},
+		{"one run", []float64{50}, nil},
+		{"one run without a grant", []float64{0}, []int{0}},
+		{"none", nil, nil},
+	}
+	for _, tt := range tests {
+		if got := Collapsed(tt.runs); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Collapsed(%v) = %v, want %v", tt.name, tt.runs, got, tt.want)
 		}
 	}
 }

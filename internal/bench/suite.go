@@ -37,9 +37,21 @@ type Config struct {
 	// than in rounds, so that its max/min is that of one run; 0 skips it.
 	FairDuration   time.Duration
 	FairContenders int
+	// ProcCases are the hot-key cases with a process per contender
+	// ("hotkey/procs/cN-wWORK/LIB"), each run with every one of Works:
+	// how many contenders, and how many runs of ProcRun, the libraries
+	// taking turns; none skips them, as does an empty ContenderCmd. The
+	// no-collapse check compares the runs of a case.
+	ProcCases []ProcCase
+	ProcRun   time.Duration
+	// ContenderCmd is the command line that starts a contender process: a
+	// program that runs ContenderMain when IsContender, as lockbench does.
+	// Empty skips the process cases.
+	ContenderCmd []string
 	// Run, when set, selects the cases whose names it matches, as
 	// "uncontended/g1/goredis", "read/g64/redigo", "semaphore/g1/rueidis",
 	// "hotkey/shared/c8-w0s/redsync", "hotkey/per-contender/c64-w1ms/rueidis",
+	// "hotkey/procs/c256-w0s/goredis-fair",
 	// "fairness/c8-w0s/goredis", "latency/rueidis", "allocs/redigo",
 	// "allocs-read/goredis", "allocs-semaphore/goredis" or "physical".
 	Run *regexp.Regexp
@@ -51,7 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		TTL:         8 * time.Second,
 		Duration:    3 * time.Second,
-		HotDuration: 8 * time.Second,
+		HotDuration: 6 * time.Second,
 		HotWarmup:   250 * time.Millisecond,
 		Goroutines:  []int{1, 8, 64},
 		// The semaphore cycles beside the mutex's: L=2 needs 4 of
@@ -60,6 +72,11 @@ func DefaultConfig() Config {
 		SemLimit:         2,
 		Contenders:       []int{8, 64},
 		Works:            []time.Duration{0, time.Millisecond},
+		// The contention issue's sizes, and its no-collapse check: five
+		// runs of 64 contenders. One run of 256 processes: they take
+		// seconds to open a library, and give many samples per run.
+		ProcCases: []ProcCase{{8, 3}, {64, 5}, {256, 1}},
+		ProcRun:   1500 * time.Millisecond,
 		// The fairness target: 8 contenders over a 10 s run.
 		FairDuration:   10 * time.Second,
 		FairContenders: 8,
@@ -167,8 +184,12 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 	}
 	// The contenders' own clients are closed after the cases that need
 	// them, so that those of the largest case do not linger, idle, while
-	// the fairness case, the latency and the allocations are measured.
+	// the process cases, the fairness case, the latency and the
+	// allocations are measured.
 	s.closeOwn()
+	if err := s.procCases(ctx, res); err != nil {
+		return nil, err
+	}
 	if cfg.FairDuration > 0 && cfg.FairContenders > 0 {
 		prefix := fmt.Sprintf("fairness/c%d-w0s", cfg.FairContenders)
 		fair, err := s.hotCase(ctx, res.Libraries, prefix, ClientPerContender, cfg.FairContenders, 0, cfg.FairDuration, 1)

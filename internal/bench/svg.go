@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -49,7 +50,11 @@ func Chart(r *Results) string {
 	}{
 		{uncontendedTitle(r), uncontendedGroups(r)},
 	}
-	for _, mode := range ClientModes {
+	modes := ClientModes
+	if len(r.procResults()) > 0 {
+		modes = append(slices.Clone(modes), ProcessPerContender)
+	}
+	for _, mode := range modes {
 		panels = append(panels, struct {
 			title  string
 			groups []barGroup
@@ -93,15 +98,25 @@ func uncontendedGroups(r *Results) []barGroup {
 }
 
 func hotTitle(mode Clients) string {
-	if mode == ClientPerContender {
+	switch mode {
+	case ClientPerContender:
 		return "One hot key, a client per contender: hand-offs/s to a different holder (higher is better)"
+	case ProcessPerContender:
+		return "One hot key, a process per contender: hand-offs/s to a different holder (higher is better)"
 	}
 	return "One hot key, one client shared by the contenders: hand-offs/s to a different holder (higher is better)"
 }
 
 func hotGroups(r *Results, mode Clients) []barGroup {
 	var gs []barGroup
-	for _, c := range r.Config.Contenders {
+	contenders := r.Config.Contenders
+	if mode == ProcessPerContender {
+		contenders = nil
+		for _, pc := range r.Config.ProcCases {
+			contenders = append(contenders, pc.Contenders)
+		}
+	}
+	for _, c := range contenders {
 		for _, w := range r.Config.Works {
 			bg := barGroup{label: fmt.Sprintf("%d contenders, %s work", c, fmtWork(w))}
 			for _, lib := range r.Libraries {

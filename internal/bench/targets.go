@@ -112,6 +112,7 @@ func Targets(r *Results) []TargetRow {
 	hot("grants/s ≥ 1.5× redsync's with 1 ms of work inside", w1,
 		func(b *HotResult) string { return fmtRate(grants(b)) + " grants/s" },
 		ratio(grants), atLeast(1.5))
+	rows = append(rows, r.contentionTargets()...)
 	return append(rows,
 		r.fairTarget(),
 		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),
@@ -190,14 +191,19 @@ func verdict(ok bool) Verdict {
 // targetContenders with work, in client mode; baseText shows redsync's own
 // number in the same case.
 func (r *Results) hotTarget(target, scenario string, mode Clients, work time.Duration, baseText func(*HotResult) string, measure hotMeasure, j judge) TargetRow {
+	return r.hotTargetAt(target, scenario, mode, targetContenders, work, baseText, measure, j)
+}
+
+// hotTargetAt is hotTarget on the case of contenders.
+func (r *Results) hotTargetAt(target, scenario string, mode Clients, contenders int, work time.Duration, baseText func(*HotResult) string, measure hotMeasure, j judge) TargetRow {
 	row := TargetRow{Target: target, Scenario: scenario, Rule: ruleEvery}
-	b := r.hotOf(r.baseline(), mode, targetContenders, work)
+	b := r.hotOf(r.baseline(), mode, contenders, work)
 	if b != nil {
 		row.Baseline = baseText(b)
 	}
 	for _, lib := range r.backends() {
 		cell := TargetCell{Lib: lib.ID, Value: missing}
-		if h := r.hotOf(lib.ID, mode, targetContenders, work); h != nil {
+		if h := r.hotOf(lib.ID, mode, contenders, work); h != nil {
 			x, text := measure(h, b)
 			cell.Value, cell.Verdict = text, j(x)
 		}

@@ -7,6 +7,7 @@
 //	lockbench -out docs                 # what `make bench` runs
 //	lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out
 //	lockbench -run '^(read|semaphore)/'
+//	lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1   # the process cases at 8 and 64, quickly
 package main
 
 import (
@@ -28,6 +29,10 @@ import (
 )
 
 func main() {
+	// The process cases start copies of lockbench as their contenders.
+	if bench.IsContender() {
+		os.Exit(bench.ContenderMain())
+	}
 	os.Exit(run())
 }
 
@@ -37,7 +42,7 @@ func run() int {
 		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
 		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
-		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, hotkey/procs/c256-w1ms/goredis-fair, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
 		memProfile  = flag.String("memprofile", "", "write an allocation profile of the measured cases to this file")
 		memRate     = flag.Int("memprofilerate", 0, "with -memprofile, sample one allocation per this many bytes (1: every allocation; 0: Go's default)")
@@ -64,6 +69,12 @@ func run() int {
 		return err
 	})
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs each case is split into, the libraries taking turns in a different order each round")
+	flag.Func("proc-cases", fmt.Sprintf("hot-key cases with a process per contender, comma-separated CONTENDERSxRUNS (default %s)", joinProcCases(cfg.ProcCases)), func(v string) error {
+		pc, err := parseProcCases(v)
+		cfg.ProcCases = pc
+		return err
+	})
+	flag.DurationVar(&cfg.ProcRun, "proc-run", cfg.ProcRun, "length of each run of a hot-key case with a process per contender")
 	flag.IntVar(&cfg.AllocCycles, "alloc-cycles", cfg.AllocCycles, "lock+unlock cycles counted for allocations")
 	flag.IntVar(&cfg.PhysConns, "phys-conns", cfg.PhysConns, "connections per node for the physical limit")
 	flag.IntVar(&cfg.PhysBatch, "phys-batch", cfg.PhysBatch, "SET+EVALSHA pairs per pipelined round trip for the physical limit")
@@ -77,6 +88,12 @@ func run() int {
 		cfg.Run = re
 	}
 	cfg.Log = os.Stderr
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench: cannot start contender processes: %v\n", err)
+		return 1
+	}
+	cfg.ContenderCmd = []string{self}
 	if *memRate > 0 {
 		runtime.MemProfileRate = *memRate
 	}
@@ -122,6 +139,30 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// parseProcCases parses a comma-separated list of CONTENDERSxRUNS, both
+// positive integers.
+func parseProcCases(s string) ([]bench.ProcCase, error) {
+	var out []bench.ProcCase
+	for _, f := range strings.Split(s, ",") {
+		c, r, ok := strings.Cut(strings.TrimSpace(f), "x")
+		n, err1 := strconv.Atoi(c)
+		runs, err2 := strconv.Atoi(r)
+		if !ok || err1 != nil || err2 != nil || n < 1 || runs < 1 {
+			return nil, fmt.Errorf("%q is not CONTENDERSxRUNS, as 64x5", f)
+		}
+		out = append(out, bench.ProcCase{Contenders: n, Runs: runs})
+	}
+	return out, nil
+}
+
+func joinProcCases(pc []bench.ProcCase) string {
+	s := make([]string, len(pc))
+	for i, c := range pc {
+		s[i] = c.String()
+	}
+	return strings.Join(s, ",")
 }
 
 func joinInts(ns []int) string {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dlmgo/redlock/internal/bench"
 )
 
 // TestMain lets the test binary act as lockbench when a test runs it again
@@ -98,5 +100,30 @@ func TestParseInts(t *testing.T) {
 		if (err == nil) != tt.ok || !slices.Equal(got, tt.want) {
 			t.Errorf("parseInts(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestParseProcCases(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []bench.ProcCase
+		ok   bool
+	}{
+		{"8x3,64x5,256x1", []bench.ProcCase{{Contenders: 8, Runs: 3}, {Contenders: 64, Runs: 5}, {Contenders: 256, Runs: 1}}, true},
+		{" 64x1 ", []bench.ProcCase{{Contenders: 64, Runs: 1}}, true},
+		{"64", nil, false},
+		{"64x0", nil, false},
+		{"0x5", nil, false},
+		{"8x3,", nil, false},
+		{"ax1", nil, false},
+	}
+	for _, tt := range tests {
+		got, err := parseProcCases(tt.in)
+		if (err == nil) != tt.ok || !slices.Equal(got, tt.want) {
+			t.Errorf("parseProcCases(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	if s := joinProcCases(bench.DefaultConfig().ProcCases); s != "8x3,64x5,256x1" {
+		t.Errorf("default process cases %q, want 8x3,64x5,256x1", s)
 	}
 }
