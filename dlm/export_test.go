@@ -94,3 +94,7 @@ func SetContendedFor(m *Manager, d time.Duration) {
 func OpenNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	return openNodes(nodes, opts...)
 }
+
+// LeadersIgnored returns how many answers to reads of an election m's
+// observers ignored as invalid.
+func LeadersIgnored(m *Manager) uint64 { return m.leadersIgnored.Load() }

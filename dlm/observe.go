@@ -3,7 +3,9 @@ package dlm
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
@@ -38,6 +40,12 @@ const ObservePoll = time.Second
 // and otherwise within [ObservePoll]; the end of a leader that stopped
 // extending (a crash) is read when its keys expire on the nodes. Options
 // give the key prefix and the node timeout, as for [Manager.Campaign].
+//
+// The election's key is untrusted: whoever may write under the prefix can
+// store a value of any size there. Observe never reads a value longer than
+// a leader's (its secret, ':' and [MaxLeaderValueLen] bytes); a node whose
+// key holds one counts as holding no candidate's grant, and the answer is
+// logged at Debug by its node and length. It needs +strlen of an ACL user.
 func (m *Manager) Observe(ctx context.Context, name string, opts ...Option) (<-chan Observation, error) {
 	cfg, rkeys, err := m.electionKeys(ctx, name, opts)
 	if err != nil {
@@ -138,8 +146,32 @@ func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out cha
 	}
 }
 
+// leaderKeyMax is the longest value a candidate's key holds, a secret, ':'
+// and a leader value, as script.Leader's argument: a longer value is
+// measured on the node, never read.
+var leaderKeyMax = strconv.Itoa(secretLen + 1 + MaxLeaderValueLen)
+
+// leaderIDLen is the length of a leader's id, a SHA-1 in hex.
+const leaderIDLen = 40
+
+// ignoreLeader counts node i's answer to a read of the election's key
+// rkey that no candidate can have written — a value longer than
+// [MaxLeaderValueLen], which the script measured without reading it, or a
+// reply the script cannot give — and logs it at Debug by its node and
+// length, never its bytes. The answer counts as a node that holds no
+// candidate's grant.
+func (m *Manager) ignoreLeader(ctx context.Context, cfg *config, rkey string, i int, size int64) {
+	n := m.leadersIgnored.Add(1)
+	if !cfg.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: observe: leader value ignored as invalid",
+		slog.String("key", rkey), slog.String("node", m.addrs[i]), slog.Int64("length", size), slog.Uint64("ignored", n))
+}
+
 // readLeader reads the election's key on every node at once, each within
-// the node timeout.
+// the node timeout. A node's answer that no candidate can have written is
+// ignored (see ignoreLeader).
 func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) leaderRead {
 	type answer struct {
 		id, value string
@@ -148,7 +180,7 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 	}
 	n, q := len(m.nodes), round.Majority(len(m.nodes))
 	answers := make([]answer, n)
-	req := &round.Request{Op: "observe", Script: script.Leader, Keys: []string{rkey}, Timeout: cfg.timeout()}
+	req := &round.Request{Op: "observe", Script: script.Leader, Keys: []string{rkey}, Args: []string{leaderKeyMax}, Timeout: cfg.timeout()}
 	m.rounds.Each(ctx, req, func(i int, res any, err error) {
 		if err != nil {
 			answers[i].err = err
@@ -157,9 +189,20 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 		vals, ok := res.([]any)
 		switch {
 		case ok && len(vals) == 0:
+		case ok && len(vals) == 1:
+			// A value no candidate writes: the node holds no candidate's
+			// grant.
+			size, _ := vals[0].(int64)
+			m.ignoreLeader(ctx, cfg, rkey, i, size)
 		case ok && len(vals) == 3:
-			answers[i].id, _ = vals[0].(string)
-			answers[i].value, _ = vals[1].(string)
+			id, _ := vals[0].(string)
+			value, _ := vals[1].(string)
+			if len(id) != leaderIDLen || len(value) > MaxLeaderValueLen {
+				// A node that does not run the script as given.
+				m.ignoreLeader(ctx, cfg, rkey, i, int64(len(value)))
+				return
+			}
+			answers[i].id, answers[i].value = id, value
 			pttl, _ := vals[2].(int64)
 			answers[i].pttl = time.Duration(pttl) * time.Millisecond
 			if pttl < 0 { // a key without expiry: written by hand

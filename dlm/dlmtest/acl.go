@@ -24,6 +24,9 @@ import (
 //	+pttl                      release GET and DEL, extend GET and PEXPIRE,
 //	                           Status PTTL and GET; SET is also sent alone
 //	                           (SET NX GET) to take a free key
+//	+strlen                    an election's observers (Manager.Observe)
+//	                           measure the leader's value before they read
+//	                           it, and never read one that is too long
 //	+time +info                the acquire scripts of WithRestartGuard read
 //	                           the node's clock and uptime; Open reads the
 //	                           node's run_id, to recognise a server named
@@ -54,7 +57,7 @@ func LeastPrivilegeRules(prefix string) []string {
 		"resetchannels", "&" + p + "*",
 		"-@all",
 		"+evalsha", "+eval",
-		"+get", "+set", "+del", "+pexpire", "+pttl",
+		"+get", "+set", "+del", "+pexpire", "+pttl", "+strlen",
 		"+time", "+info",
 		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+incr",
 		"+publish", "+pubsub|numsub", "+subscribe", "+unsubscribe",

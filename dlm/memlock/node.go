@@ -173,9 +173,17 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case script.ServerID:
 		return n.id, nil
 	case script.Leader:
+		limit, err := strconv.Atoi(args[0])
+		if err != nil {
+			return nil, errNotInteger
+		}
 		v, ok := n.get(keys[0])
 		if !ok {
 			return []any{}, nil
+		}
+		if len(v) > limit {
+			// Measured, never read: see script.Leader.
+			return []any{int64(len(v))}, nil
 		}
 		sum := sha1.Sum([]byte(v))
 		value := ""

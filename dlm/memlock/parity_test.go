@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/redistest"
@@ -95,6 +97,9 @@ func parityCases() []parityCase {
 	loud, quiet, waits := script.Flag{Mode: script.Loud}.Arg(), script.Flag{}.Arg(), script.Flag{Mode: script.Loud, WriterWaits: true}.Arg()
 	held := func(k, v string) preset { return str(k, v, 5000) }
 	intent := str(script.IntentKey(pk), "1", 5000)
+	// leaderMax is the bound of a leader's key: a secret, ':' and the
+	// longest leader value.
+	leaderMax := []string{strconv.Itoa(len(secret) + 1 + dlm.MaxLeaderValueLen)}
 	return []parityCase{
 		// Acquire: KEYS the lock keys; ARGV secret, TTL, flag.
 		{name: "acquire/fresh key", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}},
@@ -177,11 +182,14 @@ func parityCases() []parityCase {
 		{name: "status/held, fenced", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
 		{name: "status/held without TTL", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{str(pk, secret, 0)}},
 
-		// Leader: KEYS the election's lock key.
-		{name: "leader/absent", script: script.Leader, keys: []string{pk}},
-		{name: "leader/held with a value", script: script.Leader, keys: []string{pk}, near: []int{2}, setup: []preset{held(pk, secret+":10.0.0.1:80")}},
-		{name: "leader/held without a value", script: script.Leader, keys: []string{pk}, near: []int{2}, setup: []preset{held(pk, secret)}},
-		{name: "leader/held without TTL", script: script.Leader, keys: []string{pk}, near: []int{2}, setup: []preset{str(pk, secret+":", 0)}},
+		// Leader: KEYS the election's lock key; ARGV the longest value read.
+		{name: "leader/absent", script: script.Leader, keys: []string{pk}, args: leaderMax},
+		{name: "leader/held with a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":10.0.0.1:80")}},
+		{name: "leader/held without a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret)}},
+		{name: "leader/held without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{str(pk, secret+":", 0)}},
+		{name: "leader/value of the longest size", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen))}},
+		{name: "leader/oversized value", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen+1))}},
+		{name: "leader/oversized value without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{str(pk, strings.Repeat("v", 1<<20), 0)}},
 
 		// ServerID.
 		{name: "server id", script: script.ServerID, id: true},

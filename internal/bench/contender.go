@@ -48,12 +48,14 @@ type toContender struct {
 
 // openJob tells a contender which library to open, and how.
 type openJob struct {
-	Lib    string        `json:"lib"` // Library.ID
-	Addrs  []string      `json:"addrs"`
-	TTL    time.Duration `json:"ttl"`
-	Tries  int           `json:"tries"`
-	Client int           `json:"client"` // the contender's number, for its own warm-up key
-	Marker string        `json:"marker"` // the holder marker's file; "" for none
+	Lib   string        `json:"lib"` // Library.ID
+	Addrs []string      `json:"addrs"`
+	TTL   time.Duration `json:"ttl"`
+	// NodeTimeout is Config.NodeTimeout: 0 keeps the library's default.
+	NodeTimeout time.Duration `json:"node_timeout"`
+	Tries       int           `json:"tries"`
+	Client      int           `json:"client"` // the contender's number, for its own warm-up key
+	Marker      string        `json:"marker"` // the holder marker's file; "" for none
 }
 
 // runJob is one hot-key run.
@@ -181,7 +183,7 @@ func openContender(j *openJob) (Locker, *holderMarker, sharedClock, error) {
 	if !ok {
 		return nil, nil, sharedClock{}, fmt.Errorf("no library %q", j.Lib)
 	}
-	lk, err := lib.Open(j.Addrs, j.TTL, j.Tries)
+	lk, err := lib.Open(j.Addrs, j.TTL, j.NodeTimeout, j.Tries)
 	if err != nil {
 		return nil, nil, sharedClock{}, fmt.Errorf("open %s: %w", lib.Name, err)
 	}

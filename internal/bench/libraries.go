@@ -34,10 +34,11 @@ type Library struct {
 	// Fair marks redlock's fairness mode, judged for the fairness target
 	// only; the other targets are judged on the default mode.
 	Fair bool
-	// Open connects to the nodes. Every lock lives ttl; a blocking lock
-	// tries at least tries times before giving up (for libraries that
-	// count tries rather than wait for the context).
-	Open func(addrs []string, ttl time.Duration, tries int) (Locker, error)
+	// Open connects to the nodes. Every lock lives ttl; each request to a
+	// node is bounded by nodeTimeout, or by the library's default when 0;
+	// a blocking lock tries at least tries times before giving up (for
+	// libraries that count tries rather than wait for the context).
+	Open func(addrs []string, ttl, nodeTimeout time.Duration, tries int) (Locker, error)
 }
 
 // A Locker is an open Library: one client, as one process would have.
@@ -94,15 +95,19 @@ func Libraries() []Library {
 }
 
 // openRedlock opens a dlm.Manager over the nodes through backend, with the
-// library's defaults but for the TTL and the mode's options in extra: Lock
-// retries until its context ends.
-func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Duration, int) (Locker, error) {
-	return func(addrs []string, ttl time.Duration, _ int) (Locker, error) {
+// library's defaults but for the TTL, the node timeout when one is given
+// and the mode's options in extra: Lock retries until its context ends.
+func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Duration, time.Duration, int) (Locker, error) {
+	return func(addrs []string, ttl, nodeTimeout time.Duration, _ int) (Locker, error) {
 		urls := make([]string, len(addrs))
 		for i, a := range addrs {
 			urls[i] = "redis+" + backend + "://" + a
 		}
-		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithTTL(ttl)}, extra...)...)
+		opts := []dlm.Option{dlm.WithTTL(ttl)}
+		if nodeTimeout > 0 {
+			opts = append(opts, dlm.WithNodeTimeout(nodeTimeout))
+		}
+		m, err := dlm.Open(urls, append(opts, extra...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -180,9 +185,11 @@ func (x *redlockMutex) Unlock(ctx context.Context) error {
 }
 
 // openRedsync opens redsync over one go-redis v9 client per node, with
-// redsync's defaults but for the expiry (the TTL) and the number of tries,
-// which is sized by the caller so that contention does not make a Lock fail.
-func openRedsync(addrs []string, ttl time.Duration, tries int) (Locker, error) {
+// redsync's defaults but for the expiry (the TTL), the number of tries,
+// which is sized by the caller so that contention does not make a Lock
+// fail, and, when a node timeout is given, the timeout factor that makes
+// it the bound of an acquire.
+func openRedsync(addrs []string, ttl, nodeTimeout time.Duration, tries int) (Locker, error) {
 	clients := make([]*goredislib.Client, len(addrs))
 	pools := make([]redsyncredis.Pool, 0, len(addrs))
 	for i, a := range addrs {
@@ -190,7 +197,11 @@ func openRedsync(addrs []string, ttl time.Duration, tries int) (Locker, error) {
 		pools = append(pools, redsyncgoredis.NewPool(clients[i]))
 	}
 	rs := redsync.New(pools...)
-	return &redsyncLocker{rs: rs, clients: clients, ttl: ttl, tries: tries}, nil
+	l := &redsyncLocker{rs: rs, clients: clients, ttl: ttl, tries: tries}
+	if nodeTimeout > 0 {
+		l.opts = append(l.opts, redsync.WithTimeoutFactor(float64(nodeTimeout)/float64(ttl)))
+	}
+	return l, nil
 }
 
 type redsyncLocker struct {
@@ -198,10 +209,11 @@ type redsyncLocker struct {
 	clients []*goredislib.Client
 	ttl     time.Duration
 	tries   int
+	opts    []redsync.Option // beside the expiry and the tries
 }
 
 func (l *redsyncLocker) Mutex(key string) Mutex {
-	return redsyncMutex{l.rs.NewMutex(key, redsync.WithExpiry(l.ttl), redsync.WithTries(l.tries))}
+	return redsyncMutex{l.rs.NewMutex(key, append([]redsync.Option{redsync.WithExpiry(l.ttl), redsync.WithTries(l.tries)}, l.opts...)...)}
 }
 
 func (l *redsyncLocker) Close() error {

@@ -114,7 +114,7 @@ func (s *suite) procTurn(ctx context.Context, pool *procPool, lib Library, c int
 	cfg := &s.cfg
 	t0 := time.Now()
 	started := len(pool.procs)
-	if err := pool.openLib(ctx, lib, c, openJob{Addrs: s.addrs, TTL: cfg.TTL, Tries: cfg.Tries()}); err != nil {
+	if err := pool.openLib(ctx, lib, c, openJob{Addrs: s.addrs, TTL: cfg.TTL, NodeTimeout: cfg.NodeTimeout, Tries: cfg.Tries()}); err != nil {
 		return err
 	}
 	t1 := time.Now()

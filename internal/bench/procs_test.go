@@ -15,7 +15,7 @@ import (
 
 // noLock is a library for the contender processes of the tests: its Lock
 // always returns at once, so its contenders hold "the lock" together.
-var noLock = Library{ID: "test-nolock", Name: "no lock at all", Open: func([]string, time.Duration, int) (Locker, error) {
+var noLock = Library{ID: "test-nolock", Name: "no lock at all", Open: func([]string, time.Duration, time.Duration, int) (Locker, error) {
 	return &fakeLocker{closed: new(atomic.Int32)}, nil
 }}
 

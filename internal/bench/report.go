@@ -173,7 +173,12 @@ func writeMachine(b *strings.Builder, r *Results) {
 	if len(mods) > 0 {
 		t.row("client modules", strings.Join(mods, ", "))
 	}
-	redlock := fmt.Sprintf("`dlm.Open` with `redis+BACKEND://` URLs, `dlm.WithTTL(%v)`, defaults otherwise (Lock retries until its context ends)", cfg.TTL)
+	redlockOpts, redsyncOpts := fmt.Sprintf("`dlm.WithTTL(%v)`", cfg.TTL), fmt.Sprintf("`WithExpiry(%v)`, `WithTries(%d)` (enough to keep retrying for the longest case at its shortest delay)", cfg.TTL, cfg.Tries())
+	if cfg.NodeTimeout > 0 {
+		redlockOpts += fmt.Sprintf(", `dlm.WithNodeTimeout(%v)`", cfg.NodeTimeout)
+		redsyncOpts += fmt.Sprintf(", `WithTimeoutFactor(%g)`", float64(cfg.NodeTimeout)/float64(cfg.TTL))
+	}
+	redlock := fmt.Sprintf("`dlm.Open` with `redis+BACKEND://` URLs, %s, defaults otherwise (Lock retries until its context ends)", redlockOpts)
 	seen := map[string]bool{}
 	for _, lib := range r.Libraries {
 		if lib.Mode != "" && !seen[lib.Mode] {
@@ -182,7 +187,7 @@ func writeMachine(b *strings.Builder, r *Results) {
 		}
 	}
 	t.row("redlock", redlock)
-	t.row("redsync", fmt.Sprintf("`redsync.New` over one go-redis v9 client per node, `WithExpiry(%v)`, `WithTries(%d)` (enough to keep retrying for the longest case at its shortest delay), defaults otherwise", cfg.TTL, cfg.Tries()))
+	t.row("redsync", fmt.Sprintf("`redsync.New` over one go-redis v9 client per node, %s, defaults otherwise", redsyncOpts))
 	uncontended := "uncontended"
 	if len(cfg.SharedGoroutines) > 0 {
 		uncontended = "uncontended (mutex, read lock, semaphore)"
@@ -461,6 +466,6 @@ func writeMethod(b *strings.Builder, r *Results) {
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID
 	}
-	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `hotkey/procs/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, the process cases' sizes and runs, semaphore limit, TTL, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
+	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `hotkey/procs/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, the process cases' sizes and runs, semaphore limit, TTL, node timeout, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
 		strings.Join(ids, ", "), r.Machine.Cores)
 }

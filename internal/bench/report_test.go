@@ -351,6 +351,17 @@ func TestMarkdown(t *testing.T) {
 	if strings.Contains(md, "no fairness mode yet") {
 		t.Error("report with a fair mode says the library has none")
 	}
+	if strings.Contains(md, "WithNodeTimeout") || strings.Contains(md, "WithTimeoutFactor") {
+		t.Error("report without a node timeout names one")
+	}
+	r = sampleResults()
+	r.Config.NodeTimeout = r.Config.TTL / 4
+	md = Markdown(r)
+	for _, want := range []string{"`dlm.WithTTL(8s)`, `dlm.WithNodeTimeout(2s)`, defaults otherwise", "(enough to keep retrying for the longest case at its shortest delay), `WithTimeoutFactor(0.25)`, defaults otherwise"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report with a node timeout lacks %q", want)
+		}
+	}
 }
 
 func TestErrorsCell(t *testing.T) {

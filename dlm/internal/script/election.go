@@ -6,10 +6,20 @@ import "github.com/dlmgo/redlock/dlm/driver"
 // ':' and its value, without revealing the secret: the digest tells
 // holders apart.
 //
-// KEYS: the lock key. ARGV: none. Reply: an empty array when the key is
-// absent, otherwise {SHA-1 of the key's value in hex, the value after its
-// first ':' ("" without one), the key's PTTL in ms}.
+// The key's value is untrusted: anyone who may write under the key prefix
+// can store a value of any size there. Leader measures it (STRLEN) before
+// it reads it, and never reads, hashes or returns a value longer than
+// ARGV[1] bytes, so that what a reply carries, and what each read costs
+// the node and the observer, stays bounded whatever the key holds.
+//
+// KEYS: the lock key. ARGV: the longest value a candidate's key can hold
+// (a secret, ':' and the longest leader value). Reply: an empty array when
+// the key is absent; {the value's length} when it is longer than ARGV[1];
+// otherwise {SHA-1 of the key's value in hex, the value after its first
+// ':' ("" without one), the key's PTTL in ms}.
 var Leader = driver.NewScript(`
+local n = redis.call('STRLEN', KEYS[1])
+if n > tonumber(ARGV[1]) then return {n} end
 local v = redis.call('GET', KEYS[1])
 if not v then return {} end
 local i = string.find(v, ':', 1, true)

@@ -52,6 +52,7 @@ func run() int {
 	flag.DurationVar(&cfg.HotWarmup, "hot-warmup", cfg.HotWarmup, "untimed turns on another key before each round of a hot-key case")
 	flag.DurationVar(&cfg.FairDuration, "fair-duration", cfg.FairDuration, "length of the fairness case, run in one piece (0: skip it)")
 	flag.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "TTL of every lock, for every library")
+	flag.DurationVar(&cfg.NodeTimeout, "node-timeout", cfg.NodeTimeout, "bound of each request to one node, for every library (0: each library's default)")
 	flag.Func("goroutines", fmt.Sprintf("goroutines of the uncontended cases, comma-separated (default %s)", joinInts(cfg.Goroutines)), func(v string) error {
 		n, err := parseInts(v)
 		cfg.Goroutines = n

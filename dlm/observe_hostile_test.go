@@ -1,0 +1,217 @@
+package dlm_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/dlmtest"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/redistest"
+	"github.com/dlmgo/redlock/internal/resp"
+)
+
+// leaderReadsNode is a node that measures the replies to the reads of an
+// election's state (script.Leader).
+type leaderReadsNode struct {
+	*resp.Node
+	reads   atomic.Int64 // Leader scripts sent
+	replied atomic.Int64 // … and answered
+	largest atomic.Int64 // the largest reply's size, in bytes of its strings
+}
+
+func (n *leaderReadsNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	v, err := n.Node.Eval(ctx, s, keys, args)
+	if s != script.Leader {
+		return v, err
+	}
+	n.reads.Add(1)
+	if err == nil {
+		n.replied.Add(1)
+		size := replySize(v)
+		for old := n.largest.Load(); size > old && !n.largest.CompareAndSwap(old, size); old = n.largest.Load() {
+		}
+	}
+	return v, err
+}
+
+// replySize is the size of a script's reply: the bytes of its strings, 8
+// for each integer.
+func replySize(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v))
+	case []any:
+		var n int64
+		for _, e := range v {
+			n += replySize(e)
+		}
+		return n
+	}
+	return 8
+}
+
+// netOutput returns how many bytes s has sent to its clients.
+func netOutput(t *testing.T, s *redistest.Server) int64 {
+	t.Helper()
+	v, err := s.Do("INFO", "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := v.(string)
+	for _, line := range strings.Split(info, "\r\n") {
+		if f, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				t.Fatalf("INFO stats on %s: %q: %v", s.Addr(), line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO stats on %s has no total_net_output_bytes", s.Addr())
+	return 0
+}
+
+// TestObserveOversizedLeaderValue stores a value of 8 MiB under an
+// election's key on one node of three, as any client that may write under
+// the key prefix can, and sends the observer forged wake messages, each
+// another read of the nodes: the value is never transferred, each read's
+// reply on that node stays within a bound derived from MaxLeaderValueLen,
+// the observer counts the answer as invalid, and it reports the real leader,
+// who holds the other two, before and after, and the next one. Candidates
+// and observer run as the least-privilege ACL user.
+func TestObserveOversizedLeaderValue(t *testing.T) {
+	t.Parallel()
+	const (
+		name      = "oversized"
+		oversized = 8 << 20
+		forged    = 20
+		timeout   = 500 * time.Millisecond
+		// A read's reply: a leader's value, its digest, a PTTL and the
+		// framing, or the length of an oversized value.
+		perRead = dlm.MaxLeaderValueLen + 1024
+	)
+	line := "user locker on >pw-locker " + strings.Join(dlmtest.LeastPrivilegeRules(dlm.DefaultKeyPrefix), " ")
+	srvs := redistest.StartServers(t, 3, redistest.WithACLFile(t, line))
+	open := func(wrap func(*resp.Node) driver.Node) *dlm.Manager {
+		var nodes []driver.Node
+		for _, s := range srvs {
+			cfg, err := driver.ParseURL("redis://locker:pw-locker@" + s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := resp.NewNode(cfg)
+			t.Cleanup(func() { n.Close() })
+			nodes = append(nodes, wrap(n))
+		}
+		m, err := dlm.New(nodes, dlm.WithNodeTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	plain := func(n *resp.Node) driver.Node { return n }
+	var measured *leaderReadsNode
+	observer := open(func(n *resp.Node) driver.Node {
+		if measured != nil {
+			return n
+		}
+		measured = &leaderReadsNode{Node: n}
+		return measured
+	})
+	candidate := open(plain)
+	hostile := srvs[0] // the node measured above
+
+	key := dlm.DefaultKeyPrefix + "election:{" + name + "}"
+	// A secret's place, ':' and a value: all of it would be the leader's
+	// value, and the reply.
+	if _, err := hostile.Do("SET", key, "forged:"+strings.Repeat("x", oversized)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ld, err := candidate.Campaign(ctx, name, "real")
+	if err != nil {
+		t.Fatalf("Campaign with the key taken on one node of three = %v", err)
+	}
+	// The oversized value is under the very key the election uses.
+	if v, err := srvs[1].Do("GET", key); err != nil || !strings.HasSuffix(fmt.Sprint(v), ":real") {
+		t.Fatalf("GET %s on the leader's node = %v, %v; want its secret and \":real\"", key, v, err)
+	}
+
+	obs, err := observer.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read takes a node timeout at most; a change is read at once, and
+	// without pub/sub within ObservePoll.
+	within := dlm.ObservePoll + 10*timeout
+	expect := func(want dlm.Observation) {
+		t.Helper()
+		select {
+		case got := <-obs:
+			if got != want {
+				t.Fatalf("observed %+v; want %+v", got, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("nothing observed in %v; want %+v", within, want)
+		}
+	}
+	expect(dlm.Observation{Leader: true, Value: "real"})
+
+	// Each forged release makes the observer read the nodes again (or its
+	// poll does, if the message is lost): one at a time, so that none
+	// merges into another.
+	sentBefore, readsBefore := netOutput(t, hostile), measured.reads.Load()
+	channel := script.WakeChannel(key)
+	for i := range forged {
+		replied := measured.replied.Load()
+		if _, err := hostile.Do("PUBLISH", channel, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(within); measured.replied.Load() == replied; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("forged wake %d: the observer did not read the nodes within %v", i+1, within)
+			}
+		}
+	}
+	reads := measured.reads.Load() - readsBefore
+	sent := netOutput(t, hostile) - sentBefore
+	t.Logf("%d reads of the election cost the node holding %d bytes %d bytes of output; largest reply %d bytes",
+		reads, oversized, sent, measured.largest.Load())
+	if largest := measured.largest.Load(); largest > perRead {
+		t.Errorf("largest reply to a read of the election = %d bytes; want at most %d (MaxLeaderValueLen and framing)", largest, perRead)
+	}
+	// The node's other output in the meantime: the candidate's extensions,
+	// the wake messages and INFO's replies, a few kB.
+	if limit := reads*perRead + 64<<10; sent > limit {
+		t.Errorf("%d reads made the node send %d bytes; want at most %d: a read must not transfer the value", reads, sent, limit)
+	}
+	if got := dlm.LeadersIgnored(observer); got < uint64(forged) {
+		t.Errorf("observer ignored %d answers as invalid; want at least %d, one per read", got, forged)
+	}
+
+	// The reads changed nothing, and the observer follows the election.
+	select {
+	case got := <-obs:
+		t.Fatalf("observed %+v while the leader kept leading", got)
+	default:
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect(dlm.Observation{})
+	next, err := candidate.Campaign(ctx, name, "next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Resign(context.Background())
+	expect(dlm.Observation{Leader: true, Value: "next"})
+}
