@@ -157,8 +157,10 @@
 //	       was terminated (--lost-exit-code changes it)
 //	75     EX_TEMPFAIL: run: someone else holds the lock, with --no-wait or
 //	       when --wait ran out (--conflict-exit-code changes it, as flock -E)
-//	78     EX_CONFIG: no nodes given, a bad node URL, an unknown backend, or a
-//	       node refused access (wrong password, missing ACL permission)
+//	78     EX_CONFIG: no nodes given, a bad node URL, an unknown backend, a
+//	       node refused access (wrong password, missing ACL permission), or a
+//	       node is misconfigured (a Redis Cluster member without
+//	       ?cluster=true)
 //	126    run: COMMAND cannot be executed
 //	127    run: COMMAND not found
 //

@@ -58,7 +58,8 @@ Exit codes:
   70       the lock was lost while COMMAND ran (--lost-exit-code changes it)
   69       too many nodes unavailable for a quorum
   64       bad command line or environment variable
-  78       no nodes, a bad node URL, or a node refused access (password, ACL)
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is misconfigured (a cluster member without ?cluster=true)
   126      COMMAND cannot be executed
   127      COMMAND not found
   128+N    signal N stopped redlock while it waited for the lock
@@ -99,7 +100,8 @@ Options:
 Exit codes:
   0        every node answered
   69       a node did not answer; the report shows its error
-  78       no nodes, a bad node URL, or a node refused access (password, ACL)
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is misconfigured (a cluster member without ?cluster=true)
   64       bad command line or environment variable
 
 Examples:
