@@ -61,12 +61,12 @@ func OpenNode(url string) (driver.Node, error) {
 	}
 	d, err := lookupDriver(cfg.Driver)
 	if err != nil {
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), err)
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), err)
 	}
 	n, err := d.Open(url)
 	if err != nil {
 		// As a NodeError, a refused login matches ErrPermission.
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
 	}
 	return n, nil
 }

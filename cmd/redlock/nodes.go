@@ -72,11 +72,13 @@ func (pw secrets) scrub(err error) error {
 	return err
 }
 
-// redactAll returns urls with their passwords replaced.
+// redactAll returns what logs show of urls: each one's scheme, user and
+// host, without the password, path or parameters, whose values may repeat
+// the password (driver.RedactOrigin).
 func redactAll(urls []string) []string {
 	out := make([]string, len(urls))
 	for i, u := range urls {
-		out[i] = driver.Redact(u)
+		out[i] = driver.RedactOrigin(u)
 	}
 	return out
 }

@@ -97,8 +97,8 @@ func TestNodeNumbersOneConvention(t *testing.T) {
 
 func TestRedactAll(t *testing.T) {
 	t.Parallel()
-	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2"})
-	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2"}
+	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2", "rediss+rueidis://u:pw@h:3/2?tls_server_name=pw"})
+	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2", "rediss+rueidis://u:" + driver.Redacted + "@h:3/..."}
 	if !slices.Equal(got, want) {
 		t.Errorf("redactAll = %q; want %q", got, want)
 	}
