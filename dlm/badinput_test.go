@@ -236,7 +236,7 @@ func TestBadInputRefused(t *testing.T) {
 		{"Open nil URLs", open(), dlm.ErrInvalid, "no node URLs"},
 		{"Open same URL twice", open("redis://"+addr, "redis://"+srvs[1].Addr(), "redis://"+addr), dlm.ErrInvalid, "duplicates"},
 		{"Open one address, two spellings", open("redis://127.0.0.1:"+port, "redis+x://:"+urlPassword+"@127.0.0.1:0"+port), dlm.ErrInvalid, "duplicates"},
-		{"Open localhost twice", open("redis://localhost", "redis://:6379"), dlm.ErrInvalid, "duplicates"},
+		{"Open localhost twice", open("redis://localhost", "redis://localhost:6379"), dlm.ErrInvalid, "duplicates"},
 
 		// Malformed URLs: they wrap driver.ErrBadURL.
 		{"Open empty URL", open(""), driver.ErrBadURL, `scheme ""`},

@@ -26,6 +26,12 @@ func TestNodeURL(t *testing.T) {
 		{"redis+rueidis://h:1", "goredis", "redis+rueidis://h:1"},
 		{"rediss+redigo://h:1", "goredis", "rediss+redigo://h:1"},
 		{"http://h:1", "goredis", "http://h:1"},
+		// Without --backend, plain URLs stay plain, and refused by
+		// nodeURLs.
+		{"redis://h:1", "", "redis://h:1"},
+		{"REDISS://h:1", "", "rediss://h:1"},
+		{"h:1", "", "redis://h:1"},
+		{"redis+redigo://h:1", "", "redis+redigo://h:1"},
 	}
 	for _, tt := range tests {
 		if got := nodeURL(tt.entry, tt.backend); got != tt.want {

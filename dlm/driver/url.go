@@ -50,7 +50,8 @@ type Config struct {
 	// Driver is the name after "+" in the scheme ("goredis" in
 	// "redis+goredis://"), or "" for a plain "redis://" URL.
 	Driver string
-	// Addr is host:port; the port defaults to 6379 and the host to localhost.
+	// Addr is host:port; the port defaults to 6379. A URL without a host
+	// is refused: it is not localhost by default.
 	Addr string
 	// Username and Password come from the URL's user information. An empty
 	// Username with a Password means the default user (AUTH password).
@@ -209,7 +210,10 @@ func hostPort(host string) (string, error) {
 	case strings.ContainsAny(h, "[]") || h == "" && strings.HasPrefix(host, "["):
 		return "", errors.New("host: want a host name or an IPv6 address in brackets")
 	case h == "":
-		h = "localhost"
+		// Not localhost by default: a host left out by mistake, as an
+		// unset variable in redis://${HOST}:6379, must not make a lock
+		// node of whatever listens on this machine.
+		return "", errors.New("no host: write redis://HOST:PORT (redis://localhost:6379 for this machine)")
 	case !validHost(h):
 		return "", errors.New("host: want a host name (letters, digits, '.', '-', '_') or an IP address")
 	}

@@ -67,8 +67,6 @@ func TestParseURL(t *testing.T) {
 		{"redis://u:p@ss@h", defaults(func(c *driver.Config) { c.Addr, c.Username, c.Password = "h:6379", "u", "p@ss" }), ""},
 
 		// Hosts and ports.
-		{"redis://", defaults(nil), ""},
-		{"redis://:6380", defaults(func(c *driver.Config) { c.Addr = "localhost:6380" }), ""},
 		{"redis://10.0.0.1", defaults(func(c *driver.Config) { c.Addr = "10.0.0.1:6379" }), ""},
 		{"redis://[::1]:6380", defaults(func(c *driver.Config) { c.Addr = "[::1]:6380" }), ""},
 		{"redis://[::1]", defaults(func(c *driver.Config) { c.Addr = "[::1]:6379" }), ""},
@@ -83,7 +81,6 @@ func TestParseURL(t *testing.T) {
 		{"redis://h/3", defaults(func(c *driver.Config) { c.Addr, c.DB = "h:6379", 3 }), ""},
 		{"redis://h/3/", defaults(func(c *driver.Config) { c.Addr, c.DB = "h:6379", 3 }), ""},
 		{"redis://h/0", defaults(func(c *driver.Config) { c.Addr = "h:6379" }), ""},
-		{"redis:///15", defaults(func(c *driver.Config) { c.DB = 15 }), ""},
 		{"redis://h?db=4", defaults(func(c *driver.Config) { c.Addr, c.DB = "h:6379", 4 }), ""},
 		// The parameter wins over the path, as in go-redis' ParseURL.
 		{"redis://h/3?db=4", defaults(func(c *driver.Config) { c.Addr, c.DB = "h:6379", 4 }), ""},
@@ -163,6 +160,13 @@ func TestParseURLErrors(t *testing.T) {
 		{"redis://:hunter22@h:", "port: want a number", "hunter22"},
 		{"redis://:hunter22@h:bad", "h:bad: invalid port after host", "hunter22"},
 		{"redis://:hunter22@h:-1", "h:-1: invalid port after host", "hunter22"},
+		// No host: not localhost by default.
+		{"redis://", "redis://: no host", ""},
+		{"redis://:6380", "no host", ""},
+		{"redis:///15", "redis:///...: no host", ""},
+		{"redis+goredis://", "no host", ""},
+		{"redis://:hunter22@:6380", "no host", "hunter22"},
+		{"redis://:hunter22@h?cluster=true&addr=:7001", "addr parameter 1: no host", "hunter22"},
 		{"redis://:hunter22@h?cluster=true&addr=h2&addr=a%20b", "addr parameter 2: host: want a host name", "hunter22"},
 		{"redis://:hunter22@::1", "in brackets", "hunter22"},
 		{"redis://:hunter22@fe80::1:6380", "in brackets", "hunter22"},
