@@ -23,7 +23,9 @@ import (
 //	+get +set +del +pexpire    what the scripts call: acquire GET and SET,
 //	+pttl                      release GET and DEL, extend GET and PEXPIRE,
 //	                           Status PTTL and GET; SET is also sent alone
-//	                           (SET NX GET) to take a free key
+//	                           (SET NX GET) to take a free key; Open's
+//	                           probe of two nodes that said one run_id
+//	                           GETs and SETs a key under the prefix
 //	+time +info                the acquire scripts of WithRestartGuard read
 //	                           the node's clock and uptime; Open reads the
 //	                           node's run_id, to recognise a server named
