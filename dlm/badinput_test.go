@@ -236,7 +236,7 @@ func TestBadInputRefused(t *testing.T) {
 		{"Open nil URLs", open(), dlm.ErrInvalid, "no node URLs"},
 		{"Open same URL twice", open("redis://"+addr, "redis://"+srvs[1].Addr(), "redis://"+addr), dlm.ErrInvalid, "duplicates"},
 		{"Open one address, two spellings", open("redis://127.0.0.1:"+port, "redis+x://:"+urlPassword+"@127.0.0.1:0"+port), dlm.ErrInvalid, "duplicates"},
-		{"Open localhost twice", open("redis://localhost", "redis://:6379"), dlm.ErrInvalid, "duplicates"},
+		{"Open localhost twice", open("redis://localhost", "redis://localhost:6379"), dlm.ErrInvalid, "duplicates"},
 
 		// Malformed URLs: they wrap driver.ErrBadURL.
 		{"Open empty URL", open(""), driver.ErrBadURL, `scheme ""`},
@@ -244,10 +244,10 @@ func TestBadInputRefused(t *testing.T) {
 		{"Open host as scheme", open("localhost:6379"), driver.ErrBadURL, "an address, not a URL: write redis://localhost:6379"},
 		{"Open http URL", open("http://" + addr), driver.ErrBadURL, `scheme "http"`},
 		{"Open '+' and no driver", open("redis+://" + addr), driver.ErrBadURL, "names no driver"},
-		{"Open port 0", open("redis://:" + urlPassword + "@127.0.0.1:0"), driver.ErrBadURL, `port "0"`},
+		{"Open port 0", open("redis://:" + urlPassword + "@127.0.0.1:0"), driver.ErrBadURL, "port: want a number"},
 		{"Open bad port", open("redis://:" + urlPassword + "@127.0.0.1:x"), driver.ErrBadURL, "invalid port"},
 		{"Open user information without //", open("redis::" + urlPassword + "@" + addr), driver.ErrBadURL, "user information"},
-		{"Open bad database", open("redis://:" + urlPassword + "@" + addr + "/x"), driver.ErrBadURL, `database "x"`},
+		{"Open bad database", open("redis://:" + urlPassword + "@" + addr + "/x"), driver.ErrBadURL, "the database in the path"},
 		{"Open unknown parameter", open("redis://" + addr + "?timeout=1s"), driver.ErrBadURL, `unknown parameter "timeout"`},
 		{"Open tls parameter without TLS", open("redis://" + addr + "?tls_insecure_skip_verify=true"), driver.ErrBadURL, "needs a rediss:// URL"},
 		{"Open second URL malformed", open("redis+x://"+addr, "redis://h:99999"), driver.ErrBadURL, "node 1"},

@@ -26,6 +26,14 @@
 //
 //	m, err := dlm.Open([]string{"redis+goredis://10.0.0.1:6379", ...})
 //
+// A URL's scheme names its backend, redis+NAME:// or rediss+NAME:// (TLS).
+// A plain redis:// or rediss:// URL names none: it uses the only registered
+// backend, and is refused with [ErrUnknownDriver], naming them, when
+// several are registered, never given one of them; the redlock command,
+// which includes three, follows the same rule (its --backend names the
+// backend of such URLs). A URL without a host is bad input
+// ([driver.ErrBadURL], matching [ErrInvalid]), not localhost.
+//
 // # Read-write locks and semaphores
 //
 // [Manager.RLock], [Manager.TryRLock] and [Manager.RDo] take read locks,

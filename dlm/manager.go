@@ -117,13 +117,18 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 // Open then asks every node at once, within the node timeout, which server
 // it is (its run_id, INFO server), and returns an error wrapping
 // [ErrInvalid] naming both nodes when two URLs reach one server, as
-// redis://127.0.0.1:6379 and redis://localhost:6379 do. A node that does not
-// answer is asked before its first request; if it turns out to be the same
-// server as another node, it fails every request, so that one server never
-// counts twice in a quorum, and the manager logs it once at Warn (on
-// [slog.Default] without [WithLogger]). A node that is a Redis Cluster, or
-// whose server does not say its run_id (an ACL without +info), is not
-// compared.
+// redis://127.0.0.1:6379 and redis://localhost:6379 do. A run_id is the
+// node's own word: two nodes that say the same one are one server only if a
+// value written through each, under a fresh key of the prefix, is read
+// through the other. A node that says another's run_id but is another
+// server counts as itself; one that fails that check does not take the
+// other's place, and loses its own to the other if it said the run_id
+// first (logged at Warn). A node that does not answer is asked before its
+// first request; if it turns out to be the same server as another node, it
+// fails every request, so that one server never counts twice in a quorum,
+// and the manager logs it once at Warn (on [slog.Default] without
+// [WithLogger]). A node that is a Redis Cluster, or whose server does not
+// say its run_id (an ACL without +info), is not compared.
 func Open(urls []string, opts ...Option) (*Manager, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)

@@ -48,9 +48,13 @@ func Drivers() []string {
 // OpenNode opens one node from a URL whose scheme names the driver:
 // "redis+goredis://user:pass@host:6379/0", "rediss+rueidis://host:6380" (TLS),
 // "redis+redigo://host:6379?dial_timeout=50ms". A plain "redis://" or
-// "rediss://" URL uses the only registered driver and is an error when
-// several are registered. See [driver.ParseURL] for the URL parts every
-// driver understands. Errors never contain the password.
+// "rediss://" URL uses the only registered driver, and is refused with
+// [ErrUnknownDriver], naming them, when several are registered: no driver
+// is chosen for it. A URL is parsed before its driver is looked up, so a
+// bad one, a URL without a host among them, is [driver.ErrBadURL] (and
+// [ErrInvalid]) whatever drivers are registered. See [driver.ParseURL] for
+// the URL parts every driver understands. Errors never contain the
+// password.
 func OpenNode(url string) (driver.Node, error) {
 	if err := checkNotBareAddr(url); err != nil {
 		return nil, err
@@ -61,12 +65,12 @@ func OpenNode(url string) (driver.Node, error) {
 	}
 	d, err := lookupDriver(cfg.Driver)
 	if err != nil {
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), err)
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), err)
 	}
 	n, err := d.Open(url)
 	if err != nil {
 		// As a NodeError, a refused login matches ErrPermission.
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.Redact(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
 	}
 	return n, nil
 }

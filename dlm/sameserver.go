@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,18 +19,47 @@ import (
 // through two DNS names, would count twice in every quorum: with three
 // such nodes, one server alone would give a 3 of 3 majority. Addresses
 // cannot tell (New compares them, and that is all it can), so a manager
-// made by Open recognises a server by what it says it is: its run_id, from
-// INFO server, read by script.ServerID.
+// made by Open recognises a server by what it says it is, its run_id (INFO
+// server, read by script.ServerID), and by what it holds: a run_id is the
+// node's own word, which a hostile node, or a tamperer on a plaintext link,
+// may give for another node's. So a node's run_id alone never takes a node
+// out of the votes. Two nodes that say the same run_id are probed
+// (script.ServerProbe): a fresh value written through the newcomer, read
+// through the node that said the run_id first, then written through the
+// latter and read through the newcomer. They are one server only if each
+// read finds the other's value; two servers if the newcomer reads its own.
 //
-// The invariant, for a manager made by Open: a node's answer counts in a
-// vote only once the node's server has said its run_id and no other node
-// of the manager has said the same one, or once it is known that the node
-// cannot say (below). Of two nodes that say the same run_id, the one that
-// said it first keeps counting and the other fails every request with a
-// sameServerError, which matches ErrInvalid, without sending anything: the
-// duplicate's votes never count. Open asks every node at once and refuses
-// duplicates with ErrInvalid; a node that did not answer Open is asked
-// before its first request, and a duplicate found then is logged once.
+// The invariant, for a manager made by Open: no vote counts one server
+// twice. A node's answer counts only once its server has said its run_id
+// and no node of the manager admitted under the same run_id has been shown
+// the same server, or once it is known that the node cannot say (below).
+// Of the outcomes of a probe:
+//   - one server: the newcomer fails every request with a sameServerError,
+//     which matches ErrInvalid, without sending anything;
+//   - two servers: both count, each as itself (a node that lied about its
+//     run_id counts as the server it is);
+//   - the newcomer did not do its part (no answer, an error, a value that
+//     is neither): it is not admitted, and is asked again by its next
+//     request;
+//   - the node admitted first did not do its part, while the newcomer did:
+//     the newcomer takes its place. The node admitted first is asked again
+//     before its next request, and probed against the newcomer then. So a
+//     node that says another's run_id and then serves nothing (the denial
+//     of service this guards against) loses its place to the node it
+//     named, rather than keeping it out.
+//
+// Taking a place must not let both nodes count in one vote, should they be
+// one server after all: every request a node is admitted for records its
+// deadline (the round's: the requests of one round share it), and the
+// newcomer counts only in requests whose deadline is after the latest one
+// recorded for the node whose place it took. Since that node is admitted to
+// no request once its place is taken, a round either counted it, and its
+// deadline is not after that one, or never will.
+//
+// Open asks every node at once and refuses nodes shown to be one server
+// with ErrInvalid, waiting for a probe under way; a node that did not
+// answer Open is asked before its first request, and a duplicate found
+// then is logged once.
 //
 // Not compared:
 //   - the nodes given to New, which makes no round trip and leaves the
@@ -57,25 +87,40 @@ const maxServerID = 64
 // Identity states of a node.
 const (
 	idUnknown   int32 = iota // not asked yet, or the node did not answer
-	idKnown                  // said a run_id no other node said
+	idKnown                  // said a run_id, and is no other admitted node's server
 	idUnsaid                 // cannot say, or is not compared
-	idDuplicate              // said the run_id of another node
+	idDuplicate              // shown to be the server of another node
 )
 
 // servers holds what the nodes said they are.
 type servers struct {
 	state []atomic.Int32
-	mu    sync.Mutex
-	ids   []string        // by node, once known
-	dups  []error         // by node, once a duplicate: its *sameServerError
-	errs  []error         // by node: why the last asking got no answer
-	wait  []chan struct{} // by node: closed when the asking under way ends
+	// admitted is, by node, the latest deadline of a request the node
+	// was admitted to, in ns on the monotonic clock (see clockAt);
+	// from is the deadline a request of the node must end after to
+	// count, set when the node took the place of another.
+	admitted []atomic.Int64
+	from     []atomic.Int64
+	// settling is held while a node's run_id is compared with the
+	// others', probes included: two nodes that say one run_id are never
+	// both compared with a third only.
+	settling sync.Mutex
+
+	mu      sync.Mutex
+	ids     []string        // by node, once known
+	dups    []error         // by node, once a duplicate: its *sameServerError
+	errs    []error         // by node: why the last asking got no answer
+	wait    []chan struct{} // by node: closed when the asking under way ends
+	probing []bool          // by node: its run_id is being compared
 }
 
 // newServers returns the identities of n nodes: unknown, to be asked, when
 // ask is set, but for the nodes marked in cluster; otherwise not compared.
 func newServers(n int, cluster []bool, ask bool) *servers {
-	s := &servers{state: make([]atomic.Int32, n), ids: make([]string, n), dups: make([]error, n), errs: make([]error, n), wait: make([]chan struct{}, n)}
+	s := &servers{
+		state: make([]atomic.Int32, n), admitted: make([]atomic.Int64, n), from: make([]atomic.Int64, n),
+		ids: make([]string, n), dups: make([]error, n), errs: make([]error, n), wait: make([]chan struct{}, n), probing: make([]bool, n),
+	}
 	for i := range s.state {
 		if !ask || (cluster != nil && cluster[i]) {
 			s.state[i].Store(idUnsaid)
@@ -84,31 +129,76 @@ func newServers(n int, cluster []bool, ask bool) *servers {
 	return s
 }
 
+// clockBase is the origin of the deadlines servers records: their
+// monotonic readings, as ns since it.
+var clockBase = time.Now()
+
+// clockAt returns t as ns since clockBase, by the monotonic clock when t
+// has its reading, as the deadlines of time.Now().Add do.
+func clockAt(t time.Time) int64 { return int64(t.Sub(clockBase)) }
+
+// enter admits node i, known, to a request bounded by ctx: it records the
+// request's deadline, then reports whether the node is still known (a
+// node whose place was taken meanwhile is not), and, when it is, the
+// error of a request that may not count: one whose deadline is not after
+// that of the requests of the node whose place node i took.
+func (s *servers) enter(ctx context.Context, i int) (known bool, err error) {
+	d := int64(math.MaxInt64) // no deadline: later than any
+	if dl, ok := ctx.Deadline(); ok {
+		d = clockAt(dl)
+	}
+	for {
+		cur := s.admitted[i].Load()
+		if d <= cur || s.admitted[i].CompareAndSwap(cur, d) {
+			break
+		}
+	}
+	// After the record: a node whose place is taken is first marked,
+	// then its record read, so either this request is in the record
+	// read, or it sees the mark.
+	if s.state[i].Load() != idKnown {
+		return false, nil
+	}
+	if d <= s.from[i].Load() {
+		return true, errPlaceTaken
+	}
+	return true, nil
+}
+
+// errPlaceTaken fails a request of a node that took another's place, in
+// a round that may have counted the other: a vote counts one of them.
+var errPlaceTaken = errors.New("this node took the place of another that said the same run_id and did not confirm it; it counts from its next request")
+
 // sameServerError is the failure of node Node, the same server as node
-// Of: both said the same run_id.
+// Of: both said the same run_id, and a value written through each was read
+// through the other.
 type sameServerError struct {
 	Node, Of     int
 	Addr, OfAddr string
 }
 
 func (e *sameServerError) Error() string {
-	return fmt.Sprintf("node %d (%s) is the same server as node %d (%s), which said the same run_id (INFO server); its votes do not count",
+	return fmt.Sprintf("node %d (%s) is the same server as node %d (%s): both said one run_id (INFO server), and what was written through one was read through the other; its votes do not count",
 		e.Node, e.Addr, e.Of, e.OfAddr)
 }
 
-// admit returns nil when node i's answers may count, and otherwise the
-// node's failure: the error of a duplicate, or, while the node has not
-// said what it is, the error of asking it. The asking runs on a goroutine
-// of its own, at most one at a time per node, bounded by identifyTimeout
-// rather than by ctx: a node whose first contact (a connection, its
-// handshake and the question) takes longer than a request may is still
-// identified, and counts from the request after the answer. Callers wait
-// for the answer within ctx.
+// admit returns nil when node i's answers may count in a request bounded
+// by ctx, and otherwise the node's failure: the error of a duplicate, or,
+// while the node has not said what it is, the error of asking it. The
+// asking runs on a goroutine of its own, at most one at a time per node,
+// bounded by identifyTimeout rather than by ctx: a node whose first
+// contact (a connection, its handshake and the question) takes longer
+// than a request may is still identified, and counts from the request
+// after the answer. Callers wait for the answer within ctx.
 func (m *Manager) admit(ctx context.Context, i int) error {
 	s := m.servers
 	switch s.state[i].Load() {
-	case idKnown, idUnsaid:
+	case idUnsaid:
 		return nil
+	case idKnown:
+		if known, err := s.enter(ctx, i); known {
+			return err
+		}
 	case idDuplicate:
 		return s.dups[i]
 	}
@@ -133,22 +223,30 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.state[i].Load() {
-	case idKnown, idUnsaid:
+	case idUnsaid:
 		return nil
+	case idKnown:
+		if known, err := s.enter(ctx, i); known {
+			return err
+		}
 	case idDuplicate:
 		return s.dups[i]
+	}
+	if s.errs[i] == nil {
+		return errors.New("asking the server for its run_id: asked again, after another node took its place")
 	}
 	return s.errs[i] // the asking failed: the next request asks again
 }
 
-// identifyTimeout bounds the asking of a node's run_id: a few node
-// timeouts, and at least a second.
+// identifyTimeout bounds the asking of a node's run_id, its probes
+// included: a few node timeouts, and at least a second.
 func (m *Manager) identifyTimeout() time.Duration {
 	return max(4*m.cfg.timeout(), time.Second)
 }
 
-// identify asks node i for its run_id, records what it said, or why it
-// could not say, and closes done. Close ends the asking.
+// identify asks node i for its run_id, compares it with the others' (see
+// [Manager.settle]), records what it found, or why it could not say, and
+// closes done. Close ends the asking.
 func (m *Manager) identify(i int, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.identifyTimeout())
 	defer cancel()
@@ -160,14 +258,14 @@ func (m *Manager) identify(i int, done chan struct{}) {
 		}
 	}()
 	id, why, err := m.askServerID(ctx, i)
+	st, took := idUnknown, []int(nil)
+	if err == nil {
+		st, took, err = m.settle(ctx, i, id)
+	}
 	s := m.servers
 	s.mu.Lock()
 	s.wait[i] = nil
 	s.errs[i] = err
-	st := idUnknown
-	if err == nil {
-		st = s.record(m, i, id)
-	}
 	s.mu.Unlock()
 	// Logged before the waiters wake, so that the log holds the duplicate
 	// once its first request has failed.
@@ -177,26 +275,137 @@ func (m *Manager) identify(i int, done chan struct{}) {
 	case idUnsaid:
 		m.logServer(i, why)
 	}
+	for _, j := range took {
+		m.logPlaceTaken(i, j)
+	}
 	close(done)
 }
 
-// record stores what node i said, its run_id or "" for none, and returns
-// the node's new state. s.mu is held.
-func (s *servers) record(m *Manager, i int, id string) int32 {
+// Outcomes of a probe of two nodes that said one run_id.
+const (
+	probeSame     = iota // one server
+	probeOther           // two servers
+	probeNewcomer        // the node asked last did not do its part
+	probeAdmitted        // the node admitted first did not do its part
+)
+
+// settle compares node i's run_id id ("" for none) with those of the
+// nodes admitted under it, probing each, and records the outcome (see the
+// comment at the top of this file): i's new state, the nodes whose place
+// i took, and why i is still unknown when it is.
+func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, error) {
+	s := m.servers
 	if id == "" {
 		s.state[i].Store(idUnsaid)
-		return idUnsaid
+		return idUnsaid, nil, nil
 	}
+	s.mu.Lock()
+	s.probing[i] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.probing[i] = false
+		s.mu.Unlock()
+	}()
+	s.settling.Lock()
+	defer s.settling.Unlock()
+	s.mu.Lock()
+	var same []int
 	for j, other := range s.ids {
 		if j != i && other == id && s.state[j].Load() == idKnown {
-			s.dups[i] = &sameServerError{Node: i, Of: j, Addr: m.addrs[i], OfAddr: m.addrs[j]}
-			s.state[i].Store(idDuplicate)
-			return idDuplicate
+			same = append(same, j)
 		}
 	}
+	s.mu.Unlock()
+	var took []int
+	for _, j := range same {
+		outcome, err := m.probe(ctx, i, j)
+		switch outcome {
+		case probeSame:
+			s.mu.Lock()
+			s.dups[i] = &sameServerError{Node: i, Of: j, Addr: m.addrs[i], OfAddr: m.addrs[j]}
+			s.state[i].Store(idDuplicate)
+			s.mu.Unlock()
+			return idDuplicate, nil, nil
+		case probeNewcomer:
+			return idUnknown, nil, err
+		case probeAdmitted:
+			took = append(took, j)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := s.from[i].Load()
+	for _, j := range took {
+		// Marked first, then its record read: see enter.
+		s.state[j].Store(idUnknown)
+		s.ids[j] = ""
+		from = max(from, s.admitted[j].Load())
+	}
+	s.from[i].Store(from)
 	s.ids[i] = id
 	s.state[i].Store(idKnown)
-	return idKnown
+	return idKnown, took, nil
+}
+
+// probe tells whether nodes i and j, which said one run_id, are one
+// server: it writes a fresh value under a fresh key through i, then
+// another through j, which answers what it found, then a third through i,
+// which answers what it found (script.ServerProbe). One server: j found
+// i's value, or i found j's. Two: j did not find i's, and i found its own.
+// A node that fails its part, or answers anything else, leaves the
+// question open: probeNewcomer when it is i, probeAdmitted when it is j.
+// The key lives for twice identifyTimeout, which bounds the probe.
+func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
+	var vals [4]string // the nonce, then a value per step
+	for k := range vals {
+		v, err := newSecret()
+		if err != nil {
+			return probeNewcomer, err
+		}
+		vals[k] = v
+	}
+	keys := []string{script.ProbeKey(m.cfg.prefix, vals[0])}
+	ttl := fmt.Sprint((2 * m.identifyTimeout()).Milliseconds())
+	step := func(ctx context.Context, n int, value string) (string, error) {
+		v, err := m.nodes[n].Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
+		if err != nil {
+			return "", err
+		}
+		s, _ := v.(string) // nil: the key was not there
+		return s, nil
+	}
+	fail := func(n int, err error) error {
+		return fmt.Errorf("node %d (%s) said the run_id of node %d (%s); checking whether they are one server, node %s failed: %w",
+			i, m.addrs[i], j, m.addrs[j], m.addrs[n], err)
+	}
+	if _, err := step(ctx, i, vals[1]); err != nil {
+		return probeNewcomer, fail(i, err)
+	}
+	// Node j answered its run_id before, on a connection it keeps: it
+	// has a request's time, the node timeout, as in every round. The
+	// time node i left it is not held against it.
+	jctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
+	found, err := step(jctx, j, vals[2])
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return probeNewcomer, fail(i, ctx.Err())
+	case err != nil:
+		return probeAdmitted, fail(j, err)
+	case found == vals[1]:
+		return probeSame, nil
+	}
+	found, err = step(ctx, i, vals[3])
+	switch {
+	case err != nil:
+		return probeNewcomer, fail(i, err)
+	case found == vals[2]:
+		return probeSame, nil
+	case found == vals[1]:
+		return probeOther, nil
+	}
+	return probeNewcomer, fail(i, errors.New("it did not read back the value written through it"))
 }
 
 // askServerID runs script.ServerID on node i. It returns the run_id; or ""
@@ -237,20 +446,30 @@ func answered(err error) bool {
 }
 
 // identifyAll asks every node that has not said what it is at once, each
-// within timeout, and returns an error wrapping ErrInvalid, naming both
-// nodes, when two of them are the same server. Nodes that do not answer
-// are asked again before their first request.
+// within timeout, and then waits for the probes under way of the nodes
+// that said a run_id another node said (each bounded by identifyTimeout).
+// It returns an error wrapping ErrInvalid, naming both nodes, when two of
+// them are shown to be the same server. Nodes that do not answer are asked
+// again before their first request.
 func (m *Manager) identifyAll(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	m.work.ForEach(len(m.nodes), func(i int) { m.admit(ctx, i) })
+	for i := range m.nodes {
+		m.servers.mu.Lock()
+		ch, probing := m.servers.wait[i], m.servers.probing[i]
+		m.servers.mu.Unlock()
+		if probing && ch != nil {
+			<-ch
+		}
+	}
 	for i := range m.nodes {
 		if m.servers.state[i].Load() != idDuplicate {
 			continue
 		}
 		var e *sameServerError
 		if errors.As(m.servers.dups[i], &e) {
-			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server, which said the same run_id (INFO server) to both; "+
+			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server: both said one run_id (INFO server), and what was written through one was read through the other; "+
 				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.addrs[min(e.Of, e.Node)], max(e.Of, e.Node), m.addrs[max(e.Of, e.Node)])
 		}
 	}
@@ -272,12 +491,27 @@ func (m *Manager) logServer(i int, err error) {
 	if m.opening.Load() {
 		return // Open returns it
 	}
-	logger := m.cfg.logger
-	if !m.cfg.loggerSet {
-		logger = slog.Default()
-	}
-	if logger != nil {
+	if logger := m.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes are one server; the duplicate's answers do not count",
 			slog.String("node", m.addrs[i]), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
 	}
+}
+
+// logPlaceTaken logs at Warn that node i took the place of node j: both
+// said one run_id, and j failed to confirm it. It is logged during Open
+// too, which does not fail for it.
+func (m *Manager) logPlaceTaken(i, j int) {
+	if logger := m.warnLogger(); logger != nil {
+		logger.Warn("dlm: two nodes said one run_id, and the one that said it first did not confirm it: the other counts in its place until it proves to be another server",
+			slog.String("node", m.addrs[i]), slog.String("in_place_of", m.addrs[j]))
+	}
+}
+
+// warnLogger is where warnings about the nodes go: WithLogger's logger, or
+// slog.Default without it.
+func (m *Manager) warnLogger() *slog.Logger {
+	if !m.cfg.loggerSet {
+		return slog.Default()
+	}
+	return m.cfg.logger
 }

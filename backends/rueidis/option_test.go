@@ -33,7 +33,7 @@ func TestClientOption(t *testing.T) {
 		want want
 	}{
 		{"redis+rueidis://127.0.0.1:6379", want{addr: "127.0.0.1:6379"}},
-		{"redis+rueidis://", want{addr: "localhost:6379"}},
+		{"redis+rueidis://localhost", want{addr: "localhost:6379"}},
 		{"redis+rueidis://alice:s3cret@10.0.0.1:7000", want{addr: "10.0.0.1:7000", user: "alice", password: "s3cret"}},
 		{"redis+rueidis://:s3cret@h:1", want{addr: "h:1", password: "s3cret"}},
 		{"redis+rueidis://h:1/3", want{addr: "h:1", db: 3}},

@@ -192,6 +192,8 @@ func (r *runner) logNotObtained(err, cause, last error, waited slog.Attr) {
 			errAttr = slog.Any("error", r.pw.scrub(last))
 		}
 		r.log.Error("redlock: a node refused access: check the password and the ACL rules", key, errAttr)
+	case failMisconfigured:
+		r.log.Error("redlock: a node is misconfigured: check the node URLs", key, errAttr)
 	case failInvalid:
 		r.log.Error("redlock: invalid lock request", key, errAttr)
 	case failUnavailable:

@@ -45,3 +45,27 @@ func TestStatusClusterNode(t *testing.T) {
 		t.Errorf("status = %d,\n%s\nwant 0 and the clusters named by their addresses", code, stdout)
 	}
 }
+
+// TestClusterMemberWithoutClusterFlagExitsConfig checks that status and run
+// exit 78 (EX_CONFIG) when the nodes are members of a Redis Cluster opened
+// as single servers, without ?cluster=true: the members that do not serve
+// the key's slot answer MOVED, which package dlm reports as ErrInvalid, a
+// configuration error that retrying cannot fix, not a node that is down
+// (69).
+func TestClusterMemberWithoutClusterFlagExitsConfig(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartRedisCluster(t)
+	var urls []string
+	for _, a := range c.Addrs() {
+		urls = append(urls, "redis+goredis://"+a)
+	}
+	nodes := strings.Join(urls, ",")
+	code, stdout, stderr := redlockRun(t, nil, "status", "--nodes", nodes, "member")
+	if code != exitConfig || !strings.Contains(stdout+stderr, "cluster=true") {
+		t.Errorf("status on cluster members opened as single servers = %d,\n%s\n%s\nwant %d and a hint at ?cluster=true", code, stdout, stderr, exitConfig)
+	}
+	code, _, stderr = redlockRun(t, nil, runArgs("member", sh("exit 0"), "--nodes", nodes)...)
+	if code != exitConfig || !strings.Contains(stderr, "cluster=true") {
+		t.Errorf("run on cluster members opened as single servers = %d,\n%s\nwant %d and a hint at ?cluster=true", code, stderr, exitConfig)
+	}
+}

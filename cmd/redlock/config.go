@@ -17,7 +17,7 @@ import (
 type config struct {
 	// For every command that talks to the nodes.
 	nodes       []string
-	backend     string // for plain redis:// and rediss:// URLs
+	backend     string // for plain redis:// and rediss:// URLs; "" for none
 	keyPrefix   string
 	nodeTimeout time.Duration // 0: derived from the TTL by package dlm
 	logFormat   string        // "text" or "json"
@@ -46,8 +46,6 @@ const (
 	// defaultGrace is the time between SIGTERM and SIGKILL to a command
 	// whose lock was lost.
 	defaultGrace = 5 * time.Second
-	// defaultBackend serves the plain redis:// and rediss:// schemes.
-	defaultBackend = "goredis"
 	// minTTL is the shortest --ttl: below it, background extensions
 	// would follow each other as fast as the nodes answer.
 	minTTL = 100 * time.Millisecond
@@ -57,7 +55,6 @@ const (
 // command line are read.
 func defaultConfig() *config {
 	return &config{
-		backend:      defaultBackend,
 		keyPrefix:    dlm.DefaultKeyPrefix,
 		logFormat:    "text",
 		logLevel:     slog.LevelWarn,
@@ -85,7 +82,8 @@ func nodeOptions(c *config) []option {
 	return []option{
 		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; a password may hold commas, as written or as %2C; repeatable", "",
 			&nodesValue{p: &c.nodes}},
-		{"backend", "REDLOCK_BACKEND", "NAME", "client library for plain redis:// and rediss:// URLs: " + strings.Join(dlm.Drivers(), ", "), defaultBackend,
+		{"backend", "REDLOCK_BACKEND", "NAME", "client library of the URLs that name none (redis://, rediss://, HOST:PORT): " + strings.Join(dlm.Drivers(), ", ") +
+			"; without it such a URL is refused, as the library refuses it with several backends", "",
 			&choiceValue{p: &c.backend, choices: dlm.Drivers()}},
 		{"key-prefix", "REDLOCK_KEY_PREFIX", "PREFIX", "prefix of the Redis keys", dlm.DefaultKeyPrefix,
 			&stringValue{p: &c.keyPrefix}},

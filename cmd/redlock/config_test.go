@@ -34,7 +34,7 @@ func TestParseRun(t *testing.T) {
 			check: func(c *config) string {
 				if c.ttl != 10*time.Second || c.wait != waitForever || c.grace != defaultGrace || c.conflictCode != 75 ||
 					c.lostCode != 70 || c.fencing || c.quiet || c.logLevel != slog.LevelWarn || c.logFormat != "text" ||
-					c.backend != "goredis" || c.keyPrefix != "redlock:" || c.nodes != nil || c.nodeTimeout != 0 {
+					c.backend != "" || c.keyPrefix != "redlock:" || c.nodes != nil || c.nodeTimeout != 0 {
 					return "not the defaults"
 				}
 				return ""

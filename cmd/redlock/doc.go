@@ -92,8 +92,11 @@
 // package dlm reads them (redis[s][+BACKEND]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAMS])
 // or bare HOST:PORT addresses. redlock includes the goredis, redigo and
 // rueidis backends; a plain redis:// or rediss:// URL, or a bare address,
-// uses goredis (--backend changes it), and redis+rueidis:// and the like
-// name their own. Passwords are never printed: URLs are shown redacted.
+// names none, and is refused (exit 78) unless --backend names the backend
+// of every such URL, as package dlm refuses one where several backends are
+// registered; redis+rueidis:// and the like name their own. A URL without
+// a host is refused too. Passwords are never printed: URLs are shown
+// redacted.
 // A comma in a password needs no escaping (%2C also works): a comma
 // followed by a scheme starts a new URL, and in a URL the user information
 // runs to its last '@'. A '/', '?' or '#' in a password must be
@@ -157,8 +160,10 @@
 //	       was terminated (--lost-exit-code changes it)
 //	75     EX_TEMPFAIL: run: someone else holds the lock, with --no-wait or
 //	       when --wait ran out (--conflict-exit-code changes it, as flock -E)
-//	78     EX_CONFIG: no nodes given, a bad node URL, an unknown backend, or a
-//	       node refused access (wrong password, missing ACL permission)
+//	78     EX_CONFIG: no nodes given, a bad node URL, an unknown backend, a
+//	       node refused access (wrong password, missing ACL permission), or a
+//	       node is misconfigured (a Redis Cluster member without
+//	       ?cluster=true)
 //	126    run: COMMAND cannot be executed
 //	127    run: COMMAND not found
 //

@@ -127,7 +127,7 @@ func TestCommandEnvironmentWithoutNodes(t *testing.T) {
 	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
 	var urls []string
 	for _, s := range servers {
-		urls = append(urls, "redis://:"+password+"@"+s.Addr())
+		urls = append(urls, "redis+goredis://:"+password+"@"+s.Addr())
 	}
 	nodes := "REDLOCK_NODES=" + strings.Join(urls, ",")
 	out := filepath.Join(t.TempDir(), "environ")

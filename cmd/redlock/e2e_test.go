@@ -399,7 +399,8 @@ func TestEnvironment(t *testing.T) {
 
 // TestRunPasswordWithComma checks end to end that a password with commas,
 // given in URLs as written or as %2C, reaches the servers whole, from
-// --nodes and from REDLOCK_NODES alike.
+// --nodes and from REDLOCK_NODES alike; the plain URL given its backend by
+// --backend or REDLOCK_BACKEND.
 func TestRunPasswordWithComma(t *testing.T) {
 	const password = "pa,ss,w0rd"
 	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
@@ -410,8 +411,8 @@ func TestRunPasswordWithComma(t *testing.T) {
 		env  []string
 		args []string
 	}{
-		{nil, runArgs("comma", sh("exit 0"), "--nodes", nodes, "--no-wait")},
-		{[]string{"REDLOCK_NODES=" + nodes}, runArgs("comma", sh("exit 0"), "--no-wait")},
+		{nil, runArgs("comma", sh("exit 0"), "--nodes", nodes, "--no-wait", "--backend", "goredis")},
+		{[]string{"REDLOCK_NODES=" + nodes, "REDLOCK_BACKEND=goredis"}, runArgs("comma", sh("exit 0"), "--no-wait")},
 	} {
 		code, stdout, stderr := redlockRun(t, tc.env, tc.args...)
 		if code != 0 {
@@ -430,8 +431,8 @@ func TestConfigErrors(t *testing.T) {
 	down := redistest.StartServers(t, 3)
 	var wrongPW, noPW, downURLs []string
 	for i := range 3 {
-		wrongPW = append(wrongPW, "redis://:pw-wrong-93af@"+guarded[i].Addr())
-		noPW = append(noPW, "redis://"+guarded[i].Addr())
+		wrongPW = append(wrongPW, "redis+goredis://:pw-wrong-93af@"+guarded[i].Addr())
+		noPW = append(noPW, "redis+redigo://"+guarded[i].Addr())
 		down[i].Kill()
 		downURLs = append(downURLs, "redis+rueidis://"+down[i].Addr())
 	}
@@ -443,7 +444,7 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := s.Do("ACL", "SETUSER", "limited", "on", ">"+password, "~*", "&*", "+@all", "-@scripting"); err != nil {
 			t.Fatalf("ACL SETUSER on %s: %v", s.Addr(), err)
 		}
-		limited = append(limited, "redis://limited:"+password+"@"+s.Addr())
+		limited = append(limited, "redis+goredis://limited:"+password+"@"+s.Addr())
 	}
 	secret := "pw-wrong-93af"
 	tests := []struct {
@@ -456,7 +457,8 @@ func TestConfigErrors(t *testing.T) {
 		{"no nodes", nil, runArgs("k", sh("exit 0")), 78, "no nodes"},
 		{"bad URL", nil, runArgs("k", sh("exit 0"), "--nodes", "redis://:"+secret+"@127.0.0.1:1?nonsense=1"), 78, "unknown parameter"},
 		{"unknown backend", nil, runArgs("k", sh("exit 0"), "--nodes", "redis+jedis://127.0.0.1:1"), 78, "unknown driver"},
-		{"duplicate nodes", nil, runArgs("k", sh("exit 0"), "--nodes", "127.0.0.1:1,redis://127.0.0.1:1"), 78, "duplicates"},
+		{"duplicate nodes", nil, runArgs("k", sh("exit 0"), "--nodes", "127.0.0.1:1,redis://127.0.0.1:1", "--backend", "goredis"), 78, "duplicates"},
+		{"plain URL without --backend", nil, runArgs("k", sh("exit 0"), "--nodes", "redis://127.0.0.1:1"), 78, "names no backend"},
 		{"wrong password", nil, runArgs("k", sh("exit 0"), "--nodes", strings.Join(wrongPW, ","), "--no-wait"), 78, "WRONGPASS"},
 		{"no password", nil, runArgs("k", sh("exit 0"), "--nodes", strings.Join(noPW, ","), "--no-wait"), 78, "NOAUTH"},
 		{"status, wrong password", nil, []string{"status", "--nodes", strings.Join(wrongPW, ","), "k"}, 78, "WRONGPASS"},

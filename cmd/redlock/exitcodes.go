@@ -32,7 +32,9 @@ const (
 	// changes it.
 	defaultConflictCode = 75
 	// exitConfig (EX_CONFIG): no nodes configured, a bad node URL, an
-	// unknown backend, or a node refusing access (wrong password, ACL).
+	// unknown backend, a node refusing access (wrong password, ACL), or a
+	// node that package dlm finds misconfigured (a Redis Cluster member
+	// opened without ?cluster=true, two URLs of one server).
 	exitConfig = 78
 	// exitCannotExecute: the command was found but could not be run.
 	exitCannotExecute = 126
@@ -55,12 +57,13 @@ func (c signalCause) Error() string { return "stopped by " + signalName(c.sig) }
 type failure int
 
 const (
-	failOther       failure = iota
-	failConflict            // someone else holds the lock
-	failUnavailable         // too many nodes failed for a quorum
-	failConfig              // a node refused access
-	failInvalid             // package dlm rejected the request
-	failSignal              // a signal stopped the wait
+	failOther         failure = iota
+	failConflict              // someone else holds the lock
+	failUnavailable           // too many nodes failed for a quorum
+	failConfig                // a node refused access
+	failMisconfigured         // a node is misconfigured (ErrInvalid from a node)
+	failInvalid               // package dlm rejected the request
+	failSignal                // a signal stopped the wait
 )
 
 // classifyAcquire says why an attempt to take the lock failed with err.
@@ -74,6 +77,12 @@ func classifyAcquire(err, cause, last error) failure {
 		return failSignal
 	case errors.Is(err, dlm.ErrPermission), errors.Is(last, dlm.ErrPermission):
 		return failConfig
+	case errors.Is(err, dlm.ErrInvalid) && errors.As(err, new(*dlm.NodeError)):
+		// A request package dlm refuses is refused before any node is
+		// asked: ErrInvalid with a node's failure is the node's
+		// configuration, as a Redis Cluster member opened as a single
+		// server, which retrying cannot fix.
+		return failMisconfigured
 	case errors.Is(err, dlm.ErrInvalid):
 		return failInvalid
 	case errors.Is(err, dlm.ErrNotObtained):
@@ -99,7 +108,7 @@ func acquireExitCode(err, cause, last error, conflictCode int) int {
 		var sc signalCause
 		errors.As(cause, &sc)
 		return signalExitCode(sc.sig)
-	case failConfig:
+	case failConfig, failMisconfigured:
 		return exitConfig
 	case failInvalid:
 		return exitUsage
@@ -139,14 +148,16 @@ func signalExitCode(sig os.Signal) int {
 }
 
 // statusExitCode is the exit code of status given each node's failure:
-// exitConfig if a node refused access, exitUnavailable if another did not
-// answer, exitOK when all answered.
+// exitConfig if a node refused access or is misconfigured (ErrInvalid: a
+// Redis Cluster member opened as a single server), as run exits for
+// them; exitUnavailable if another did not answer; exitOK when all
+// answered.
 func statusExitCode(errs []error) int {
 	code := exitOK
 	for _, err := range errs {
 		switch {
 		case err == nil:
-		case errors.Is(err, dlm.ErrPermission):
+		case errors.Is(err, dlm.ErrPermission), errors.Is(err, dlm.ErrInvalid):
 			return exitConfig
 		default:
 			code = exitUnavailable

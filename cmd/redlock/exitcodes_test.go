@@ -114,3 +114,31 @@ func TestStatusExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterMemberExitCode checks the exit codes of a node that package dlm
+// reports as misconfigured (a NodeError matching ErrInvalid: a member of a
+// Redis Cluster opened as a single server, keys of several slots, two URLs
+// of one server): 78, the configuration, for run and status alike; and that
+// an invalid request, refused before any node was asked, stays 64.
+func TestClusterMemberExitCode(t *testing.T) {
+	t.Parallel()
+	misconfigured := &dlm.NodeError{Node: "h:1", Err: errors.New("CROSSSLOT Keys in request don't hash to the same slot")}
+	if !errors.Is(misconfigured, dlm.ErrInvalid) {
+		t.Fatalf("%v does not match ErrInvalid", misconfigured)
+	}
+	quorum := &dlm.QuorumError{Op: "lock", Key: "job", Nodes: 3, Quorum: 2, Failed: 2, Err: misconfigured}
+	for _, err := range []error{quorum, fmt.Errorf("dlm: lock: %w", misconfigured)} {
+		if got := acquireExitCode(err, nil, err, 75); got != exitConfig {
+			t.Errorf("acquireExitCode(%v) = %d; want %d", err, got, exitConfig)
+		}
+	}
+	if got := acquireExitCode(fmt.Errorf("%w: empty key", dlm.ErrInvalid), nil, nil, 75); got != exitUsage {
+		t.Errorf("acquireExitCode(invalid request) = %d; want %d", got, exitUsage)
+	}
+	if got := statusExitCode([]error{nil, misconfigured, nil}); got != exitConfig {
+		t.Errorf("statusExitCode(a misconfigured node) = %d; want %d", got, exitConfig)
+	}
+	if got := statusExitCode([]error{&dlm.NodeError{Node: "h:2", Err: errors.New("dial tcp: connection refused")}, misconfigured}); got != exitConfig {
+		t.Errorf("statusExitCode(a node down, another misconfigured) = %d; want %d", got, exitConfig)
+	}
+}

@@ -206,12 +206,11 @@ func redlockRun(t *testing.T, env []string, args ...string) (code int, stdout, s
 }
 
 // startServers starts n redis-server processes and returns them with the
-// --nodes value naming them, one backend each in turn, the first by a
-// plain redis:// URL.
+// --nodes value naming them, one backend each in turn.
 func startServers(t *testing.T, n int, opts ...redistest.ServerOption) ([]*redistest.Server, string) {
 	t.Helper()
 	servers := redistest.StartServers(t, n, opts...)
-	schemes := []string{"redis", "redis+redigo", "redis+rueidis"}
+	schemes := []string{"redis+goredis", "redis+redigo", "redis+rueidis"}
 	urls := make([]string, n)
 	for i, s := range servers {
 		urls[i] = schemes[i%len(schemes)] + "://" + s.Addr()

@@ -19,19 +19,22 @@ import (
 // errNoNodes is the configuration error of a command given no nodes.
 var errNoNodes = errors.New("no nodes: give --nodes URL,... or set REDLOCK_NODES")
 
-// nodeURL returns the URL that dlm.Open gets for an entry of --nodes. With
-// several backends registered, a plain redis:// or rediss:// URL names none
-// of them, so it is given backend: redis://h:6379 becomes
-// redis+goredis://h:6379. A bare HOST:PORT becomes such a URL too. A URL
-// that names its backend is left alone.
+// nodeURL returns the URL that dlm.Open gets for an entry of --nodes. A
+// bare HOST:PORT becomes a redis:// URL. With backend, the --backend
+// given, a plain redis:// or rediss:// URL is given it: redis://h:6379
+// becomes redis+goredis://h:6379 with --backend goredis. A URL that names
+// its backend is left alone, and so is a plain one when backend is "".
 func nodeURL(entry, backend string) string {
 	scheme, rest, ok := strings.Cut(entry, "://")
 	if !ok {
-		return "redis+" + backend + "://" + entry
+		scheme, rest = "redis", entry
 	}
 	switch s := strings.ToLower(scheme); s {
 	case "redis", "rediss":
-		return s + "+" + backend + "://" + rest
+		if backend != "" {
+			return s + "+" + backend + "://" + rest
+		}
+		return s + "://" + rest
 	}
 	return entry
 }
@@ -39,8 +42,9 @@ func nodeURL(entry, backend string) string {
 // secrets are the passwords of the node URLs, to scrub from anything shown.
 type secrets []string
 
-// nodeURLs maps the entries of --nodes with [nodeURL] and checks them. It
-// returns the URLs and their passwords. Its errors name no password, and
+// nodeURLs maps the entries of --nodes with [nodeURL] and checks them: each
+// must parse, and name its backend, or --backend name it. It returns the
+// URLs and their passwords. Its errors name no password, and
 // number the entries from 0, as package dlm's errors number the nodes: the
 // first entry is "node 0" in every message.
 func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
@@ -54,6 +58,13 @@ func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
 		cfg, err := driver.ParseURL(urls[i])
 		if err != nil {
 			return nil, nil, fmt.Errorf("node %d: %w", i, err)
+		}
+		if cfg.Driver == "" {
+			// The library's rule: a URL that names no backend is
+			// refused where several are registered, as they are in
+			// this binary; --backend names one.
+			return nil, nil, fmt.Errorf("node %d: %s names no backend, and redlock has %d (%s): write redis+NAME:// (rediss+NAME://), or give --backend NAME (REDLOCK_BACKEND): %w",
+				i, driver.RedactOrigin(urls[i]), len(dlm.Drivers()), strings.Join(dlm.Drivers(), ", "), dlm.ErrUnknownDriver)
 		}
 		if cfg.Password != "" {
 			pw = append(pw, cfg.Password)
@@ -72,11 +83,13 @@ func (pw secrets) scrub(err error) error {
 	return err
 }
 
-// redactAll returns urls with their passwords replaced.
+// redactAll returns what logs show of urls: each one's scheme, user and
+// host, without the password, path or parameters, whose values may repeat
+// the password (driver.RedactOrigin).
 func redactAll(urls []string) []string {
 	out := make([]string, len(urls))
 	for i, u := range urls {
-		out[i] = driver.Redact(u)
+		out[i] = driver.RedactOrigin(u)
 	}
 	return out
 }

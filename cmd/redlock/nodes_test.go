@@ -26,6 +26,12 @@ func TestNodeURL(t *testing.T) {
 		{"redis+rueidis://h:1", "goredis", "redis+rueidis://h:1"},
 		{"rediss+redigo://h:1", "goredis", "rediss+redigo://h:1"},
 		{"http://h:1", "goredis", "http://h:1"},
+		// Without --backend, plain URLs stay plain, and refused by
+		// nodeURLs.
+		{"redis://h:1", "", "redis://h:1"},
+		{"REDISS://h:1", "", "rediss://h:1"},
+		{"h:1", "", "redis://h:1"},
+		{"redis+redigo://h:1", "", "redis+redigo://h:1"},
 	}
 	for _, tt := range tests {
 		if got := nodeURL(tt.entry, tt.backend); got != tt.want {
@@ -97,8 +103,8 @@ func TestNodeNumbersOneConvention(t *testing.T) {
 
 func TestRedactAll(t *testing.T) {
 	t.Parallel()
-	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2"})
-	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2"}
+	got := redactAll([]string{"redis+goredis://:pw@h:1", "redis://h:2", "rediss+rueidis://u:pw@h:3/2?tls_server_name=pw"})
+	want := []string{"redis+goredis://:" + driver.Redacted + "@h:1", "redis://h:2", "rediss+rueidis://u:" + driver.Redacted + "@h:3/..."}
 	if !slices.Equal(got, want) {
 		t.Errorf("redactAll = %q; want %q", got, want)
 	}

@@ -103,7 +103,7 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 	code = statusExitCode(errs)
 	switch code {
 	case exitConfig:
-		log.Error("redlock: a node refused access: check the password and the ACL rules", slog.String("key", key))
+		log.Error("redlock: a node refused access or is misconfigured: check the node URLs, the password and the ACL rules", slog.String("key", key))
 	case exitUnavailable:
 		log.Warn(fmt.Sprintf("redlock: %d of %d nodes did not answer", rep.Failed, len(st)), slog.String("key", key), slog.Any("error", pw.scrub(first)))
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net/url"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm/dlmtest"
@@ -42,6 +45,39 @@ func TestURLErrorsNeverQuotePassword(t *testing.T) {
 				if problem := dlmtest.CheckURLError(u, output(cmd, viaEnv, u.URL), output(cmd, viaEnv, u.Other)); problem != "" {
 					t.Errorf("redlock %s with the node %q (from the environment: %v): %s", cmd[0], u.URL, viaEnv, problem)
 				}
+			}
+		}
+	}
+}
+
+// TestURLErrorsShowNoParameterValue checks that run, elect and status,
+// refusing a node URL, write no value of its parameters to stdout or stderr
+// at any log level, only the parameter's name: neither a password given as
+// a parameter, nor the password repeated in the database, a parameter or a
+// file name, in any form, whatever characters it holds (a '"', a '\\', a
+// tab, bytes of 0x80 and above).
+func TestURLErrorsShowNoParameterValue(t *testing.T) {
+	t.Parallel()
+	const secret = "S3\"cr\\e\tt\u00f6\xffN0"
+	e := url.QueryEscape(secret)
+	user := url.UserPassword("u", secret).String()
+	for _, tc := range []struct{ url, want string }{
+		{"redis+goredis://127.0.0.1:1?password=" + e, `unknown parameter \"password\"`},
+		{"redis+goredis://127.0.0.1:1?sentinel_master=m&sentinel_password=" + e, `unknown parameter \"sentinel_password\"`},
+		{"redis+goredis://" + user + "@127.0.0.1:1/" + url.PathEscape(secret), "the database in the path"},
+		{"redis+goredis://" + user + "@127.0.0.1:1?dial_timeout=" + e, "dial_timeout"},
+		{"rediss+goredis://" + user + "@127.0.0.1:1?tls_ca_file=" + url.QueryEscape(filepath.Join(t.TempDir(), secret)), "tls_ca_file"},
+	} {
+		for _, cmd := range [][]string{{"run", "KEY", "--", "true"}, {"elect", "NAME", "VALUE", "--", "true"}, {"status", "KEY"}} {
+			args := append([]string{cmd[0], "--nodes", tc.url, "--log-level", "debug"}, cmd[1:]...)
+			var stdout, stderr bytes.Buffer
+			code := redlock(args, env(), &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != exitConfig || !strings.Contains(out, tc.want) {
+				t.Errorf("redlock %s --nodes %q = %d,\n%s\nwant %d and %q", cmd[0], tc.url, code, out, exitConfig, tc.want)
+			}
+			if form := dlmtest.ShownSecret(out, secret); form != "" {
+				t.Errorf("redlock %s --nodes %q shows the secret as %q:\n%s", cmd[0], tc.url, form, out)
 			}
 		}
 	}

@@ -23,11 +23,14 @@ Usage:
 
 The nodes come from --nodes or REDLOCK_NODES: comma-separated URLs such as
 redis://HOST:PORT, rediss://HOST:PORT for TLS, redis://:PASSWORD@HOST:PORT,
-or bare HOST:PORT addresses. Use 3 or 5 independent masters, not replicas.
-Every option can also be set by an environment variable; flags win.
+or bare HOST:PORT addresses. Those name no client library: --backend
+(REDLOCK_BACKEND) names it, or the URL does, as redis+goredis://HOST:PORT.
+Use 3 or 5 independent masters, not replicas. Every option can also be set
+by an environment variable; flags win.
 
 Examples:
   export REDLOCK_NODES=redis://r1:6379,redis://r2:6379,redis://r3:6379
+  export REDLOCK_BACKEND=goredis
   redlock run --no-wait nightly-report -- ./report.sh
   redlock status nightly-report
 
@@ -58,7 +61,8 @@ Exit codes:
   70       the lock was lost while COMMAND ran (--lost-exit-code changes it)
   69       too many nodes unavailable for a quorum
   64       bad command line or environment variable
-  78       no nodes, a bad node URL, or a node refused access (password, ACL)
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is misconfigured (a cluster member without ?cluster=true)
   126      COMMAND cannot be executed
   127      COMMAND not found
   128+N    signal N stopped redlock while it waited for the lock
@@ -83,6 +87,7 @@ Examples:
 
   # Nodes with a password, over TLS (rediss), from the environment.
   export REDLOCK_NODES=rediss://:pw@r1,rediss://:pw@r2,rediss://:pw@r3
+  export REDLOCK_BACKEND=goredis
   redlock run backup -- ./backup.sh
 `
 
@@ -99,7 +104,8 @@ Options:
 Exit codes:
   0        every node answered
   69       a node did not answer; the report shows its error
-  78       no nodes, a bad node URL, or a node refused access (password, ACL)
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is misconfigured (a cluster member without ?cluster=true)
   64       bad command line or environment variable
 
 Examples:

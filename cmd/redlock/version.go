@@ -75,7 +75,7 @@ func versionText(bi *debug.BuildInfo) string {
 			fmt.Fprintf(tw, "  %s\t%s\n", path, v)
 		}
 	}
-	fmt.Fprintf(tw, "  backends\t%s (plain redis:// uses %s)\n", strings.Join(dlm.Drivers(), ", "), defaultBackend)
+	fmt.Fprintf(tw, "  backends\t%s (a plain redis:// URL needs --backend)\n", strings.Join(dlm.Drivers(), ", "))
 	tw.Flush()
 	return b.String()
 }

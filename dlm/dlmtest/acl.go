@@ -23,7 +23,9 @@ import (
 //	+get +set +del +pexpire    what the scripts call: acquire GET and SET,
 //	+pttl                      release GET and DEL, extend GET and PEXPIRE,
 //	                           Status PTTL and GET; SET is also sent alone
-//	                           (SET NX GET) to take a free key
+//	                           (SET NX GET) to take a free key; Open's
+//	                           probe of two nodes that said one run_id
+//	                           GETs and SETs a key under the prefix
 //	+strlen                    an election's observers (Manager.Observe)
 //	                           measure the leader's value before they read
 //	                           it, and never read one that is too long

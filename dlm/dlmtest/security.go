@@ -62,6 +62,8 @@ func secretOf(user string) string { return user + "-S3cret/#@%" }
 //     up after one attempt rather than retrying until its context ends; so
 //     does a user whose password changed while the manager ran;
 //   - a minority of refusing nodes does not stop a lock, a majority does;
+//   - a node that says another node's run_id denies no service, and
+//     counts as the server it is (testHostileRunID);
 //   - a wrong or missing password, a missing +select, an unreachable host,
 //     an untrusted certificate and malformed URLs fail with errors that name
 //     the cause and never show a password;
@@ -82,6 +84,7 @@ func TestSecurity(t *testing.T, driverName string) {
 	t.Run("HostilePublish", s.testHostilePublish)
 	t.Run("MinorityRefuses", s.testMinorityRefuses)
 	t.Run("MajorityRefuses", s.testMajorityRefuses)
+	t.Run("HostileRunID", s.testHostileRunID)
 	t.Run("RevokedPassword", s.testRevokedPassword)
 	t.Run("OpenErrors", s.testOpenErrors)
 	t.Run("NodeErrorHidesScriptArgs", s.testNodeErrorHidesScriptArgs)

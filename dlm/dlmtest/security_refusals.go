@@ -314,7 +314,7 @@ func (s *secure) testOpenErrors(t *testing.T) {
 		{name: "unreachable host", url: drv + user + "@127.0.0.1:" + strconv.Itoa(port) + "?dial_timeout=1s", want: "127.0.0.1:" + strconv.Itoa(port)},
 		{name: "untrusted certificate", url: drv + user + "@" + addr, want: "certificate"},
 		{name: "plain connection to a TLS port", url: "redis+" + s.driver + "://" + user + "@" + addr, want: addr},
-		{name: "port out of range", url: drv + user + "@127.0.0.1:99999", want: `port "99999"`},
+		{name: "port out of range", url: drv + user + "@127.0.0.1:99999", want: "port: want a number"},
 		{name: "password in an unknown parameter", url: s.nodeURL(0, lockerUser, pw, "secret", pw), want: `unknown parameter "secret"`},
 		{name: "password as the database", url: drv + user + "@" + addr + "/" + urlUserinfo(pw), want: "database"},
 		{name: "password in a missing CA file's name", url: drv + user + "@" + addr + "?tls_ca_file=/nonexistent/" + urlUserinfo(pw), want: "tls_ca_file"},

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,6 +34,127 @@ func Redact(rawURL string) string {
 		return rawURL[:start] + user + ":" + Redacted + rawURL[end:]
 	}
 	return rawURL[:start] + Redacted + rawURL[end:]
+}
+
+// RedactOrigin returns what an error shows of a node URL: its scheme, its
+// user name, [Redacted] for its password, and its host and port, but not
+// its path, query or fragment, which a mark ("/...", "?...", "#...") stands
+// for. A URL's database, parameters and file names may repeat a password,
+// in any mixture of escapes no redaction knows; and the parameters may be
+// secrets themselves (password=, sentinel_password=), which no URL that
+// [ParseURL] accepts holds but a refused one may. A host that does not
+// parse as one is replaced by "..." too.
+func RedactOrigin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if start, end, ok := userinfoSpan(rawURL); err != nil || ok && !clearUserinfo(rawURL, start, end) {
+		return shownURL(rawURL, nil, "")
+	}
+	password := ""
+	if u.User != nil {
+		password, _ = u.User.Password()
+	}
+	return shownURL(rawURL, u, password)
+}
+
+// shownURL is [RedactOrigin] of rawURL, which parses as u, the password of
+// which is password; or, with u nil, of a URL that does not parse, or
+// whose user information is unclear (see [clearUserinfo]), built from
+// [Redact] of the raw text: its scheme, and its user name and host only
+// when they hold nothing but the characters of plain names.
+func shownURL(rawURL string, u *url.URL, password string) string {
+	if u != nil && u.Opaque == "" {
+		// From the parsed, decoded parts, each scrubbed of the
+		// password before it is escaped again: an escape of the raw
+		// text is no form redaction knows.
+		v := url.URL{Host: redactString(u.Host, password)}
+		if u.User != nil {
+			name := redactString(u.User.Username(), password)
+			if _, ok := u.User.Password(); ok {
+				v.User = url.UserPassword(name, Redacted)
+			} else {
+				v.User = url.User(name)
+			}
+		}
+		// "//USER@HOST", or "" for neither.
+		s := u.Scheme + ":" + v.String()
+		if v.Host == "" && v.User == nil {
+			s += "//"
+		}
+		switch {
+		case u.Path != "":
+			s += "/..."
+		case u.RawQuery != "" || u.ForceQuery:
+			s += "?..."
+		case u.Fragment != "":
+			s += "#..."
+		}
+		return s
+	}
+	r := Redact(rawURL)
+	prefix := schemePrefix(r)
+	rest := r[len(prefix):]
+	if strings.HasPrefix(rest, "//") {
+		prefix, rest = prefix+"//", rest[2:]
+	}
+	authority, mark := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, mark = rest[:i], rest[i:i+1]+"..."
+	}
+	user, host, hasUser := "", authority, false
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		user, host, hasUser = authority[:i], authority[i+1:], true
+	}
+	if !plainName(host) {
+		host = "..."
+	}
+	if hasUser {
+		// Redact left the user information as NAME:xxxxx, xxxxx or a
+		// bare NAME.
+		name, _, _ := strings.Cut(user, ":")
+		switch {
+		case !plainName(name):
+			user = Redacted
+		case strings.Contains(user, ":"):
+			user = name + ":" + Redacted
+		default:
+			user = name
+		}
+		host = user + "@" + host
+	}
+	return redactStrings(prefix+host+mark, maybePasswords(rawURL))
+}
+
+// plainName reports whether s holds only letters, digits and "._-:[]", the
+// characters of host names, ports, IP addresses and most user names: text
+// that carries no escape.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-:[]", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// maybePasswords returns what may be the password of rawURL, as written
+// and decoded, when rawURL has user information with a ':' (see
+// [userinfoSpan]); for errors about a URL that does not parse, whose
+// password url.Parse does not give.
+func maybePasswords(rawURL string) []string {
+	start, end, ok := userinfoSpan(rawURL)
+	if !ok {
+		return nil
+	}
+	_, pw, ok := strings.Cut(rawURL[start:end], ":")
+	if !ok || pw == "" {
+		return nil
+	}
+	out := []string{pw}
+	if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+		out = append(out, dec)
+	}
+	return out
 }
 
 // userinfoSpan returns where what may be the user information of rawURL
@@ -110,21 +232,37 @@ func redactString(s, password string) string {
 	return s
 }
 
-// passwordForms returns password as written plain and escaped, longest
-// first, so that an escaped form is replaced whole before the plain one
-// could cut into it.
+// redactStrings replaces every form of each of passwords in s by
+// [Redacted].
+func redactStrings(s string, passwords []string) string {
+	for _, p := range passwords {
+		s = redactString(s, p)
+	}
+	return s
+}
+
+// passwordForms returns password as written plain, escaped, and quoted by
+// %q or %+q (less the quotes: a password with a '"', a '\', a tab or a
+// byte of 0x80 or above is written otherwise there), longest first, so
+// that a longer form is replaced whole before a shorter one could cut into
+// it.
 func passwordForms(password string) []string {
 	forms := []string{password}
+	add := func(f string) {
+		if f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
 	for _, f := range []string{
 		url.QueryEscape(password),
 		url.PathEscape(password),
 		strings.TrimPrefix(url.UserPassword("", password).String(), ":"),
 	} {
-		for _, g := range []string{f, lowerHex(f)} {
-			if !slices.Contains(forms, g) {
-				forms = append(forms, g)
-			}
-		}
+		add(f)
+		add(lowerHex(f))
+	}
+	for _, q := range []string{strconv.Quote(password), strconv.QuoteToASCII(password)} {
+		add(q[1 : len(q)-1])
 	}
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
 	return forms

@@ -57,6 +57,30 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+func TestRedactOrigin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"redis://h:1", "redis://h:1"},
+		{"rediss+goredis://u:hunter22@h:1/2?tls_ca_file=a.pem", "rediss+goredis://u:xxxxx@h:1/..."},
+		{"redis://:hunter22@h?password=hunter22", "redis://:xxxxx@h?..."},
+		{"redis://h#frag", "redis://h#..."},
+		{"redis://:hunter22@hunter22:1", "redis://:xxxxx@xxxxx:1"},
+		{"redis://:p%40ss@h:1", "redis://:xxxxx@h:1"},
+		{"redis://u@h", "redis://u@h"},
+		{"redis://", "redis://"},
+		// Not parsed: the scheme, and a user name and host of plain
+		// characters only.
+		{"redis://:hunter/22@h:1?x=hunter/22", "redis://xxxxx@h:1?..."},
+		{"redis://u:hunter22@h%zz:1", "redis://xxxxx@..."},
+		{"redis://u:hunter22@h:bad/0", "redis://xxxxx@h:bad/..."},
+		{"re dis://u:hunter22@h", "xxxxx@h"},
+	} {
+		if got := driver.RedactOrigin(tc.in); got != tc.want {
+			t.Errorf("RedactOrigin(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // quotingError stands for a client library's error type.
 type quotingError struct{ url string }
 

@@ -5,13 +5,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dlmgo/redlock/dlm/internal/invalid"
 )
@@ -46,7 +50,8 @@ type Config struct {
 	// Driver is the name after "+" in the scheme ("goredis" in
 	// "redis+goredis://"), or "" for a plain "redis://" URL.
 	Driver string
-	// Addr is host:port; the port defaults to 6379 and the host to localhost.
+	// Addr is host:port; the port defaults to 6379. A URL without a host
+	// is refused: it is not localhost by default.
 	Addr string
 	// Username and Password come from the URL's user information. An empty
 	// Username with a Password means the default user (AUTH password).
@@ -96,7 +101,11 @@ var knownParams = map[string]bool{
 // tls_ca_file, tls_cert_file, tls_key_file (PEM files), tls_server_name and
 // tls_insecure_skip_verify; for a node that is a Redis Cluster or a master
 // found through Sentinel, cluster, sentinel_master and addr (see
-// [Config.Name]). Errors wrap [ErrBadURL] and never contain the password.
+// [Config.Name]). Errors wrap [ErrBadURL] and never contain the password:
+// they show the URL as [RedactOrigin] does, without its path, query and
+// fragment, and name what is wrong (a parameter, the database, the port),
+// never the value given, which may repeat the password, or be one
+// (password=, sentinel_password=, which no node URL has).
 //
 // The user information ends at the last '@'. A password must have its '/',
 // '?' and '#' percent-encoded (%2F, %3F, %23), or the parser would take the
@@ -109,7 +118,7 @@ func ParseURL(rawURL string) (*Config, error) {
 		// url.Error quotes the raw URL, password included, and its reason
 		// may quote a piece of the password: say what failed without
 		// either.
-		return nil, badURL(rawURL, "", "%s", parseFailure(rawURL, err))
+		return nil, badURL(rawURL, nil, "", "%s", parseFailure(rawURL, err))
 	}
 	// From here on every message is also scrubbed of the password, which a
 	// careless URL may repeat elsewhere (in the path, in a parameter).
@@ -117,28 +126,29 @@ func ParseURL(rawURL string) (*Config, error) {
 	if u.User != nil {
 		password, _ = u.User.Password()
 	}
+	bad := func(format string, args ...any) error { return badURL(rawURL, u, password, format, args...) }
 	scheme, drv, _ := strings.Cut(u.Scheme, "+")
 	if scheme != "redis" && scheme != "rediss" {
-		return nil, badURL(rawURL, password, "scheme %q: want redis://, rediss://, redis+DRIVER:// or rediss+DRIVER://", u.Scheme)
+		return nil, bad("scheme %q: want redis://, rediss://, redis+DRIVER:// or rediss+DRIVER://", u.Scheme)
 	}
 	if strings.Contains(u.Scheme, "+") && drv == "" {
-		return nil, badURL(rawURL, password, "scheme %q names no driver after '+'", u.Scheme)
+		return nil, bad("scheme %q names no driver after '+'", u.Scheme)
 	}
 	if u.Host == "" && u.User == nil && strings.Contains(u.Opaque+u.Path, "@") {
 		// "redis:user:pass@host" or "redis:/user:pass@host": user
 		// information outside an authority, which the path error below
 		// would quote.
-		return nil, badURL(rawURL, password, "user information needs %s://USER:PASSWORD@HOST", u.Scheme)
+		return nil, bad("user information needs %s://USER:PASSWORD@HOST", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return nil, badURL(rawURL, password, "want %s://HOST:PORT", u.Scheme)
+		return nil, bad("want %s://HOST:PORT", u.Scheme)
 	}
 	if start, end, ok := userinfoSpan(rawURL); ok && !clearUserinfo(rawURL, start, end) {
 		// An '@' after a '/', '?' or '#': the parser took what may be
 		// a password for the host, path or query, which the errors
 		// below would quote. Such a URL is refused whole, so that what
 		// ParseURL accepts and what Redact hides agree.
-		return nil, badURL(rawURL, "", "%s", unclearUserinfo)
+		return nil, badURL(rawURL, nil, "", "%s", unclearUserinfo)
 	}
 	cfg := &Config{
 		Driver:       drv,
@@ -148,29 +158,42 @@ func ParseURL(rawURL string) (*Config, error) {
 		WriteTimeout: DefaultWriteTimeout,
 	}
 	if cfg.Addr, err = hostPort(u.Host); err != nil {
-		return nil, badURL(rawURL, password, "%v", err)
+		return nil, bad("%v", err)
 	}
 	if u.User != nil {
 		cfg.Username = u.User.Username()
 	}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if cfg.DB, err = parseDB(p); err != nil {
-			return nil, badURL(rawURL, password, "path: %v", err)
+			return nil, bad("the database in the path: %v", err)
 		}
 	}
 	if u.Fragment != "" {
-		return nil, badURL(rawURL, password, "unexpected fragment")
+		return nil, bad("unexpected fragment")
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, badURL(rawURL, password, "query: %v", err)
+		return nil, bad("%s", queryFailure(err))
 	}
 	if err := cfg.applyParams(q, scheme == "rediss"); err != nil {
-		return nil, badURL(rawURL, password, "%v", err)
+		return nil, bad("%v", err)
 	}
 	return cfg, nil
 }
 
+// queryFailure says why url.ParseQuery refused a query with err, without
+// the piece of the query its message quotes.
+func queryFailure(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return "query: a '%' that starts no escape (write a '%' as %25)"
+	}
+	return "query: " + unquoted(err.Error())
+}
+
+// hostPort returns host, a URL's host or an addr parameter, as HOST:PORT,
+// the port 6379 when it has none. Its errors name the part that is wrong,
+// not what it holds: the host, as a parameter, may repeat a password.
 func hostPort(host string) (string, error) {
 	h, p, err := net.SplitHostPort(host)
 	if err != nil {
@@ -180,28 +203,53 @@ func hostPort(host string) (string, error) {
 		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
 			h = h[1 : len(h)-1]
 		} else if strings.Contains(h, ":") {
-			return "", fmt.Errorf("host %q: put an IPv6 address in brackets, as in [::1]:6379", host)
+			return "", errors.New("host: put an IPv6 address in brackets, as in [::1]:6379")
 		}
 	}
-	if strings.ContainsAny(h, "[]") || h == "" && strings.HasPrefix(host, "[") {
-		return "", fmt.Errorf("host %q: want a host name or an IPv6 address in brackets", host)
-	}
-	if h == "" {
-		h = "localhost"
+	switch {
+	case strings.ContainsAny(h, "[]") || h == "" && strings.HasPrefix(host, "["):
+		return "", errors.New("host: want a host name or an IPv6 address in brackets")
+	case h == "":
+		// Not localhost by default: a host left out by mistake, as an
+		// unset variable in redis://${HOST}:6379, must not make a lock
+		// node of whatever listens on this machine.
+		return "", errors.New("no host: write redis://HOST:PORT (redis://localhost:6379 for this machine)")
+	case !validHost(h):
+		return "", errors.New("host: want a host name (letters, digits, '.', '-', '_') or an IP address")
 	}
 	n, err := strconv.Atoi(p)
 	if err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("port %q: want a number from 1 to 65535", p)
+		return "", errors.New("port: want a number from 1 to 65535")
 	}
 	// The port in canonical form, so that "h:06379" and "h:6379" are the
 	// same address to the manager's duplicate check.
 	return net.JoinHostPort(h, strconv.Itoa(n)), nil
 }
 
+// validHost reports whether h, without brackets, is a host name, an IPv4
+// address, or an IPv6 address with an optional zone: letters (non-ASCII
+// ones too, for internationalized names), digits and ".-_:%".
+func validHost(h string) bool {
+	if !utf8.ValidString(h) {
+		return false
+	}
+	for _, r := range h {
+		switch {
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".-_:%", r)):
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// parseDB reads a database number; its error says what is wanted, and the
+// caller where the number was.
 func parseDB(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("database %q: want a non-negative number", s)
+		return 0, errors.New("want a non-negative number")
 	}
 	return n, nil
 }
@@ -216,6 +264,9 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 	sort.Strings(names)
 	for _, k := range names {
 		if !knownParams[k] {
+			if !paramName(k) {
+				return errors.New("unknown parameter, whose name holds characters no parameter has")
+			}
 			return fmt.Errorf("unknown parameter %q", k)
 		}
 		if len(q[k]) != 1 && k != "addr" {
@@ -228,7 +279,7 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 	var err error
 	if v := q.Get("db"); v != "" {
 		if c.DB, err = parseDB(v); err != nil {
-			return err
+			return fmt.Errorf("db: %v", err)
 		}
 	}
 	for _, p := range []struct {
@@ -238,14 +289,14 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 		if v := q.Get(p.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return fmt.Errorf("%s %q: want a positive duration such as 50ms", p.name, v)
+				return fmt.Errorf("%s: want a positive duration such as 50ms", p.name)
 			}
 			*p.dst = d
 		}
 	}
 	if v := q.Get("pool_size"); v != "" {
 		if c.PoolSize, err = strconv.Atoi(v); err != nil || c.PoolSize < 1 {
-			return fmt.Errorf("pool_size %q: want a positive number", v)
+			return errors.New("pool_size: want a positive number")
 		}
 	}
 	if err := c.applyTopology(q); err != nil {
@@ -266,18 +317,18 @@ func (c *Config) buildTLS(q url.Values) error {
 	if v := q.Get("tls_insecure_skip_verify"); v != "" {
 		skip, err := strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("tls_insecure_skip_verify %q: want true or false", v)
+			return errors.New("tls_insecure_skip_verify: want true or false")
 		}
 		c.TLS.InsecureSkipVerify = skip
 	}
 	if f := q.Get("tls_ca_file"); f != "" {
 		pem, err := os.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("tls_ca_file: %w", err)
+			return fmt.Errorf("tls_ca_file: %w", withoutPath(err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("tls_ca_file %q holds no PEM certificate", f)
+			return errors.New("tls_ca_file holds no PEM certificate")
 		}
 		c.TLS.RootCAs = pool
 	}
@@ -288,18 +339,59 @@ func (c *Config) buildTLS(q url.Values) error {
 	if certFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return fmt.Errorf("client certificate: %w", err)
+			return fmt.Errorf("client certificate (tls_cert_file, tls_key_file): %w", withoutPath(err))
 		}
 		c.TLS.Certificates = []tls.Certificate{cert}
 	}
 	return nil
 }
 
-// badURL returns an error wrapping [ErrBadURL] that names rawURL without its
-// password, and scrubs password, when known, from the whole message.
-func badURL(rawURL, password, format string, args ...any) error {
-	msg := Redact(rawURL) + ": " + fmt.Sprintf(format, args...)
-	return fmt.Errorf("%w %s", ErrBadURL, redactString(msg, password))
+// badURL returns an error wrapping [ErrBadURL] that shows rawURL as
+// [shownURL] does, followed by the reason format and args give, and scrubs
+// every form of the password from the whole message. u is rawURL parsed,
+// or nil when it does not parse; when it does not, or its user information
+// is unclear, rawURL is shown from its raw text, and what may be its
+// password is scrubbed too (see [maybePasswords]).
+func badURL(rawURL string, u *url.URL, password, format string, args ...any) error {
+	if start, end, ok := userinfoSpan(rawURL); ok && !clearUserinfo(rawURL, start, end) {
+		u = nil // what the parser took for the host may be a password
+	}
+	secrets := []string{password}
+	if u == nil {
+		secrets = append(secrets, maybePasswords(rawURL)...)
+	}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = redactStrings(s, secrets)
+		}
+	}
+	msg := shownURL(rawURL, u, password) + ": " + fmt.Sprintf(format, args...)
+	return fmt.Errorf("%w %s", ErrBadURL, redactStrings(msg, secrets))
+}
+
+// withoutPath returns err without the file name an *fs.PathError carries:
+// a file name given in a URL may repeat its password, in forms no
+// redaction knows. The operation and the cause remain, and errors.Is still
+// sees the cause (fs.ErrNotExist).
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s the file: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// paramName reports whether k may be named in an error: letters, digits
+// and "_.-", as every parameter's name. Any other name is not quoted, since
+// it may hold a password written in any mixture of escapes.
+func paramName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // Reasons for URLs whose user information cannot be told apart from the
@@ -334,10 +426,21 @@ func parseFailure(rawURL string, err error) string {
 	return badUserinfo
 }
 
+// describeURLError says what url.Parse found wrong, without the piece of
+// the URL its message quotes ("invalid port \":x\" after host").
 func describeURLError(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return err.Error()
+	return unquoted(err.Error())
+}
+
+// quotedPiece matches a string quoted by %q in a message, and the space
+// before it.
+var quotedPiece = regexp.MustCompile(` ?"(?:[^"\\]|\\.)*"`)
+
+// unquoted returns msg without what it quotes.
+func unquoted(msg string) string {
+	return quotedPiece.ReplaceAllString(msg, "")
 }

@@ -25,7 +25,7 @@ func (c *Config) applyTopology(q url.Values) error {
 	if v := q.Get("cluster"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("cluster %q: want true or false", v)
+			return errors.New("cluster: want true or false")
 		}
 		c.Cluster = on
 	}
@@ -38,20 +38,22 @@ func (c *Config) applyTopology(q url.Values) error {
 	case c.Cluster && c.SentinelMaster != "":
 		return errors.New("cluster and sentinel_master exclude each other: a node is a Redis Cluster or a master found through Sentinel")
 	case c.Cluster && c.DB != 0:
-		return fmt.Errorf("database %d: a Redis Cluster has database 0 only", c.DB)
+		return errors.New("a Redis Cluster has database 0 only: give no database")
 	case len(extra) > 0 && !c.Cluster && c.SentinelMaster == "":
 		return errors.New("addr names more servers of one node: it needs cluster=true or sentinel_master=NAME; for independent masters give one URL each")
 	case !c.Cluster && c.SentinelMaster == "":
 		return nil
 	}
 	c.Addrs = []string{c.Addr}
-	for _, a := range extra {
+	// The errors number the addr parameters from 1, and show none: a
+	// parameter's value may repeat a password.
+	for i, a := range extra {
 		hp, err := hostPort(a)
 		if err != nil {
-			return fmt.Errorf("addr: %v", err)
+			return fmt.Errorf("addr parameter %d: %v", i+1, err)
 		}
 		if slices.Contains(c.Addrs, hp) {
-			return fmt.Errorf("addr %s given twice", hp)
+			return fmt.Errorf("addr parameter %d: an address given twice", i+1)
 		}
 		c.Addrs = append(c.Addrs, hp)
 	}

@@ -39,7 +39,7 @@ func TestParseURLTopologyErrors(t *testing.T) {
 		{"redis://:s3cret@h1?addr=h2", "needs cluster=true or sentinel_master"},
 		{"redis://:s3cret@h1?cluster=true&sentinel_master=m", "exclude each other"},
 		{"redis://:s3cret@h1/1?cluster=true", "database 0 only"},
-		{"redis://:s3cret@h1?cluster=yes", "cluster \"yes\""},
+		{"redis://:s3cret@h1?cluster=yes", "cluster: want true or false"},
 		{"redis://:s3cret@h1?cluster=true&addr=h2:99999", "port"},
 		{"redis://:s3cret@h1?cluster=true&addr=h1:6379", "given twice"},
 		{"redis://:s3cret@h1?sentinel_master=", "sentinel_master is empty"},

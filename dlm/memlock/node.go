@@ -172,6 +172,17 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
 	case script.ServerID:
 		return n.id, nil
+	case script.ServerProbe:
+		ttl, err := millis(args[1])
+		if err != nil {
+			return nil, err
+		}
+		old, ok := n.get(keys[0])
+		n.keys[keys[0]] = entry{val: args[0], exp: time.Now().Add(ttl)}
+		if !ok {
+			return nil, nil
+		}
+		return old, nil
 	case script.Leader:
 		limit, err := strconv.Atoi(args[0])
 		if err != nil {

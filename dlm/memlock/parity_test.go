@@ -194,6 +194,11 @@ func parityCases() []parityCase {
 		// ServerID.
 		{name: "server id", script: script.ServerID, id: true},
 
+		// ServerProbe: KEYS the probe key; ARGV the value, its TTL.
+		{name: "server probe/absent", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}},
+		{name: "server probe/present", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{held(pk, other)}},
+		{name: "server probe/expired", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{{key: pk, val: other, expired: true}}},
+
 		// ReadAcquire: KEYS the lock key, readers, intent; ARGV secret, TTL, flag.
 		{name: "read acquire/fresh", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}},
 		{name: "read acquire/writer holds", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: []preset{held(pk, other)}},
@@ -518,7 +523,7 @@ func TestScriptParity(t *testing.T) {
 // memlockScripts are the scripts the in-memory node runs.
 var memlockScripts = []*driver.Script{
 	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
-	script.Release, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID,
+	script.Release, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID, script.ServerProbe,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
 }

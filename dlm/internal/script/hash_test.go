@@ -20,7 +20,7 @@ var all = map[string]*driver.Script{
 	"FairAcquire": FairAcquire, "FairFencedAcquire": FairFencedAcquire,
 	"FairGuardedAcquire": FairGuardedAcquire, "FairGuardedFencedAcquire": FairGuardedFencedAcquire,
 	"FairRelease": FairRelease, "LeaveLine": LeaveLine,
-	"Leader": Leader, "ServerID": ServerID,
+	"Leader": Leader, "ServerID": ServerID, "ServerProbe": ServerProbe,
 }
 
 // TestScriptHashes checks that every script carries the SHA-1 of its
