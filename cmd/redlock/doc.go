@@ -90,10 +90,10 @@
 //
 // Nodes come from --nodes or REDLOCK_NODES, comma-separated: node URLs as
 // package dlm reads them (redis[s][+BACKEND]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAMS])
-// or bare HOST:PORT addresses. redlock includes the goredis, redigo and
-// rueidis backends; a plain redis:// or rediss:// URL, or a bare address,
-// uses goredis (--backend changes it), and redis+rueidis:// and the like
-// name their own. Passwords are never printed: URLs are shown redacted.
+// or bare HOST:PORT addresses. redlock includes the goredis, redigo,
+// rueidis and valkey (valkey-go) backends; a plain redis:// or rediss://
+// URL, or a bare address, uses goredis (--backend changes it), and
+// redis+rueidis://, redis+valkey:// and the like name their own. Passwords are never printed: URLs are shown redacted.
 // A comma in a password needs no escaping (%2C also works): a comma
 // followed by a scheme starts a new URL, and in a URL the user information
 // runs to its last '@'. A '/', '?' or '#' in a password must be
