@@ -20,7 +20,7 @@
 // The package is to Redis clients what database/sql is to databases: it owns
 // the algorithm and every Lua script, and talks to nodes through the small
 // interfaces of package [github.com/dlmgo/redlock/dlm/driver]. Backends for
-// redigo, go-redis and rueidis register themselves when imported:
+// redigo, go-redis, rueidis and valkey-go register themselves when imported:
 //
 //	import _ "github.com/dlmgo/redlock/backends/goredis"
 //

@@ -8,6 +8,7 @@ require (
 	github.com/dlmgo/redlock/backends/goredis v0.1.0
 	github.com/dlmgo/redlock/backends/redigo v0.1.0
 	github.com/dlmgo/redlock/backends/rueidis v0.1.0
+	github.com/dlmgo/redlock/backends/valkeygo v0.1.0
 	github.com/dlmgo/redlock/contrib/otel v0.1.0
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v0.44.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.21.0
@@ -26,6 +27,7 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
+	github.com/valkey-io/valkey-go v1.0.79 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/otel v1.21.0 // indirect
 	go.opentelemetry.io/otel/metric v1.21.0 // indirect

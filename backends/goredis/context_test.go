@@ -45,13 +45,14 @@ func TestCloseWaitsForAbandonedCalls(t *testing.T) {
 	}
 }
 
-// callsRunning reports whether a goroutine of node.wait is running.
+// callsRunning reports whether a goroutine that node.wait started (the
+// kit's Gate.Go) is running.
 func callsRunning() bool {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Contains(buf[:n], []byte("goredis.(*node).wait.func"))
+			return bytes.Contains(buf[:n], []byte("adapterkit.(*Gate).Go.func"))
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,12 +35,9 @@ type node struct {
 	// batch sends package dlm's requests that come at the same time in one
 	// pipeline.
 	batch batcher
-
-	// mu guards closed and the Add of calls: Close waits for the calls'
-	// goroutines, which must not start after it has.
-	mu     sync.RWMutex
-	closed bool
-	calls  sync.WaitGroup
+	// gate keeps calls from starting after Close, which waits for the
+	// goroutines of calls that were given up on.
+	gate adapterkit.Gate
 }
 
 // NewNode returns a node that runs scripts through c, a client the caller
@@ -121,7 +117,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 // eval runs the script; batched sends EVALSHA in a batch with the other
 // requests under way (see batcher), for a request that direct allows.
 func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
-	cmd := evalCmd(s, keys, args)
+	cmd := evalargs.Command([]any{"evalsha"}, s, keys, args)
 	v, err := n.send(ctx, cmd, batched)
 	if driver.IsNoScript(err) {
 		cmd[0], cmd[1] = "eval", s.Source
@@ -174,20 +170,6 @@ func (n *node) send(ctx context.Context, cmd []any, batched bool) (any, error) {
 	return n.client.Do(ctx, cmd...).Result()
 }
 
-// evalCmd builds EVALSHA sha numkeys keys... args...; the caller turns it
-// into EVAL by replacing its first two elements, so one slice serves both.
-func evalCmd(s *driver.Script, keys, args []string) []any {
-	cmd := make([]any, 0, 3+len(keys)+len(args))
-	cmd = append(cmd, "evalsha", evalargs.Hash(s), evalargs.NumKeys(len(keys)))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	for _, a := range args {
-		cmd = append(cmd, evalargs.Arg(a))
-	}
-	return cmd
-}
-
 // Ping sends PING.
 func (n *node) Ping(ctx context.Context) error {
 	if direct, err := n.direct(ctx); direct || err != nil {
@@ -215,10 +197,7 @@ func (n *node) direct(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	n.mu.RLock()
-	closed := n.closed
-	n.mu.RUnlock()
-	if closed {
+	if n.gate.Closed() {
 		return false, errClosed
 	}
 	return true, nil
@@ -227,66 +206,29 @@ func (n *node) direct(ctx context.Context) (bool, error) {
 // Close closes the client if the node made it, and then waits for the
 // goroutines of calls that were given up on. Calls after Close fail.
 func (n *node) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !n.gate.Close() {
 		return nil
 	}
-	n.closed = true
-	n.mu.Unlock()
 	if !n.owned {
 		// The goroutines end at the user's client's socket deadlines; the
 		// client stays open, and Close does not wait for them.
 		return nil
 	}
 	err := n.closeSafe(n.client.Close)
-	n.calls.Wait()
+	n.gate.Wait()
 	return err
-}
-
-// result is what a call's goroutine hands back.
-type result struct {
-	v   any
-	err error
 }
 
 // wait runs call and returns its result, or returns early when ctx is done:
 // go-redis bounds a request by the context's deadline but does not notice
-// a cancellation before it, so call runs on a goroutine of its own. A
-// context that cannot end needs none.
+// a cancellation before it, so call runs on a goroutine of its own
+// ([adapterkit.Gate.Go]).
 func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	n.mu.RLock()
-	if n.closed {
-		n.mu.RUnlock()
-		return nil, errClosed
-	}
-	if ctx.Done() == nil {
-		n.mu.RUnlock()
-		v, err := call(ctx)
-		return v, n.fail(ctx, err)
-	}
-	n.calls.Add(1)
-	n.mu.RUnlock()
-	done := make(chan result, 1)
-	go func() {
-		defer n.calls.Done()
-		v, err := call(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, n.fail(ctx, r.err)
-	case <-ctx.Done():
-		select {
-		case r := <-done: // finished as ctx ended: keep its answer
-			return r.v, n.fail(ctx, r.err)
-		default:
-			return nil, ctx.Err()
-		}
-	}
+	v, err := n.gate.Go(ctx, errClosed, call)
+	return v, n.fail(ctx, err)
 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended

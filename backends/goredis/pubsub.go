@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 var _ driver.Subscriber = (*node)(nil)
@@ -29,27 +30,20 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Su
 		ps.Close()
 		return nil, err
 	}
-	s := &subscription{n: n, ps: ps, h: h, done: make(chan struct{})}
-	go s.read()
+	s := &subscription{n: n, ps: ps, h: h}
+	// Closing a subscription that already ended is not an error. A panic
+	// in go-redis or in the handler ends the subscription as a failure
+	// would; after one in Receive the PubSub is left as it is (see
+	// recover.go).
+	s.Reader = n.panics().StartReader(s.receive, s.deliver, ps.Close, redis.ErrClosed)
 	return s, nil
 }
 
 type subscription struct {
-	n    *node
-	ps   *redis.PubSub
-	h    driver.PubSubHandler
-	done chan struct{}
-}
-
-// read reports what the connection receives until it fails, then closes
-// it. A panic in go-redis or in the handler ends the subscription as a
-// failure would; after one in Receive the PubSub is left as it is (see
-// recover.go).
-func (s *subscription) read() {
-	defer close(s.done)
-	if !s.n.panics().Read(s.receive, s.deliver) {
-		s.n.closeSafe(s.ps.Close)
-	}
+	*adapterkit.Reader
+	n  *node
+	ps *redis.PubSub
+	h  driver.PubSubHandler
 }
 
 // receive waits for what comes next on the connection.
@@ -81,14 +75,4 @@ func (s *subscription) Subscribe(ctx context.Context, channels ...string) error 
 func (s *subscription) Unsubscribe(ctx context.Context, channels ...string) error {
 	_, err := s.n.wait(ctx, s.n.safe(func(ctx context.Context) (any, error) { return nil, s.ps.Unsubscribe(ctx, channels...) }))
 	return err
-}
-
-func (s *subscription) Done() <-chan struct{} { return s.done }
-
-// Close closes the connection and waits for the reader to end. Closing a
-// subscription that already ended is not an error. When closing panics, the
-// connection may still be open: Close returns the [driver.PanicError] at
-// once, and the reader ends when the connection fails.
-func (s *subscription) Close() error {
-	return s.n.panics().CloseSubscription(s.ps.Close, s.done, redis.ErrClosed)
 }

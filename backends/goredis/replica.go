@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
+	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
 var _ driver.ReplicaAcker = (*node)(nil)
@@ -33,7 +35,7 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 			}
 			c, master = m, m
 		}
-		cmd := evalCmd(s, keys, args)
+		cmd := evalargs.Command([]any{"evalsha"}, s, keys, args)
 		run := func() (*redis.Cmd, *redis.Cmd) {
 			pipe := c.Pipeline()
 			ev := pipe.Do(ctx, cmd...)
@@ -59,13 +61,13 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 		if err != nil {
 			return nil, err
 		}
-		return ackResult{v, acked}, nil
+		return adapterkit.Ack{V: v, Acked: acked}, nil
 	}))
 	if err != nil {
 		return nil, 0, err
 	}
-	r := v.(ackResult)
-	return r.v, r.acked, nil
+	r := v.(adapterkit.Ack)
+	return r.V, r.Acked, nil
 }
 
 // redirected reports whether err is a MOVED or ASK reply.
@@ -75,9 +77,4 @@ func redirected(err error) bool {
 	}
 	msg := err.Error()
 	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
-}
-
-type ackResult struct {
-	v     any
-	acked int64
 }

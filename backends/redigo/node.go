@@ -64,15 +64,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 		return nil, err
 	}
 	defer c.Close()
-	// One slice for both commands: sha|script numkeys keys... args...
-	cmd := make([]any, 0, 2+len(keys)+len(args))
-	cmd = append(cmd, evalargs.Hash(s), evalargs.NumKeys(len(keys)))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	for _, a := range args {
-		cmd = append(cmd, evalargs.Arg(a))
-	}
+	cmd := evalargs.Command(nil, s, keys, args) // EVAL's too, with the source for the hash
 	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
 	if driver.IsNoScript(err) {
 		cmd[0] = s.Source
@@ -81,7 +73,7 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
-	return value(v)
+	return adapterkit.Value(Name, v)
 }
 
 // SetNXGet sends SET key value NX GET PX ms, as [driver.Setter] documents.
@@ -96,7 +88,7 @@ func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (_ any, err er
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
-	return value(v)
+	return adapterkit.Value(Name, v)
 }
 
 // Ping sends PING.

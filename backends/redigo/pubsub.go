@@ -9,6 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 var _ driver.Subscriber = (*node)(nil)
@@ -37,28 +38,20 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
-	s := &subscription{n: n, psc: redis.PubSubConn{Conn: c}, h: h, done: make(chan struct{})}
-	go s.read()
+	s := &subscription{n: n, psc: redis.PubSubConn{Conn: c}, h: h}
+	// A panic in redigo, the connection or the handler ends the
+	// subscription as a failure would; after one in Receive the connection
+	// is left as it is (see recover.go).
+	s.Reader = n.panics().StartReader(s.receive, s.deliver, c.Close, net.ErrClosed)
 	return s, nil
 }
 
 type subscription struct {
-	n    *node
-	psc  redis.PubSubConn
-	h    driver.PubSubHandler
-	mu   sync.Mutex // serializes writes
-	done chan struct{}
-}
-
-// read reports what the connection receives until it fails, then closes
-// it. A panic in redigo, the connection or the handler ends the
-// subscription as a failure would; after one in Receive the connection is
-// left as it is (see recover.go).
-func (s *subscription) read() {
-	defer close(s.done)
-	if !s.n.panics().Read(s.receive, s.deliver) {
-		s.n.closeSafe(s.psc.Conn.Close)
-	}
+	*adapterkit.Reader
+	n   *node
+	psc redis.PubSubConn
+	h   driver.PubSubHandler
+	mu  sync.Mutex // serializes writes
 }
 
 // receive waits for what comes next on the connection. No read deadline:
@@ -98,10 +91,7 @@ func (s *subscription) send(ctx context.Context, cmd string, channels []string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	args := make([]any, len(channels))
-	for i, ch := range channels {
-		args[i] = ch
-	}
+	args := adapterkit.Args(channels)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err = s.psc.Conn.Send(cmd, args...)
@@ -115,17 +105,16 @@ func (s *subscription) send(ctx context.Context, cmd string, channels []string) 
 	return nil
 }
 
-func (s *subscription) Done() <-chan struct{} { return s.done }
-
 // Close closes the connection and waits for the reader to end. Closing a
-// subscription that already ended is not an error. When closing panics, the
-// connection may still be open: Close returns the [driver.PanicError] at
-// once.
+// subscription that already ended is not an error: redigo's Close of a
+// connection that failed returns that failure again. When closing panics,
+// the connection may still be open: Close returns the [driver.PanicError]
+// at once.
 func (s *subscription) Close() error {
 	select {
-	case <-s.done:
+	case <-s.Done():
 		return nil
 	default:
 	}
-	return s.n.panics().CloseSubscription(s.psc.Conn.Close, s.done, net.ErrClosed)
+	return s.Reader.Close()
 }

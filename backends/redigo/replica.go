@@ -7,6 +7,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 	"github.com/dlmgo/redlock/internal/evalargs"
 )
 
@@ -22,14 +23,7 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 		return nil, 0, err
 	}
 	defer c.Close()
-	cmd := make([]any, 0, 2+len(keys)+len(args))
-	cmd = append(cmd, evalargs.Hash(s), evalargs.NumKeys(len(keys)))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	for _, a := range args {
-		cmd = append(cmd, a)
-	}
+	cmd := evalargs.Command(nil, s, keys, args)
 	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
 	if driver.IsNoScript(err) {
 		cmd[0] = s.Source
@@ -38,7 +32,7 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 	if err != nil {
 		return nil, 0, n.fail(ctx, err)
 	}
-	reply, err := value(v)
+	reply, err := adapterkit.Value(Name, v)
 	if err != nil {
 		return nil, 0, err
 	}

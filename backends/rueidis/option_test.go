@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 func TestClientOption(t *testing.T) {
@@ -12,7 +13,7 @@ func TestClientOption(t *testing.T) {
 	type want struct {
 		addr, user, password string
 		db                   int
-		dial, write, window  time.Duration
+		dial, write          time.Duration
 		tls, skipVerify      bool
 		serverName           string
 	}
@@ -22,9 +23,6 @@ func TestClientOption(t *testing.T) {
 		}
 		if w.write == 0 {
 			w.write = driver.DefaultWriteTimeout
-		}
-		if w.window == 0 {
-			w.window = w.write / 2
 		}
 		return w
 	}
@@ -39,7 +37,7 @@ func TestClientOption(t *testing.T) {
 		{"redis+rueidis://h:1/3", want{addr: "h:1", db: 3}},
 		{"redis+rueidis://h:1?db=5", want{addr: "h:1", db: 5}},
 		{"redis+rueidis://h:1?dial_timeout=50ms&write_timeout=70ms&read_timeout=1s",
-			want{addr: "h:1", dial: 50 * time.Millisecond, write: 70 * time.Millisecond, window: 35 * time.Millisecond}},
+			want{addr: "h:1", dial: 50 * time.Millisecond, write: 70 * time.Millisecond}},
 		{"redis+rueidis://h:1?pool_size=7", want{addr: "h:1"}},
 		{"rediss+rueidis://u:p@redis.example:6380/2", want{addr: "redis.example:6380", user: "u", password: "p", db: 2, tls: true, serverName: "redis.example"}},
 		{"rediss+rueidis://10.0.0.9:6380?tls_insecure_skip_verify=true&tls_server_name=cache",
@@ -49,7 +47,7 @@ func TestClientOption(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseURL(%q): %v", tc.url, err)
 		}
-		opt, w := clientOption(cfg), def(tc.want)
+		opt, w := clientOption(adapterkit.NewClientOptions(cfg)), def(tc.want)
 		check := func(field string, got, want any) {
 			t.Helper()
 			if got != want {
@@ -68,7 +66,6 @@ func TestClientOption(t *testing.T) {
 		check("DisableCache", opt.DisableCache, true)
 		check("ForceSingleClient", opt.ForceSingleClient, true)
 		check("AlwaysPipelining", opt.AlwaysPipelining, true)
-		check("healthyWindow", healthyWindow(cfg), w.window)
 		check("TLSConfig != nil", opt.TLSConfig != nil, w.tls)
 		if opt.TLSConfig != nil {
 			check("TLSConfig.InsecureSkipVerify", opt.TLSConfig.InsecureSkipVerify, w.skipVerify)

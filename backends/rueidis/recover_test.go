@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/redistest"
+	"github.com/dlmgo/redlock/internal/adapterkit"
 )
 
 // TestOpenPanic checks that a panic in rueidis.NewClient fails Open with a
@@ -28,6 +29,17 @@ func TestOpenPanic(t *testing.T) {
 			n.Close()
 		}
 	}
+}
+
+// closePanicLibrary makes clients whose Close panics (closePanicClient).
+type closePanicLibrary struct{ library }
+
+func (l closePanicLibrary) Connect(o *adapterkit.ClientOptions) (rueidisclient.Client, error) {
+	c, err := l.library.Connect(o)
+	if err != nil {
+		return nil, err
+	}
+	return closePanicClient{c}, nil
 }
 
 // closePanicClient is a client whose Close, and its dedicated connections'
@@ -77,8 +89,10 @@ func TestClosePanic(t *testing.T) {
 	}
 	var perr *driver.PanicError
 
-	owned := &node{addr: s.Addr(), owned: true, conns: &conns{}, closeGrace: time.Second}
-	owned.ref.Store(&clientRef{closePanicClient{newClient(s.Addr())}})
+	owned, err := adapterkit.OpenPipelined[rueidisclient.Client, rueidisclient.DedicatedClient](closePanicLibrary{}, "redis+rueidis://"+s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := owned.Close(); !errors.As(err, &perr) {
 		t.Errorf("Close of a node owning its client = %v; want a *driver.PanicError", err)
 	}
@@ -95,8 +109,8 @@ func TestClosePanic(t *testing.T) {
 	if err := sub.Close(); !errors.As(err, &perr) {
 		t.Errorf("Subscription.Close = %v; want a *driver.PanicError", err)
 	}
-	if err := sub.Subscribe(ctx, "ch"); !errors.Is(err, errSubscriptionClosed) {
-		t.Errorf("Subscription.Subscribe after Close = %v; want %v", err, errSubscriptionClosed)
+	if err := sub.Subscribe(ctx, "ch"); !errors.Is(err, adapterkit.ErrSubscriptionClosed) {
+		t.Errorf("Subscription.Subscribe after Close = %v; want %v", err, adapterkit.ErrSubscriptionClosed)
 	}
 
 	rc := redistest.StartRedisCluster(t)

@@ -160,7 +160,7 @@ func TestParseErrors(t *testing.T) {
 		{"exit code out of range", "run", []string{"--conflict-exit-code", "256", "job", "true"}, nil, "0 to 255"},
 		{"bad log format", "run", []string{"--log-format", "xml", "job", "true"}, nil, "want one of text, json"},
 		{"bad log level", "status", []string{"--log-level", "loud", "job"}, nil, "want debug, info, warn or error"},
-		{"bad backend", "status", []string{"--backend", "jedis", "job"}, nil, "want one of goredis, redigo, rueidis"},
+		{"bad backend", "status", []string{"--backend", "jedis", "job"}, nil, "want one of goredis, redigo, rueidis, valkey"},
 		{"bad boolean", "run", []string{"--fencing=maybe", "job", "true"}, nil, "not a boolean"},
 		{"flag without value", "run", []string{"job", "--ttl"}, nil, "needs an argument: --ttl"},
 		{"empty --nodes", "run", []string{"--nodes", ",", "job", "true"}, nil, "no node URL"},

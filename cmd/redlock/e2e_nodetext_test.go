@@ -162,7 +162,7 @@ func TestCLINoControlCharsFromNodes(t *testing.T) {
 	t.Parallel()
 	nodes := func(script func([]string) string) string {
 		var urls []string
-		for _, scheme := range []string{"redis", "redis+redigo", "redis+rueidis"} {
+		for _, scheme := range []string{"redis+goredis", "redis+redigo", "redis+valkey"} {
 			urls = append(urls, scheme+"://"+startHostileNode(t, script).addr())
 		}
 		return strings.Join(urls, ",")

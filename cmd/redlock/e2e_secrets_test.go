@@ -22,7 +22,7 @@ func TestCLINoSecretInOutput(t *testing.T) {
 	t.Parallel()
 	refusing := redistest.StartServer(t, redistest.WithoutScripting())
 	healthy := redistest.StartServers(t, 2)
-	schemes := []string{"redis", "redis+redigo", "redis+rueidis"}
+	schemes := []string{"redis+goredis", "redis+redigo", "redis+rueidis", "redis+valkey"}
 	i := 0
 	for _, level := range []string{"debug", "info", "warn", "error"} {
 		for _, format := range []string{"text", "json"} {

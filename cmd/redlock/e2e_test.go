@@ -495,7 +495,7 @@ func TestVersionAndHelp(t *testing.T) {
 		stdout []string
 		stderr string
 	}{
-		{[]string{"version"}, 0, []string{"redlock ", "go1.", "goredis, redigo, rueidis"}, ""},
+		{[]string{"version"}, 0, []string{"redlock ", "go1.", "goredis, redigo, rueidis, valkey"}, ""},
 		{[]string{"--version"}, 0, []string{"redlock "}, ""},
 		{[]string{"--help"}, 0, []string{"redlock run [OPTIONS] KEY", "redlock status", "Examples:"}, ""},
 		{[]string{"help"}, 0, []string{"redlock run [OPTIONS] KEY"}, ""},

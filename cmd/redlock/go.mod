@@ -7,6 +7,7 @@ require (
 	github.com/dlmgo/redlock/backends/goredis v0.1.0
 	github.com/dlmgo/redlock/backends/redigo v0.1.0
 	github.com/dlmgo/redlock/backends/rueidis v0.1.0
+	github.com/dlmgo/redlock/backends/valkeygo v0.1.0
 )
 
 require (
@@ -17,5 +18,6 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/redis/go-redis/v9 v9.0.0 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
+	github.com/valkey-io/valkey-go v1.0.79 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

@@ -10,10 +10,12 @@ import (
 	"github.com/dlmgo/redlock/dlm/driver"
 
 	// Every backend registers its scheme: redis+goredis://,
-	// redis+redigo://, redis+rueidis:// and their rediss+ forms.
+	// redis+redigo://, redis+rueidis://, redis+valkey:// and their rediss+
+	// forms.
 	_ "github.com/dlmgo/redlock/backends/goredis"
 	_ "github.com/dlmgo/redlock/backends/redigo"
 	_ "github.com/dlmgo/redlock/backends/rueidis"
+	_ "github.com/dlmgo/redlock/backends/valkeygo"
 )
 
 // errNoNodes is the configuration error of a command given no nodes.

@@ -19,12 +19,14 @@ func TestNodeURL(t *testing.T) {
 		{"rediss://:pw@r1:6380/2?tls_server_name=r", "goredis", "rediss+goredis://:pw@r1:6380/2?tls_server_name=r"},
 		{"REDIS://h:1", "goredis", "redis+goredis://h:1"},
 		{"redis://h:1", "rueidis", "redis+rueidis://h:1"},
+		{"rediss://h:1", "valkey", "rediss+valkey://h:1"},
 		{"10.0.0.1:6379", "goredis", "redis+goredis://10.0.0.1:6379"},
 		{"localhost", "redigo", "redis+redigo://localhost"},
 		{"user:pw@h:1", "goredis", "redis+goredis://user:pw@h:1"},
 		{"[::1]:6379", "goredis", "redis+goredis://[::1]:6379"},
 		{"redis+rueidis://h:1", "goredis", "redis+rueidis://h:1"},
 		{"rediss+redigo://h:1", "goredis", "rediss+redigo://h:1"},
+		{"redis+valkey://h:1", "goredis", "redis+valkey://h:1"},
 		{"http://h:1", "goredis", "http://h:1"},
 		// Without --backend, plain URLs stay plain, and refused by
 		// nodeURLs.

@@ -17,6 +17,7 @@ var versionModules = []string{
 	"github.com/redis/go-redis/v9",
 	"github.com/gomodule/redigo",
 	"github.com/redis/rueidis",
+	"github.com/valkey-io/valkey-go",
 }
 
 // writeVersion writes what "redlock version" shows, from the build

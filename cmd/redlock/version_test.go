@@ -25,7 +25,7 @@ func TestVersionText(t *testing.T) {
 	got := versionText(bi)
 	for _, want := range []string{
 		"redlock v1.2.3\n", "go1.22.5", "0123abcd (modified)", "2025-01-02T03:04:05Z",
-		"github.com/dlmgo/redlock      v1.2.0", "v9.0.0 => ../go-redis", "goredis, redigo, rueidis",
+		"github.com/dlmgo/redlock      v1.2.0", "v9.0.0 => ../go-redis", "goredis, redigo, rueidis, valkey",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("versionText does not contain %q:\n%s", want, got)

@@ -12,7 +12,7 @@ import (
 // program down. Package dlm counts it as the node's failure and wraps it in
 // a NodeError; find it with errors.As.
 type PanicError struct {
-	// Client is the adapter's name: "goredis", "redigo", "rueidis".
+	// Client is the adapter's name: "goredis", "redigo", "rueidis", "valkey".
 	Client string
 	// Value is what the library panicked with, as text.
 	Value string

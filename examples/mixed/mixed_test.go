@@ -11,9 +11,10 @@ import (
 	_ "github.com/dlmgo/redlock/backends/goredis"
 	_ "github.com/dlmgo/redlock/backends/redigo"
 	_ "github.com/dlmgo/redlock/backends/rueidis"
+	_ "github.com/dlmgo/redlock/backends/valkeygo"
 )
 
-var schemes = []string{"redis+goredis://", "redis+redigo://", "redis+rueidis://"}
+var schemes = []string{"redis+goredis://", "redis+redigo://", "redis+rueidis://", "redis+valkey://"}
 
 func TestManagerMixingBackends(t *testing.T) {
 	t.Parallel()
@@ -31,7 +32,7 @@ func TestManagerMixingBackends(t *testing.T) {
 func TestAllDriversRegistered(t *testing.T) {
 	t.Parallel()
 	got := dlm.Drivers()
-	want := []string{"goredis", "redigo", "rueidis"}
+	want := []string{"goredis", "redigo", "rueidis", "valkey"}
 	if len(got) != len(want) {
 		t.Fatalf("Drivers() = %v; want %v", got, want)
 	}

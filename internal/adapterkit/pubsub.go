@@ -39,3 +39,36 @@ func (p Panics) CloseSubscription(closeConn func() error, done <-chan struct{}, 
 	}
 	return err
 }
+
+// Reader is the life of a subscription whose connection a goroutine of its
+// own reads: the reader receives and delivers until the connection fails,
+// then closes it; Close closes the connection and waits for the reader.
+type Reader struct {
+	panics    Panics
+	closeConn func() error
+	closed    error
+	done      chan struct{}
+}
+
+// StartReader starts the reader of a pub/sub connection: it calls receive,
+// and deliver with what came, under p, until either fails or panics (see
+// [Panics.Read]), and then closes the connection with closeConn, unless
+// receive panicked. closed is the library's error for a connection closed
+// already, as [Panics.CloseSubscription] takes it.
+func (p Panics) StartReader(receive func() (any, error), deliver func(any), closeConn func() error, closed error) *Reader {
+	r := &Reader{panics: p, closeConn: closeConn, closed: closed, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if !p.Read(receive, deliver) {
+			p.Close(closeConn)
+		}
+	}()
+	return r
+}
+
+// Done is closed when the reader has ended.
+func (r *Reader) Done() <-chan struct{} { return r.done }
+
+// Close closes the connection and waits for the reader to end, as
+// [Panics.CloseSubscription] does.
+func (r *Reader) Close() error { return r.panics.CloseSubscription(r.closeConn, r.done, r.closed) }

@@ -12,9 +12,10 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 
-	_ "github.com/dlmgo/redlock/backends/goredis" // registers redis+goredis://
-	_ "github.com/dlmgo/redlock/backends/redigo"  // registers redis+redigo://
-	_ "github.com/dlmgo/redlock/backends/rueidis" // registers redis+rueidis://
+	_ "github.com/dlmgo/redlock/backends/goredis"  // registers redis+goredis://
+	_ "github.com/dlmgo/redlock/backends/redigo"   // registers redis+redigo://
+	_ "github.com/dlmgo/redlock/backends/rueidis"  // registers redis+rueidis://
+	_ "github.com/dlmgo/redlock/backends/valkeygo" // registers redis+valkey://
 	"github.com/dlmgo/redlock/dlm"
 )
 
@@ -58,7 +59,7 @@ type Mutex interface {
 }
 
 // redlockBackends are redlock's backends, in the report's order.
-var redlockBackends = []string{"goredis", "redigo", "rueidis"}
+var redlockBackends = []string{"goredis", "redigo", "rueidis", "valkey"}
 
 // A redlockMode is a configuration of redlock measured over every backend.
 type redlockMode struct {

@@ -34,6 +34,7 @@ var reportedModules = []string{
 	"github.com/redis/go-redis/v9",
 	"github.com/gomodule/redigo",
 	"github.com/redis/rueidis",
+	"github.com/valkey-io/valkey-go",
 }
 
 // DescribeMachine returns this machine's description; redis is the

@@ -22,7 +22,7 @@ func defaultModeLibraries() []Library {
 }
 
 // sampleResults is a small run of made-up numbers: redsync at 2,000
-// cycles/s with one goroutine, the backends at 1.5×, 1× and 3× that; on the
+// cycles/s with one goroutine, the backends at 1.5×, 1×, 3× and 2× that; on the
 // hot key with a shared client the backends hand over 100× as often as
 // redsync, with a client each 10×.
 func sampleResults() *Results {
@@ -41,8 +41,8 @@ func sampleResults() *Results {
 		Physical: &PhysicalResult{Nodes: 5, Conns: 2, Batch: 64, Pairs: 5 * 60_000 * 3, Elapsed: 3 * time.Second},
 		Elapsed:  90 * time.Second,
 	}
-	perSecOf := map[string]float64{"goredis": 3000, "redigo": 2000, "rueidis": 6000, "redsync": 2000}
-	cpuOf := map[string]time.Duration{"goredis": 150 * time.Microsecond, "redigo": 200 * time.Microsecond, "rueidis": 100 * time.Microsecond, "redsync": 200 * time.Microsecond}
+	perSecOf := map[string]float64{"goredis": 3000, "redigo": 2000, "rueidis": 6000, "valkey": 4000, "redsync": 2000}
+	cpuOf := map[string]time.Duration{"goredis": 150 * time.Microsecond, "redigo": 200 * time.Microsecond, "rueidis": 100 * time.Microsecond, "valkey": 120 * time.Microsecond, "redsync": 200 * time.Microsecond}
 	for _, lib := range r.Libraries {
 		rate := perSecOf[lib.ID]
 		r.Uncontended = append(r.Uncontended,
@@ -102,21 +102,21 @@ func sampleResults() *Results {
 func TestTargets(t *testing.T) {
 	r := sampleResults()
 	rows := Targets(r)
-	none := []string{"—", "—", "—"}
+	none := []string{"—", "—", "—", "—"}
 	want := []struct {
 		target   string
 		scenario string   // part of it
-		cells    []string // goredis, redigo, rueidis
+		cells    []string // goredis, redigo, rueidis, valkey
 		overall  Verdict
 	}{
-		{"hand-off p50 ≤ 1 ms", "sharing one client", []string{"300 µs PASS", "no hand-offs MISS", "300 µs PASS"}, Miss},
-		{"hand-off p50 ≤ 1 ms", "with a client each", []string{"2.00 ms MISS", "2.00 ms MISS", "2.00 ms MISS"}, Miss},
-		{"hand-off p99 ≤ 10 ms", "sharing one client", []string{"2.00 ms PASS", "no hand-offs MISS", "2.00 ms PASS"}, Miss},
-		{"hand-off p99 ≤ 10 ms", "with a client each", []string{"12.0 ms MISS", "12.0 ms MISS", "12.0 ms MISS"}, Miss},
-		{"hand-offs/s to a different holder ≥ 50× redsync's", "sharing one client", []string{"100× PASS", "0.00× MISS", "100× PASS"}, Miss},
-		{"hand-offs/s to a different holder ≥ 50× redsync's", "with a client each", []string{"10.0× MISS", "10.0× MISS", "10.0× MISS"}, Miss},
-		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "sharing one client", []string{"1.25× MISS", "1.25× MISS", "1.25× MISS"}, Miss},
-		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "with a client each", []string{"1.00× MISS", "1.00× MISS", "1.00× MISS"}, Miss},
+		{"hand-off p50 ≤ 1 ms", "sharing one client", []string{"300 µs PASS", "no hand-offs MISS", "300 µs PASS", "300 µs PASS"}, Miss},
+		{"hand-off p50 ≤ 1 ms", "with a client each", []string{"2.00 ms MISS", "2.00 ms MISS", "2.00 ms MISS", "2.00 ms MISS"}, Miss},
+		{"hand-off p99 ≤ 10 ms", "sharing one client", []string{"2.00 ms PASS", "no hand-offs MISS", "2.00 ms PASS", "2.00 ms PASS"}, Miss},
+		{"hand-off p99 ≤ 10 ms", "with a client each", []string{"12.0 ms MISS", "12.0 ms MISS", "12.0 ms MISS", "12.0 ms MISS"}, Miss},
+		{"hand-offs/s to a different holder ≥ 50× redsync's", "sharing one client", []string{"100× PASS", "0.00× MISS", "100× PASS", "100× PASS"}, Miss},
+		{"hand-offs/s to a different holder ≥ 50× redsync's", "with a client each", []string{"10.0× MISS", "10.0× MISS", "10.0× MISS", "10.0× MISS"}, Miss},
+		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "sharing one client", []string{"1.25× MISS", "1.25× MISS", "1.25× MISS", "1.25× MISS"}, Miss},
+		{"grants/s ≥ 1.5× redsync's with 1 ms of work inside", "with a client each", []string{"1.00× MISS", "1.00× MISS", "1.00× MISS", "1.00× MISS"}, Miss},
 		// The contention targets, on process cases this run does not have.
 		{"grants/s ≥ 1× redsync's", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
 		{"hand-offs/s to a different holder ≥ 5× redsync's", "64 contenders in processes of their own, 0 ms", none, NotMeasured},
@@ -136,15 +136,15 @@ func TestTargets(t *testing.T) {
 		{"servers' CPU time per hand-off at 256 contenders ≤ 2× that at 8", "0 ms of work", none, NotMeasured},
 		{"Redis commands per hand-off at 256 contenders ≤ 2× that at 8", "1 ms of work", none, NotMeasured},
 		{"servers' CPU time per hand-off at 256 contenders ≤ 2× that at 8", "1 ms of work", none, NotMeasured},
-		{"fair mode: max/min grants per client ≤ 1.5 over a 10s run", "default mode for reference", []string{"1.60", "1.60", "1.60"}, NotMeasured},
-		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS"}, Miss},
-		{"uncontended, 32–64 goroutines: ≥ 4× redsync's cycles/s on the best backend", "64 goroutines", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS"}, Miss},
-		{"uncontended, 1 goroutine: ≥ 1× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS"}, Pass},
-		{"uncontended, 32–64 goroutines: ≥ 1× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS"}, Pass},
-		{"uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00×", "3.00×"}, Pass},
-		{"allocations per uncontended lock+unlock", "one goroutine", []string{"100 PASS", "100 PASS", "100 PASS"}, Pass},
-		{"client CPU per uncontended lock+unlock (reported)", "1 goroutine", []string{"150 µs (0.75×)", "200 µs (1.00×)", "100 µs (0.50×)"}, NotMeasured},
-		{"client CPU per uncontended lock+unlock (reported)", "64 goroutines", []string{"—", "—", "—"}, NotMeasured},
+		{"fair mode: max/min grants per client ≤ 1.5 over a 10s run", "default mode for reference", []string{"1.60", "1.60", "1.60", "1.60"}, NotMeasured},
+		{"uncontended, 1 goroutine: ≥ 1.5× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS", "2.00× PASS"}, Miss},
+		{"uncontended, 32–64 goroutines: ≥ 4× redsync's cycles/s on the best backend", "64 goroutines", []string{"1.50× MISS", "1.00× MISS", "3.00× MISS", "2.00× MISS"}, Miss},
+		{"uncontended, 1 goroutine: ≥ 1× redsync's cycles/s", "1 goroutine", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS", "2.00× PASS"}, Pass},
+		{"uncontended, 32–64 goroutines: ≥ 1× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00× PASS", "3.00× PASS", "2.00× PASS"}, Pass},
+		{"uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00×", "3.00×", "2.00×"}, Pass},
+		{"allocations per uncontended lock+unlock", "one goroutine", []string{"100 PASS", "100 PASS", "100 PASS", "100 PASS"}, Pass},
+		{"client CPU per uncontended lock+unlock (reported)", "1 goroutine", []string{"150 µs (0.75×)", "200 µs (1.00×)", "100 µs (0.50×)", "120 µs (0.60×)"}, NotMeasured},
+		{"client CPU per uncontended lock+unlock (reported)", "64 goroutines", []string{"—", "—", "—", "—"}, NotMeasured},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d target rows, want %d", len(rows), len(want))
@@ -190,13 +190,13 @@ func TestFairTarget(t *testing.T) {
 	tests := []struct {
 		name     string
 		run      time.Duration
-		cells    []string // goredis, redigo, rueidis
+		cells    []string // goredis, redigo, rueidis, valkey
 		overall  Verdict
 		scenario string
 		note     string
 	}{
-		{"10s run", 10 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS"}, Miss, "one 10s run, redlock+BACKEND fair", ""},
-		{"shorter run", 3 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS"}, Miss, "one 3s run, redlock+BACKEND fair", "judged on a 3s run, shorter than the 10s the target names"},
+		{"10s run", 10 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS", "—"}, Miss, "one 10s run, redlock+BACKEND fair", ""},
+		{"shorter run", 3 * time.Second, []string{"1.40 PASS", "—", "∞ (1 starved) MISS", "—"}, Miss, "one 3s run, redlock+BACKEND fair", "judged on a 3s run, shorter than the 10s the target names"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,9 +242,11 @@ func TestLibraries(t *testing.T) {
 		{"goredis", "redlock+goredis", "goredis", false, false},
 		{"redigo", "redlock+redigo", "redigo", false, false},
 		{"rueidis", "redlock+rueidis", "rueidis", false, false},
+		{"valkey", "redlock+valkey", "valkey", false, false},
 		{"goredis-fair", "redlock+goredis fair", "goredis", true, false},
 		{"redigo-fair", "redlock+redigo fair", "redigo", true, false},
 		{"rueidis-fair", "redlock+rueidis fair", "rueidis", true, false},
+		{"valkey-fair", "redlock+valkey fair", "valkey", true, false},
 		{"redsync", "redsync v4 (go-redis v9)", "", false, true},
 	}
 	var got []lib
@@ -294,19 +296,19 @@ func TestMarkdown(t *testing.T) {
 		"| CPU | Test CPU <x>, 2 logical CPUs (GOMAXPROCS 2), shared by the client and all servers |",
 		"| Redis | redis-server 7.0.15 × 5 on 127.0.0.1, `--save '' --appendonly no` |",
 		"github.com/go-redsync/redsync/v4 v4.18.1",
-		"| target | judged on | redsync | redlock+goredis | redlock+redigo | redlock+rueidis | overall |",
-		"| allocations per uncontended lock+unlock: fewer than redsync's | one goroutine, lock+unlock back to back | 142 allocs | 100 PASS | 100 PASS | 100 PASS | **PASS** |",
+		"| target | judged on | redsync | redlock+goredis | redlock+redigo | redlock+rueidis | redlock+valkey | overall |",
+		"| allocations per uncontended lock+unlock: fewer than redsync's | one goroutine, lock+unlock back to back | 142 allocs | 100 PASS | 100 PASS | 100 PASS | 100 PASS | **PASS** |",
 		"| redlock+goredis | 1 | 3,000 | 1.50× | 150 µs | — | 5.0 % | 0 |",
 		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | — | — | 13.3 % | 0 |",
-		"| uncontended, 1 goroutine: ≥ 1× redsync's cycles/s | uncontended, 1 goroutine on keys of their own | 2,000 cycles/s | 1.50× PASS | 1.00× PASS | 3.00× PASS | **PASS** |",
-		"| uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s | uncontended, 64 goroutines on keys of their own | 8,000 cycles/s | 1.50× PASS | 1.00× | 3.00× | **PASS** (goredis) |",
-		"| client CPU per uncontended lock+unlock (reported) | uncontended, 1 goroutine on keys of their own; getrusage of the client process over the case | 200 µs | 150 µs (0.75×) | 200 µs (1.00×) | 100 µs (0.50×) | — |",
-		"| client CPU per uncontended lock+unlock (reported) | uncontended, 64 goroutines on keys of their own; getrusage of the client process over the case | — | — | — | — | — |",
+		"| uncontended, 1 goroutine: ≥ 1× redsync's cycles/s | uncontended, 1 goroutine on keys of their own | 2,000 cycles/s | 1.50× PASS | 1.00× PASS | 3.00× PASS | 2.00× PASS | **PASS** |",
+		"| uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s | uncontended, 64 goroutines on keys of their own | 8,000 cycles/s | 1.50× PASS | 1.00× | 3.00× | 2.00× | **PASS** (goredis) |",
+		"| client CPU per uncontended lock+unlock (reported) | uncontended, 1 goroutine on keys of their own; getrusage of the client process over the case | 200 µs | 150 µs (0.75×) | 200 µs (1.00×) | 100 µs (0.50×) | 120 µs (0.60×) | — |",
+		"| client CPU per uncontended lock+unlock (reported) | uncontended, 64 goroutines on keys of their own; getrusage of the client process over the case | — | — | — | — | — | — |",
 		"### 8 contenders sharing one client, 0 ms of work inside",
 		"### 8 contenders with a client each, 1 ms of work inside",
 		"| redsync v4 (go-redis v9) | 2,000 | 1.00× | 10 | 1.00× | 120 µs / 2.00 ms | — | 1.00 ms / 5.00 ms | 20.0 ms | ∞ (2 starved) | 0 |",
 		"| redlock+goredis | 2,000 | 1.00× | 100 | 10.0× | 2.00 ms / 12.0 ms | — | 1.00 ms / 5.00 ms | 20.0 ms | 1.20 | 0 |",
-		"| hand-off p50 ≤ 1 ms | hot key, 8 contenders with a client each, 0 ms of work | 120 µs | 2.00 ms MISS | 2.00 ms MISS | 2.00 ms MISS | **MISS** |",
+		"| hand-off p50 ≤ 1 ms | hot key, 8 contenders with a client each, 0 ms of work | 120 µs | 2.00 ms MISS | 2.00 ms MISS | 2.00 ms MISS | 2.00 ms MISS | **MISS** |",
 		"## 3. Fairness",
 		"The library has no fairness mode yet",
 		"| redlock+rueidis | 500 | 400 | — | — | 0 | 500 | 800 | 1.60 | 0 |",
@@ -342,7 +344,7 @@ func TestMarkdown(t *testing.T) {
 		"Nor does redlock+BACKEND fair, where each caller takes its own place",
 		"| redlock+goredis fair | 120 | 0.0 | — | — | 0 | 500 | 700 | 1.40 | 0 |",
 		"| redlock+goredis fair | — | — | — | — | — | — | — | — | — | — |", // not in the hot-key cases
-		"LIB one of goredis, redigo, rueidis, goredis-fair, rueidis-fair, redsync;",
+		"LIB one of goredis, redigo, rueidis, valkey, goredis-fair, rueidis-fair, redsync;",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report with a fair mode lacks %q", want)

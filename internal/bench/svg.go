@@ -26,6 +26,7 @@ var backendColors = map[string][2]string{
 	"goredis": {"#1f77b4", "#aec7e8"},
 	"redigo":  {"#2ca02c", "#98df8a"},
 	"rueidis": {"#9467bd", "#c5b0d5"},
+	"valkey":  {"#8c564b", "#c49c94"},
 }
 
 const (

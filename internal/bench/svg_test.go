@@ -32,9 +32,9 @@ func TestChartIsWellFormed(t *testing.T) {
 			}
 		}
 	}
-	// 2 uncontended groups and 2 hot-key groups in each client mode, of 4
+	// 2 uncontended groups and 2 hot-key groups in each client mode, of 5
 	// libraries, less the one not measured, each a bar with a tooltip.
-	if want := 2*4 + 2*2*4 - 1; titles != want {
+	if want := 2*5 + 2*2*5 - 1; titles != want {
 		t.Errorf("%d bars, want %d", titles, want)
 	}
 	// Bars, the background and one legend swatch per library.

@@ -60,3 +60,19 @@ func Hash(s *driver.Script) any {
 	h, _ := hashes.LoadOrStore(s, any(s.Hash))
 	return h
 }
+
+// Command returns head and then EVALSHA's arguments for s, keys and args:
+// the hash, the number of keys, the keys and the arguments, in one slice.
+// Replacing the hash by s.Source makes it EVAL's.
+func Command(head []any, s *driver.Script, keys, args []string) []any {
+	cmd := make([]any, 0, len(head)+2+len(keys)+len(args))
+	cmd = append(cmd, head...)
+	cmd = append(cmd, Hash(s), NumKeys(len(keys)))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	for _, a := range args {
+		cmd = append(cmd, Arg(a))
+	}
+	return cmd
+}

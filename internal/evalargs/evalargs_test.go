@@ -1,6 +1,7 @@
 package evalargs
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -43,5 +44,19 @@ func TestNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("Hash, NumKeys(2), Arg(\"0\"), Arg(\"1\"): %v allocations; want 0", allocs)
+	}
+}
+
+// TestCommand checks EVALSHA's arguments after a head, and that replacing
+// the hash by the source makes EVAL's.
+func TestCommand(t *testing.T) {
+	s := driver.NewScript("return 1")
+	cmd := Command([]any{"evalsha"}, s, []string{"k1", "k2"}, []string{"0", "tok"})
+	want := []any{"evalsha", s.Hash, "2", "k1", "k2", "0", "tok"}
+	if !reflect.DeepEqual(cmd, want) {
+		t.Errorf("Command = %q; want %q", cmd, want)
+	}
+	if cmd := Command(nil, s, nil, nil); !reflect.DeepEqual(cmd, []any{s.Hash, "0"}) {
+		t.Errorf("Command without head, keys or args = %q; want [hash 0]", cmd)
 	}
 }

@@ -83,7 +83,7 @@ func TestRepositoryReadmeCheckout(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"github.com/dlmgo/redlock", "github.com/dlmgo/redlock/backends/goredis", "github.com/dlmgo/redlock/backends/redigo", "github.com/dlmgo/redlock/backends/rueidis"} {
+	for _, p := range []string{"github.com/dlmgo/redlock", "github.com/dlmgo/redlock/backends/goredis", "github.com/dlmgo/redlock/backends/redigo", "github.com/dlmgo/redlock/backends/rueidis", "github.com/dlmgo/redlock/backends/valkeygo"} {
 		if !replaced[p] {
 			t.Errorf("README.md, Using a checkout: no replace of %s", p)
 		}

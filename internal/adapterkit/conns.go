@@ -1,12 +1,10 @@
-package rueidis
+package adapterkit
 
 import (
 	"crypto/tls"
 	"net"
 	"sync"
 	"time"
-
-	rueidisclient "github.com/redis/rueidis"
 )
 
 // rueidis' Client.Close sends QUIT on each connection and waits for the
@@ -14,7 +12,8 @@ import (
 // server: closing a client whose server is paused or cut off waits until the
 // server answers, which may be never. A node that made its client therefore
 // dials through conns, and when Close has not finished after the write
-// timeout, it closes the sockets under rueidis, which then finishes at once.
+// timeout, it closes the sockets under the client, which then finishes at
+// once.
 
 // conns dials connections as rueidis does and keeps the open ones.
 type conns struct {
@@ -23,7 +22,7 @@ type conns struct {
 	closed bool
 }
 
-// dial is a rueidis ClientOption.DialFn.
+// dial is a [ClientOptions.DialFn].
 func (cs *conns) dial(dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
 	var nc net.Conn
 	var err error
@@ -74,12 +73,12 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// closeClient closes c, a client the node made, waiting at most grace for
-// the server to answer before closing its connections. It returns a
+// closeClient closes c, a client the node made, waiting at most closeGrace
+// for the server to answer before closing its connections. It returns a
 // [driver.PanicError] when c's Close panicked.
-func (n *node) closeClient(c rueidisclient.Client) error {
+func (n *Pipelined[C, D]) closeClient(c C) error {
 	done := make(chan error, 1)
-	go func() { done <- n.closeSafe(c.Close) }()
+	go func() { done <- n.panics().Do(func() { n.lib.Close(c) }) }()
 	t := time.NewTimer(n.closeGrace)
 	defer t.Stop()
 	var err error
@@ -90,9 +89,9 @@ func (n *node) closeClient(c rueidisclient.Client) error {
 		err = <-done
 	}
 	// A cluster client's Close closes its connections on goroutines of
-	// their own and returns at once, and a connection rueidis is making as
-	// it closes may be left open, with a goroutine pinging it: close what
-	// is still open.
+	// their own and returns at once, and a connection the client is making
+	// as it closes may be left open, with a goroutine pinging it: close
+	// what is still open.
 	n.conns.closeAll()
 	return err
 }

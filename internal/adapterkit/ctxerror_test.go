@@ -1,4 +1,4 @@
-package rueidis
+package adapterkit
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestCtxError checks that a context.DeadlineExceeded of rueidis' own passes
-// for the caller's only when the caller's deadline has passed.
+// TestCtxError checks that a context.DeadlineExceeded of the client's own
+// passes for the caller's only when the caller's deadline has passed.
 func TestCtxError(t *testing.T) {
 	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -23,6 +23,7 @@ func TestCtxError(t *testing.T) {
 	errConn := errors.New("dial tcp 127.0.0.1:6379: connection refused")
 	errTimeout := fmt.Errorf("rueidis: %w", context.DeadlineExceeded)
 	errIOTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	errClientTimeout := newErrs("fake").clientTimeout
 	for _, tc := range []struct {
 		name   string
 		ctx    context.Context
@@ -48,7 +49,7 @@ func TestCtxError(t *testing.T) {
 		{name: "deadline exceeded, socket timeout", ctx: expired, err: errIOTimeout,
 			wantIs: []error{context.DeadlineExceeded, os.ErrDeadlineExceeded}},
 	} {
-		got := ctxError(tc.ctx, tc.err)
+		got := ctxError(tc.ctx, tc.err, errClientTimeout)
 		if tc.want != nil {
 			if got != tc.want {
 				t.Errorf("%s: ctxError(ctx, %v) = %v; want %v", tc.name, tc.err, got, tc.want)
