@@ -141,19 +141,9 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case script.PermitRelease:
 		return n.permitRelease(keys, args)
 	case script.Extend:
-		ttl, err := millis(args[1])
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			if v, _ := n.get(k); !owns(v, args[0]) {
-				return int64(0), nil
-			}
-		}
-		for _, k := range keys {
-			n.keys[k] = entry{val: args[0], exp: time.Now().Add(ttl)}
-		}
-		return int64(1), nil
+		return n.extendLock(keys, args[0], args[1])
+	case script.ExtendBatch:
+		return n.extendBatch(keys, args)
 	case script.RaiseFence:
 		locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
 		for _, k := range locks {

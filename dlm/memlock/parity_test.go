@@ -158,6 +158,29 @@ func parityCases() []parityCase {
 		{name: "extend/two keys, second lost", script: script.Extend, keys: []string{pk, pk2}, args: []string{secret, ttl}, setup: []preset{held(pk, secret)}},
 		{name: "extend/forged readers mark", script: script.Extend, keys: []string{pk}, args: []string{script.ReadersMark, ttl}, setup: readersIn(map[string]int64{other: 5000})},
 
+		// ExtendBatch: KEYS each entry's keys in turn; ARGV kind, secret, TTL per entry.
+		{name: "extend batch/each kind extended", script: script.ExtendBatch, keys: []string{pk2, pk, readers, permits},
+			args:  []string{script.BatchLock(1), secret, ttl, script.BatchRead, secret, ttl, script.BatchPermit, secret, ttl},
+			setup: append(readersIn(map[string]int64{secret: 5000, other: 3000}), held(pk2, secret), zset(permits, 5000, map[string]int64{secret: 5000, other: 3000}))},
+		{name: "extend batch/failures stay with their entries", script: script.ExtendBatch, keys: []string{pk2, pk, readers, permits},
+			args:  []string{script.BatchLock(1), secret, ttl, script.BatchRead, secret, ttl, script.BatchPermit, secret, ttl},
+			setup: append(readersIn(map[string]int64{secret: 5000}), held(pk2, other), zset(permits, 5000, map[string]int64{secret: -1000, other: 5000}))},
+		{name: "extend batch/a lock over two keys, second lost", script: script.ExtendBatch, keys: []string{pk, pk2, permits},
+			args:  []string{script.BatchLock(2), secret, ttl, script.BatchPermit, secret, ttl},
+			setup: []preset{held(pk, secret), zset(permits, 5000, map[string]int64{secret: 5000})}},
+		{name: "extend batch/secrets and TTLs of their own", script: script.ExtendBatch, keys: []string{pk, pk2},
+			args:  []string{script.BatchLock(1), secret, ttl, script.BatchLock(1), other, "20000"},
+			setup: []preset{held(pk, secret), held(pk2, other)}},
+		{name: "extend batch/absent and expired", script: script.ExtendBatch, keys: []string{pk, pk2},
+			args:  []string{script.BatchLock(1), secret, ttl, script.BatchLock(1), secret, ttl},
+			setup: []preset{{key: pk2, val: secret, expired: true}}},
+		{name: "extend batch/forged readers mark", script: script.ExtendBatch, keys: []string{pk, pk, readers},
+			args:  []string{script.BatchLock(1), script.ReadersMark, ttl, script.BatchRead, other, ttl},
+			setup: readersIn(map[string]int64{other: 5000})},
+		{name: "extend batch/reader, writer holds", script: script.ExtendBatch, keys: []string{pk, readers},
+			args:  []string{script.BatchRead, secret, ttl},
+			setup: []preset{held(pk, other)}},
+
 		// RaiseFence: KEYS locks then counters; ARGV secret, token.
 		{name: "raise fence/below", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "3", 0)}},
 		{name: "raise fence/below, counter expiring", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "3", 20000)}},
@@ -526,6 +549,7 @@ var memlockScripts = []*driver.Script{
 	script.Release, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID, script.ServerProbe,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
+	script.ExtendBatch,
 }
 
 var serverID = regexp.MustCompile(`^[0-9a-f]{40}$`)

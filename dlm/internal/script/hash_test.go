@@ -16,7 +16,7 @@ var all = map[string]*driver.Script{
 	"ReadAcquire": ReadAcquire, "GuardedReadAcquire": GuardedReadAcquire,
 	"ReadExtend": ReadExtend, "ReadRelease": ReadRelease,
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,
-	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease,
+	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease, "ExtendBatch": ExtendBatch,
 	"FairAcquire": FairAcquire, "FairFencedAcquire": FairFencedAcquire,
 	"FairGuardedAcquire": FairGuardedAcquire, "FairGuardedFencedAcquire": FairGuardedFencedAcquire,
 	"FairRelease": FairRelease, "LeaveLine": LeaveLine,

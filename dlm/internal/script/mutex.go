@@ -70,18 +70,13 @@ return n
 `)
 
 // Extend sets the TTL of every key if all still hold the secret; otherwise
-// it changes nothing. It never recreates an expired key.
+// it changes nothing. It never recreates an expired key. ([ExtendBatch]
+// extends a lock the same way, with other locks in one run.)
 //
 // KEYS: the lock keys. ARGV: the secret, the TTL (ms). Reply: 1 when
 // extended, 0 otherwise.
-var Extend = driver.NewScript(owns + `
-for _, k in ipairs(KEYS) do
-  if not owns(redis.call('GET', k)) then return 0 end
-end
-for _, k in ipairs(KEYS) do
-  redis.call('PEXPIRE', k, ARGV[2])
-end
-return 1
+var Extend = driver.NewScript(extendLockFn + `
+return extendLock(1, #KEYS, ARGV[1], ARGV[2])
 `)
 
 // FenceLimit bounds every fencing counter and token: the nodes count in

@@ -51,13 +51,8 @@ var GuardedReadAcquire = driver.NewScript(guardPrelude + readAcquireBody)
 //
 // KEYS: the lock key, the readers' set. ARGV: the secret, the TTL (ms).
 // Reply: 1 when extended, 0 otherwise.
-var ReadExtend = driver.NewScript(leases + `
-if redis.call('GET', KEYS[1]) ~= '` + ReadersMark + `' then return 0 end
-local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not s or tonumber(s) <= now then return 0 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-spanLeases(KEYS[2], {KEYS[1]})
-return 1
+var ReadExtend = driver.NewScript(leases + extendReaderFn + `
+return extendReader(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 `)
 
 // ReadRelease removes a reader. When the last reader leaves it deletes the

@@ -41,12 +41,8 @@ var GuardedPermitAcquire = driver.NewScript(guardPrelude + permitAcquireBody)
 //
 // KEYS: the set of permits. ARGV: the secret, the TTL (ms). Reply: 1 when
 // extended, 0 otherwise.
-var PermitExtend = driver.NewScript(leases + `
-local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not s or tonumber(s) <= now then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-spanLeases(KEYS[1], {})
-return 1
+var PermitExtend = driver.NewScript(leases + extendPermitFn + `
+return extendPermit(KEYS[1], ARGV[1], ARGV[2])
 `)
 
 // PermitRelease gives a permit back; a permit given back is announced to

@@ -13,11 +13,14 @@ type Shape struct {
 	// Ticketed: the reply is a pair, {the reply as above, the fair
 	// waiter's ticket}.
 	Ticketed bool
+	// Entries: the reply is an array of one integer per entry of the
+	// request, each read as a plain integer reply ([ExtendBatch]).
+	Entries bool
 }
 
 // ShapeOf returns the shape of s's reply: a counter for the fenced
-// acquires, a ticketed pair for the fair ones, a plain integer for every
-// other script.
+// acquires, a ticketed pair for the fair ones, an integer per entry for
+// the batched extension, a plain integer for every other script.
 func ShapeOf(s *driver.Script) Shape {
 	switch s {
 	case FencedAcquire, GuardedFencedAcquire:
@@ -26,6 +29,8 @@ func ShapeOf(s *driver.Script) Shape {
 		return Shape{Ticketed: true}
 	case FairFencedAcquire, FairGuardedFencedAcquire:
 		return Shape{Counter: true, Ticketed: true}
+	case ExtendBatch:
+		return Shape{Entries: true}
 	}
 	return Shape{}
 }

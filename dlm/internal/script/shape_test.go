@@ -25,6 +25,7 @@ func TestShapeOf(t *testing.T) {
 		{"FairGuardedFencedAcquire", FairGuardedFencedAcquire, Shape{Counter: true, Ticketed: true}},
 		{"Release", Release, Shape{}},
 		{"FairRelease", FairRelease, Shape{}},
+		{"ExtendBatch", ExtendBatch, Shape{Entries: true}},
 	} {
 		if got := ShapeOf(tc.s); got != tc.want {
 			t.Errorf("ShapeOf(%s) = %+v; want %+v", tc.name, got, tc.want)

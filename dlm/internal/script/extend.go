@@ -1,0 +1,121 @@
+package script
+
+import (
+	"strconv"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// The extension of each kind of lock is one Lua function, defined once:
+// the single scripts ([Extend], [ReadExtend], [PermitExtend]) call it for
+// the request's one lock, and [ExtendBatch] for each entry of a batch. So a
+// lock extended in a batch is extended exactly as it would be alone.
+
+// extendLockFn defines extendLock(first, n, s, ttl), the mutex's
+// extension: if every lock key KEYS[first] to KEYS[first+n-1] holds the
+// secret s, their TTL is set to ttl ms and it returns 1; otherwise it
+// changes nothing and returns 0. It never recreates an expired key. The
+// readers' mark is nobody's secret, even when s equals it (see owns).
+const extendLockFn = `
+local function extendLock(first, n, s, ttl)
+  for i = first, first + n - 1 do
+    local v = redis.call('GET', KEYS[i])
+    if v ~= s or v == '` + ReadersMark + `' then return 0 end
+  end
+  for i = first, first + n - 1 do
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+  return 1
+end
+`
+
+// extendReaderFn defines extendReader(key, set, s, ttl), a reader's
+// extension: if the lock key is marked as held by readers and the reader s
+// is in the readers' set with a lease not ended, its lease is set to end
+// ttl ms from now, the set and the key live as long as the longest lease,
+// and it returns 1; otherwise it changes nothing and returns 0. It never
+// lets a reader back in. It needs leases' now, dropEnded and spanLeases.
+const extendReaderFn = `
+local function extendReader(key, set, s, ttl)
+  if redis.call('GET', key) ~= '` + ReadersMark + `' then return 0 end
+  local sc = redis.call('ZSCORE', set, s)
+  if not sc or tonumber(sc) <= now then return 0 end
+  redis.call('ZADD', set, now + tonumber(ttl), s)
+  spanLeases(set, {key})
+  return 1
+end
+`
+
+// extendPermitFn defines extendPermit(set, s, ttl), a permit's extension:
+// if the permit s is in the set of permits with a lease not ended, its
+// lease is set to end ttl ms from now, the set lives as long as its longest
+// lease, and it returns 1; otherwise it changes nothing and returns 0. It
+// never grants a permit again. It needs leases' now, dropEnded and
+// spanLeases.
+const extendPermitFn = `
+local function extendPermit(set, s, ttl)
+  local sc = redis.call('ZSCORE', set, s)
+  if not sc or tonumber(sc) <= now then return 0 end
+  redis.call('ZADD', set, now + tonumber(ttl), s)
+  spanLeases(set, {})
+  return 1
+end
+`
+
+// The kinds of an [ExtendBatch] entry, its first argument: what it extends,
+// which says how many of KEYS are its own. A lock over n keys is
+// [BatchLock](n).
+const (
+	// BatchRead is a reader's lease: its KEYS are the lock key and the
+	// readers' set.
+	BatchRead = "r"
+	// BatchPermit is a permit: its KEY is the set of permits.
+	BatchPermit = "p"
+)
+
+// BatchLock returns the kind of an [ExtendBatch] entry that extends a lock
+// (a mutex, a write lock, a leadership) over n keys: n, in decimal.
+func BatchLock(n int) string {
+	if n > 0 && n < len(lockKinds) {
+		return lockKinds[n]
+	}
+	return strconv.Itoa(n)
+}
+
+// lockKinds are the kinds of the locks over few keys, made once.
+var lockKinds = [...]string{"", "1", "2", "3", "4", "5", "6", "7", "8"}
+
+// BatchArgs is how many arguments an [ExtendBatch] entry takes: its kind,
+// the secret and the TTL.
+const BatchArgs = 3
+
+// ExtendBatch extends several locks held on one node in one script run, each
+// entry a compare-and-extend of its own with a reply of its own, as the
+// single script of its kind would extend it alone ([Extend], [ReadExtend],
+// [PermitExtend]): an entry that fails changes nothing of its own lock and
+// nothing of the others. On a Redis Cluster every key of a batch must fall
+// in one hash slot.
+//
+// KEYS: each entry's keys, entry after entry (the lock keys; a reader's
+// lock key and readers' set; a set of permits). ARGV: for each entry, in
+// the same order, its kind ([BatchLock], [BatchRead], [BatchPermit]), the
+// holder's secret and the TTL (ms). Reply: an array of one integer per
+// entry, 1 when extended, 0 otherwise.
+var ExtendBatch = driver.NewScript(leases + extendLockFn + extendReaderFn + extendPermitFn + `
+local out, k = {}, 1
+for a = 1, #ARGV - 2, 3 do
+  local kind, s, ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  if kind == '` + BatchRead + `' then
+    out[#out + 1] = extendReader(KEYS[k], KEYS[k + 1], s, ttl)
+    k = k + 2
+  elseif kind == '` + BatchPermit + `' then
+    out[#out + 1] = extendPermit(KEYS[k], s, ttl)
+    k = k + 1
+  else
+    local n = tonumber(kind)
+    out[#out + 1] = extendLock(k, n, s, ttl)
+    k = k + n
+  end
+end
+return out
+`)

@@ -1,0 +1,83 @@
+package memlock
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// extendLock is the mutex's extend script, the Lua's extendLock: the lock
+// keys' TTL set to ttl ms if every one holds secret, 1; otherwise nothing
+// changed, 0. n.mu is held.
+func (n *Node) extendLock(keys []string, secret, ttl string) (int64, error) {
+	d, err := millis(ttl)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if v, _ := n.get(k); !owns(v, secret) {
+			return 0, nil
+		}
+	}
+	for _, k := range keys {
+		n.keys[k] = entry{val: secret, exp: time.Now().Add(d)}
+	}
+	return 1, nil
+}
+
+// errBatch is the failure of a batched extension whose arguments do not
+// describe its keys, as the Lua would fail on them.
+var errBatch = errors.New("ERR memlock: the batched extension's arguments do not match its keys")
+
+// extendBatch is the batched extension ([script.ExtendBatch]): each entry,
+// of ARGV's kind, secret and TTL, extended as the script of its kind would
+// extend it alone, on its own keys taken from KEYS in turn. The reply has an
+// integer per entry. n.mu is held, so the batch is one atomic step, as the
+// script is on Redis.
+func (n *Node) extendBatch(keys, args []string) (any, error) {
+	if len(args)%script.BatchArgs != 0 {
+		return nil, errBatch
+	}
+	out := make([]any, 0, len(args)/script.BatchArgs)
+	for a := 0; a < len(args); a += script.BatchArgs {
+		kind, secret, ttl := args[a], args[a+1], args[a+2]
+		var (
+			own []string
+			r   any
+			err error
+		)
+		switch kind {
+		case script.BatchRead:
+			if own, keys, err = splitKeys(keys, 2); err == nil {
+				r, err = n.readExtend(own, []string{secret, ttl})
+			}
+		case script.BatchPermit:
+			if own, keys, err = splitKeys(keys, 1); err == nil {
+				r, err = n.permitExtend(own, []string{secret, ttl})
+			}
+		default:
+			k, perr := strconv.Atoi(kind)
+			if perr != nil || k < 1 {
+				return nil, errBatch
+			}
+			if own, keys, err = splitKeys(keys, k); err == nil {
+				r, err = n.extendLock(own, secret, ttl)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// splitKeys splits the first k of keys off the rest.
+func splitKeys(keys []string, k int) (own, rest []string, err error) {
+	if k > len(keys) {
+		return nil, nil, errBatch
+	}
+	return keys[:k], keys[k:], nil
+}
