@@ -104,13 +104,24 @@ func (p *Pool) Stop() {
 	p.wg.Wait()
 }
 
-// ask is a node request for a worker: replies <- r.ask(ctx, i, req).
+// ask is a node request for a worker: replies <- r.ask(ctx, i, req), or,
+// when fn is set, fn().
 type ask struct {
 	r       *Round
 	ctx     context.Context
 	i       int
 	req     *Request
 	replies chan<- Reply
+	fn      func()
+}
+
+// serve runs a on the calling goroutine.
+func (a *ask) serve() {
+	if a.fn != nil {
+		a.fn()
+		return
+	}
+	a.replies <- a.r.ask(a.ctx, a.i, a.req)
 }
 
 // ask runs r.ask(ctx, i, req) apart and sends its reply on replies, which
@@ -121,7 +132,18 @@ type ask struct {
 // worker, which serves requests until it has waited WorkerIdle for one, or
 // the pool is stopped.
 func (p *Pool) ask(ctx context.Context, r *Round, i int, req *Request, replies chan<- Reply) {
-	a := ask{r: r, ctx: ctx, i: i, req: req, replies: replies}
+	p.hand(ask{r: r, ctx: ctx, i: i, req: req, replies: replies})
+}
+
+// run runs fn, a node request and what follows from its reply, apart, on a
+// worker as ask does.
+func (p *Pool) run(fn func()) {
+	p.hand(ask{fn: fn})
+}
+
+// hand gives a to an idle worker, or to a new one; once the pool is
+// stopped, it serves a on this goroutine.
+func (p *Pool) hand(a ask) {
 	select {
 	case p.asks <- a:
 		return
@@ -130,7 +152,7 @@ func (p *Pool) ask(ctx context.Context, r *Round, i int, req *Request, replies c
 	p.mu.RLock()
 	if p.stopped {
 		p.mu.RUnlock()
-		replies <- r.ask(ctx, i, req)
+		a.serve()
 		return
 	}
 	p.wg.Add(1)
@@ -144,7 +166,7 @@ func (p *Pool) worker(a ask) {
 	defer p.wg.Done()
 	var idle *time.Timer
 	for {
-		a.replies <- a.r.ask(a.ctx, a.i, a.req)
+		a.serve()
 		a = ask{} // keep nothing of it alive while idle
 		if idle == nil {
 			idle = time.NewTimer(WorkerIdle)

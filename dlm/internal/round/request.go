@@ -33,6 +33,9 @@ type Request struct {
 	// Need is the number of yes that makes a quorum; 0 means a majority
 	// (a semaphore's permits need more).
 	Need int
+	// Entries is the number of entries of a batch, a request whose script
+	// answers each entry on its own (see [Round.Batch]); 0 otherwise.
+	Entries int
 	// Plain lets a node's call run the acquire script as SET NX GET. The
 	// round never reads it: the decorator of the nodes that can do so
 	// does, since whether an attempt may is decided per attempt.

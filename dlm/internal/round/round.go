@@ -92,15 +92,10 @@ func (r *Round) Poll(ctx context.Context, req *Request) (Vote, *Pending) {
 		if !req.Early {
 			continue
 		}
-		// Stop at a quorum of yes, or once none is possible and the
-		// replies still due cannot change whether failures alone
-		// prevented it, so the error does not depend on which nodes
-		// happened to answer first.
-		left := asked - got
-		if left > 0 && (v.Yes >= q || (v.Yes+left < q && (v.Failed > n-q || v.Failed+left <= n-q))) {
+		if left := asked - got; left > 0 && v.Settled(n, q, left) {
 			// The requests still due keep the deadline; it ends with
 			// the last of them, or by itself.
-			return v, &Pending{replies: replies, left: left, answered: answered, cancel: cancel}
+			return v, &Pending{replies: replies, left: asked - got, answered: answered, cancel: cancel}
 		}
 	}
 	cancel()

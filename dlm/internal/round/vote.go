@@ -55,6 +55,16 @@ func (v *Vote) Count(r Reply, nodes int) {
 	}
 }
 
+// Settled reports whether v, the answers of some of n nodes with left
+// still due, decides a quorum of q: a quorum of yes, or too few nodes left
+// to reach one, once the replies still due cannot change whether failures
+// alone prevented it, so that the error does not depend on which nodes
+// happened to answer first. It is where [Round.Poll] stops early, and where
+// the vote of a batch's entry ends (see [Round.Batch]).
+func (v *Vote) Settled(n, q, left int) bool {
+	return v.Yes >= q || (v.Yes+left < q && (v.Failed > n-q || v.Failed+left <= n-q))
+}
+
 // InTime reports whether v holds q yes that came within validity, counted
 // from start, when the requests were sent; until is the end of that
 // validity either way. It is where a grant is decided: the attempts of
