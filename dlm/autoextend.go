@@ -2,7 +2,6 @@ package dlm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -45,6 +44,17 @@ const defaultRemaining = 1.0 / 3
 // the validity lasts, and none is attempted once it has ended, since that
 // could revive a lock another client holds by now. [Lock.Lost] says when
 // the lock is gone. [Manager.Do] turns it on.
+//
+// A Manager extends all its auto-extended locks — mutexes, read locks,
+// permits, leaderships — from one goroutine, not one per lock: it sends the
+// extensions that are due together, to each node in batches of up to 256
+// locks per request (on a Redis Cluster node, per hash slot), so that one
+// process can hold hundreds of thousands of locks. Each lock's extension is
+// still its own: counted, decided and reported (an [EventExtended] or
+// [EventExtendFailed] for each) as [Lock.Extend] does, with its validity
+// counted from when its batch was sent. When the extensions fall behind,
+// the nearest to the end of their validity go first, and the Manager
+// reports it ([EventRenewal]) before any lock is lost.
 func WithAutoExtend(a AutoExtend) Option {
 	return optionFunc(func(c *config) { c.autoExtend = &a })
 }
@@ -59,141 +69,98 @@ func (a *AutoExtend) validate() error {
 	return nil
 }
 
-// autoExtend starts the lock's auto-extension if its options ask for it.
-// ctx, the context of the call that took the lock, bounds only that call's
-// wait: extension outlives it (see [WithAutoExtend]), except under Do,
-// which ties extension to its own context.
-func (l *Lock) autoExtend(ctx context.Context) {
-	if l.cfg.autoExtend == nil {
-		return
-	}
-	wctx := context.WithoutCancel(ctx)
-	if l.cfg.extendWithCtx {
-		wctx = ctx
-	}
-	l.startWatchdog(wctx, *l.cfg.autoExtend)
+// autoExtension is an auto-extended lock's place in its manager's
+// extender: what it was asked for, and when its next extension is due.
+// The extender's mu guards its state, queue position and times.
+type autoExtension struct {
+	l *Lock
+	// ctx is the context of the call that took the lock, without its
+	// cancellation but under Do: its values go with the lock's events,
+	// and under Do its end ends the extension, as the goroutine of each
+	// lock that the extender replaces kept them.
+	ctx       context.Context
+	remaining float64
+	maxHold   time.Duration
+	obtained  time.Time
+	// unhook stops Do's watch of its context, nil outside Do.
+	unhook func() bool
+	// at is when the next extension is due, early the soonest a round
+	// may take it (up to gatherWindow before), in ns on the extender's
+	// clock.
+	at, early int64
+	idx       int // in the extender's queue, -1 outside it
+	state     autoState
+	// released is closed once a round is done with the lock, for a stop
+	// that came while the lock was in it (see [extender.stop]); nil
+	// otherwise.
+	released chan struct{}
 }
 
-// startWatchdog starts the background extension of a freshly obtained lock
-// as one of the manager's goroutines, so that [Manager.Close] stops it and
-// waits for it. It ends with ctx, Unlock, the loss of the lock, MaxHold or
-// Close; callers pass a ctx without cancellation where extension must
-// outlive the call that took the lock.
-func (l *Lock) startWatchdog(ctx context.Context, a AutoExtend) {
-	if a.Remaining == 0 {
-		a.Remaining = defaultRemaining
-	}
-	ctx, l.watchdog.stop = context.WithCancel(ctx)
-	l.watchdog.done = make(chan struct{})
-	l.mu.Lock()
-	l.watchExpiry()
-	l.unlockMu()
-	obtained := time.Now()
-	l.m.work.Spawn(func() { l.keepExtended(ctx, a, obtained) })
-}
+// autoState is where an auto-extended lock is in its extender.
+type autoState uint8
 
-// watchdog is a lock's auto-extension: stop ends it, done is closed when
-// it has returned. Both are nil when the lock is not auto-extended.
-type watchdog struct {
-	stop context.CancelFunc
-	done chan struct{}
-}
+const (
+	autoQueued  autoState = iota // in the queue, waiting for its next extension
+	autoTaken                    // taken from the queue into a round, or in flight
+	autoStopped                  // extension ended: unlocked, lost, MaxHold, or the manager closed
+)
 
-// halt stops the watchdog, if one runs, and waits for it to return.
-func (w *watchdog) halt() {
-	if w.stop != nil {
-		w.stop()
-		<-w.done
-	}
-}
-
-// keepExtended is the watchdog's goroutine: it extends l before its
-// validity runs short, and retries a failed extension while the validity
-// lasts. It returns when ctx ends, the manager closes, MaxHold is reached,
-// or l is lost or unlocked.
-func (l *Lock) keepExtended(ctx context.Context, a AutoExtend, obtained time.Time) {
-	defer close(l.watchdog.done)
-	timer := time.NewTimer(l.nextExtension(a.Remaining))
-	defer timer.Stop()
-	// Extend returns once a quorum answered; the requests still due to the
-	// other nodes must not be cancelled with it, or only the fastest
-	// quorum would keep the key. Each extension's context is cancelled
-	// when the next one starts or the watchdog stops.
-	cancelLast := context.CancelFunc(func() {})
-	defer func() { cancelLast() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-l.m.done:
-			return
-		case <-timer.C:
-		}
-		ttl := l.cfg.ttl
-		if a.MaxHold > 0 {
-			left := time.Until(obtained.Add(a.MaxHold))
-			if l.cfg.validity(left) <= 0 {
-				l.logMaxHold(ctx, a)
-				return
-			}
-			ttl = min(ttl, left)
-		}
-		// The extension must have ended before the loss guard, when the
-		// lock is reported lost if no extension has succeeded (a later
-		// success no longer counts): half a guard earlier still.
-		cancelLast()
-		ectx, cancel := context.WithDeadline(ctx, l.Until().Add(-l.cfg.lossGuard()*3/2))
-		cancelLast = cancel
-		err := l.Extend(ectx, ttl)
-		switch {
-		case err == nil && ttl < l.cfg.ttl:
-			// This extension ends the TTL at MaxHold; another would
-			// only shorten it, over and over as MaxHold nears. Its
-			// requests still due end by their deadline.
-			cancelLast = func() {}
-			l.logMaxHold(ctx, a)
-			return
-		case err == nil:
-			timer.Reset(l.nextExtension(a.Remaining))
-		case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), errors.Is(err, ErrNotHeld), ctx.Err() != nil:
-			return
-		default:
-			// A transient failure: try again while the validity lasts.
-			// The expiry timer reports the loss if none succeeds.
-			left := time.Until(l.Until()) - l.cfg.lossGuard()*3/2
-			if left <= 0 {
-				return
-			}
-			// Retries come closer as the end nears, but not closer than a
-			// millisecond: the gaps would otherwise shrink forever.
-			wait := max(jitter(min(l.cfg.timeout(), left/4)), time.Millisecond)
-			if wait >= left {
-				return
-			}
-			// Extend reported the failure as an event.
-			timer.Reset(wait)
-		}
-	}
-}
-
-func (l *Lock) logMaxHold(ctx context.Context, a AutoExtend) {
-	l.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "dlm: auto-extension reached MaxHold",
-		slog.String("key", l.Key()), slog.Duration("max_hold", a.MaxHold))
-}
-
-// nextExtension is the wait until the next extension should start: when the
-// given share of the validity remains, but no later than two node timeouts
-// before its end, less up to a tenth for jitter. When two node timeouts take
-// up most of the validity, it still waits half as long as the share alone
-// would have it wait: extensions would otherwise go back to back, as fast as
-// the nodes answer.
-func (l *Lock) nextExtension(remaining float64) time.Duration {
+// nextExtension is the wait from now until the next extension of a's lock
+// should start: when the given share of the validity remains, but no later
+// than two node timeouts before its end, less up to a tenth for jitter.
+// When two node timeouts take up most of the validity, it still waits half
+// as long as the share alone would have it wait: extensions would otherwise
+// go back to back, as fast as the nodes answer. slack is how much earlier
+// still the extension may go with a round of others (at most gatherWindow),
+// so that jitter and slack together stay within the tenth.
+func (a *autoExtension) nextExtension(now time.Time) (wait, slack time.Duration) {
+	l := a.l
 	validity := l.cfg.validity(l.cfg.ttl)
-	left := time.Until(l.Until())
-	atShare := left - time.Duration(remaining*float64(validity))
-	wait := max(min(atShare, left-2*l.cfg.timeout()), atShare/2)
-	if wait <= 0 {
-		return 0
+	left := l.Until().Sub(now)
+	atShare := left - time.Duration(a.remaining*float64(validity))
+	due := max(min(atShare, left-2*l.cfg.timeout()), atShare/2)
+	if due <= 0 {
+		return 0, 0
 	}
-	return wait - rand.N(wait/10+1)
+	var jitter time.Duration
+	if !l.m.extender.lockstep {
+		jitter = rand.N(due/10 + 1)
+	}
+	return due - jitter, min(gatherWindow, due/10-jitter)
+}
+
+// retryWait is the wait before a failed extension is tried again, and
+// whether it is: retries come closer as the end nears, but not closer
+// than a millisecond, and none once what is left of the validity before
+// the loss guard (and half a guard more, for the round trip) is used up.
+func (a *autoExtension) retryWait(now time.Time) (time.Duration, bool) {
+	l := a.l
+	left := l.Until().Sub(now) - l.cfg.lossGuard()*3/2
+	if left <= 0 {
+		return 0, false
+	}
+	wait := max(jitter(min(l.cfg.timeout(), left/4)), time.Millisecond)
+	return wait, wait < left
+}
+
+// extendTTL is the TTL of a's next extension at now: the lock's, or less
+// so that the lock ends at MaxHold; ok is false once MaxHold leaves no
+// validity for another extension.
+func (a *autoExtension) extendTTL(now time.Time) (ttl time.Duration, ok bool) {
+	cfg := &a.l.cfg
+	ttl = cfg.ttl
+	if a.maxHold > 0 {
+		left := a.obtained.Add(a.maxHold).Sub(now)
+		if cfg.validity(left) <= 0 {
+			return 0, false
+		}
+		ttl = min(ttl, left)
+	}
+	return ttl, true
+}
+
+// logMaxHold logs that a's lock reached MaxHold: no more extension.
+func (a *autoExtension) logMaxHold() {
+	a.l.cfg.logger.LogAttrs(a.ctx, slog.LevelInfo, "dlm: auto-extension reached MaxHold",
+		slog.String("key", a.l.Key()), slog.Duration("max_hold", a.maxHold))
 }

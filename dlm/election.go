@@ -39,10 +39,9 @@ type Leadership struct {
 	l     *Lock
 	name  string
 	value string
-	// end cancels the context the leadership is extended under; done is
-	// closed when the goroutine watching the leadership has returned.
-	end  context.CancelFunc
-	done chan struct{}
+	// end cancels the context the leadership was won under, once the
+	// leadership is over.
+	end context.CancelFunc
 }
 
 // Campaign waits until this caller leads the election called name, then
@@ -102,21 +101,17 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		end()
 		return nil, fmt.Errorf("dlm: campaign %q: %w", name, err)
 	}
-	ld := &Leadership{m: m, l: l, name: name, value: value, end: end, done: make(chan struct{})}
-	m.work.Spawn(func() { ld.watch(lctx) })
-	return ld, nil
-}
-
-// watch ends the leadership's context once the leadership is over, or the
-// manager closed.
-func (ld *Leadership) watch(ctx context.Context) {
-	defer close(ld.done)
-	select {
-	case <-ld.l.Lost():
-	case <-ld.m.done:
-	case <-ctx.Done():
+	ld := &Leadership{m: m, l: l, name: name, value: value, end: end}
+	// The leadership's context ends with it: no goroutine per leadership
+	// waits for that, the lock's end cancels it.
+	l.mu.Lock()
+	if l.ended() {
+		end()
+	} else {
+		l.onEnd = append(l.onEnd, func(error) { end() })
 	}
-	ld.end()
+	l.mu.Unlock()
+	return ld, nil
 }
 
 // Name returns the election's name, as given to [Manager.Campaign].
@@ -177,7 +172,6 @@ func (ld *Leadership) Resign(ctx context.Context) error {
 	}
 	err := ld.l.Unlock(ctx)
 	ld.end()
-	<-ld.done
 	if err != nil {
 		return fmt.Errorf("dlm: resign %q: %w", ld.name, err)
 	}

@@ -57,6 +57,14 @@ var (
 	// reported as [ErrNotObtained] alone, and [Manager.Lock] stops retrying
 	// once such failures leave no quorum possible.
 	ErrPermission = errors.New("dlm: node refused access (check the password and ACL rules)")
+	// ErrRenewalBehind is the Err of an [EventRenewal] whose round of
+	// auto-extensions started late: at least one extension started after
+	// more than half the margin its schedule left it before its lock's
+	// loss guard. The locks still hold, but the process does not keep up
+	// with the extensions it owes: if it goes on, locks will be lost, the
+	// nearest to the end of their validity last extended first. Give the
+	// process more CPU, hold fewer locks per Manager, or lengthen the TTL.
+	ErrRenewalBehind = errors.New("dlm: auto-extension falling behind")
 )
 
 // permissionCodes are the Redis error codes that mean a configuration

@@ -35,9 +35,17 @@ const (
 	// sent for every call that got past the checks of its arguments,
 	// whether the lock was obtained or not.
 	EventDone
+	// EventRenewal: the Manager started a round of the auto-extensions
+	// that were due ([WithAutoExtend]), For of them, at Start. Duration is
+	// the renewal lag: how much later than planned the most overdue of
+	// them started. Err wraps [ErrRenewalBehind] when the round started
+	// late enough that locks are at risk (logged at Warn, at most once a
+	// second); nil otherwise. It is the Manager's, not one lock's: Key is
+	// empty, and the hook and logger are the Manager's ([New], [Open]).
+	EventRenewal
 )
 
-var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done"}
+var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done", "renewal"}
 
 // String returns the kind's name, such as "obtained".
 func (k EventKind) String() string {
@@ -66,7 +74,8 @@ type Event struct {
 	// Attempts counts the acquire attempts, for EventObtained and
 	// EventNotObtained.
 	Attempts int
-	// For, Against and Failed are the vote, where one was taken.
+	// For, Against and Failed are the vote, where one was taken. For an
+	// EventRenewal, For is the number of locks the round extends.
 	For, Against, Failed int
 	// Token is the fencing token ([Lock.Token]), when fencing is on and a
 	// lock was held. Logs name it "fence".
@@ -100,6 +109,10 @@ func eventLevel(k EventKind, err error) slog.Level {
 	switch k {
 	case EventLost, EventNodeError, EventExtendFailed:
 		return slog.LevelWarn
+	case EventRenewal:
+		if err != nil {
+			return slog.LevelWarn
+		}
 	case EventNotObtained:
 		return slog.LevelInfo
 	case EventReleased:
@@ -118,6 +131,12 @@ func (c *config) wants(ctx context.Context, k EventKind, err error) bool {
 
 // emit sends e to the hook and the logger.
 func (c *config) emit(ctx context.Context, e *Event) {
+	ctx = c.observe(ctx, e)
+	c.log(ctx, e)
+}
+
+// observe sends e to the hook, and returns the context to log it with.
+func (c *config) observe(ctx context.Context, e *Event) context.Context {
 	if ctx.Done() != nil {
 		// The event reports what happened, also to an operation whose
 		// context ended: observers get its values (a trace's span), not
@@ -127,6 +146,11 @@ func (c *config) emit(ctx context.Context, e *Event) {
 	if c.hook != nil {
 		c.hook.OnEvent(ctx, e)
 	}
+	return ctx
+}
+
+// log sends e to the logger, if it wants it.
+func (c *config) log(ctx context.Context, e *Event) {
 	level := eventLevel(e.Kind, e.Err)
 	if !c.logger.Enabled(ctx, level) {
 		return
@@ -137,7 +161,10 @@ func (c *config) emit(ctx context.Context, e *Event) {
 		attrs = append(attrs, slog.String("node", e.Node))
 	}
 	attrs = append(attrs, slog.Duration("duration", e.Duration))
-	if e.For+e.Against+e.Failed > 0 {
+	switch {
+	case e.Kind == EventRenewal:
+		attrs = append(attrs, slog.Int("locks", e.For))
+	case e.For+e.Against+e.Failed > 0:
 		attrs = append(attrs, slog.Int("for", e.For), slog.Int("against", e.Against), slog.Int("failed", e.Failed))
 	}
 	if e.Attempts > 0 {

@@ -66,8 +66,12 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	src := s.Source
-	if strings.Contains(src, "spanLeases") {
-		return n.lease(src, keys, args)
+	switch {
+	case strings.Contains(src, "local out, k = {}, 1"): // batched extension
+		return n.extendBatch(keys, args)
+	case strings.Contains(src, "spanLeases"):
+		// A read lock's scripts name the readers' set second.
+		return n.lease(leaseOp(src), len(keys) > 1 && strings.HasSuffix(keys[1], ":readers"), keys, args)
 	}
 	switch {
 	case strings.Contains(src, "ARGV[1], 'PX'") && strings.Contains(src, "nk / 2"): // fenced acquire
@@ -95,14 +99,70 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 		}
 		return deleted, nil
 	case strings.Contains(src, "'PEXPIRE'"): // extend
-		for _, k := range keys {
-			if v, _ := n.get(k); !heldBy(v, args[0]) {
-				return int64(0), nil
-			}
-		}
-		return n.setAll(keys, args)
+		return n.extend(keys, args)
 	}
 	return nil, errors.New("ERR script not supported by the example node")
+}
+
+// extend is the mutex's extension: every key set to args[1] ms if all hold
+// the secret args[0]; n.mu is held.
+func (n *memNode) extend(keys, args []string) (any, error) {
+	for _, k := range keys {
+		if v, _ := n.get(k); !heldBy(v, args[0]) {
+			return int64(0), nil
+		}
+	}
+	return n.setAll(keys, args)
+}
+
+// extendBatch runs the batched extension: each entry of ARGV (its kind, the
+// secret, the TTL) extended on its own keys, taken from KEYS in turn, with
+// a reply of its own: a lock over n keys ("n"), a reader ("r": the lock key
+// and the readers' set) or a permit ("p": the set of permits). n.mu is held.
+func (n *memNode) extendBatch(keys, args []string) (any, error) {
+	var out []any
+	for a := 0; a+3 <= len(args); a += 3 {
+		kind, entry := args[a], args[a+1:a+3]
+		take := 1
+		switch kind {
+		case "r":
+			take = 2
+		case "p":
+		default:
+			take, _ = strconv.Atoi(kind)
+		}
+		if take < 1 || take > len(keys) {
+			return nil, errors.New("ERR batch arguments do not match its keys")
+		}
+		var r any
+		var err error
+		switch kind {
+		case "r", "p":
+			r, err = n.lease("extend", kind == "r", keys[:take], entry)
+		default:
+			r, err = n.extend(keys[:take], entry)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+		keys = keys[take:]
+	}
+	return out, nil
+}
+
+// leaseOp tells a lease script by the command only it uses: "release",
+// "read acquire", "permit acquire", or "extend".
+func leaseOp(src string) string {
+	switch {
+	case strings.Contains(src, "'ZREM', KEYS["):
+		return "release"
+	case strings.Contains(src, "KEYS[3]"):
+		return "read acquire"
+	case strings.Contains(src, "'ZCARD'"):
+		return "permit acquire"
+	}
+	return "extend"
 }
 
 // get returns the live value of key; n.mu is held.
@@ -138,12 +198,12 @@ func ttlArg(s string) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// lease runs the read lock's and the semaphore's scripts: KEYS are the lock
-// key and the readers' set (and the writer's intent, to acquire) for a read
-// lock, the set of permits for a semaphore. n.mu is held.
-func (n *memNode) lease(src string, keys, args []string) (any, error) {
+// lease runs op, one of the read lock's and the semaphore's scripts (see
+// leaseOp): KEYS are the lock key and the readers' set (and the writer's
+// intent, to acquire) for a read lock, the set of permits for a semaphore.
+// n.mu is held.
+func (n *memNode) lease(op string, read bool, keys, args []string) (any, error) {
 	const mark = "dlm:readers"
-	read := strings.Contains(src, "spanLeases(KEYS[2]")
 	k, set := "", keys[0]
 	if read {
 		k, set = keys[0], keys[1]
@@ -183,8 +243,8 @@ func (n *memNode) lease(src string, keys, args []string) (any, error) {
 	if read {
 		v, held = n.get(k)
 	}
-	switch {
-	case strings.Contains(src, "'ZREM', KEYS["): // release
+	switch op {
+	case "release":
 		delete(leases, token)
 		if !read || v == mark {
 			span()
@@ -193,14 +253,14 @@ func (n *memNode) lease(src string, keys, args []string) (any, error) {
 			return int64(1), nil
 		}
 		return int64(0), nil
-	case strings.Contains(src, "KEYS[3]"): // read acquire
+	case "read acquire":
 		if held && v != mark {
 			return int64(0), nil
 		}
 		if _, waits := n.get(keys[2]); waits && !in {
 			return int64(0), nil
 		}
-	case strings.Contains(src, "'ZCARD'"): // permit acquire
+	case "permit acquire":
 		limit, _ := strconv.Atoi(args[len(args)-2])
 		if !in && len(leases) >= limit {
 			return int64(0), nil

@@ -21,6 +21,7 @@ const (
 	errReply        // answer with a Redis error reply, without running the script
 	hang            // never answer: return only when the request's context ends
 	loseReply       // run the script, then report a timeout as if the reply was lost
+	lateReply       // run the script at once, then answer after the delay, or fail when the request's context ends first
 	noPerm          // refuse the script as an ACL without the needed command would
 	crossSlot       // refuse the script as a Redis Cluster refuses keys of several slots
 )
@@ -29,11 +30,14 @@ const (
 // Time is time.Now, so it follows the fake clock in a testing/synctest bubble;
 // keys expire lazily. Faults, delay and keys may be changed at any time.
 type fakeNode struct {
-	addr       string
-	mu         sync.Mutex
-	keys       map[string]fakeEntry
-	fault      fault
-	delay      time.Duration  // before running the script (a slow network)
+	addr  string
+	mu    sync.Mutex
+	keys  map[string]fakeEntry
+	fault fault
+	delay time.Duration // before running the script (a slow network)
+	// faultFor, when set, gives the fault and delay of each request by its
+	// script's name and its keys, in place of fault and delay.
+	faultFor   func(name string, keys []string) (fault, time.Duration)
 	calls      map[string]int // by script name: "acquire", "release", "extend"
 	closes     int
 	lastSecret string // of the latest request, whatever became of it
@@ -56,7 +60,7 @@ func scriptName(s *driver.Script) string {
 		return "acquire"
 	case script.Release.Hash:
 		return "release"
-	case script.Extend.Hash:
+	case script.Extend.Hash, script.ExtendBatch.Hash:
 		return "extend"
 	}
 	return ""
@@ -75,15 +79,22 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	name := scriptName(s)
 	f.mu.Lock()
 	fl, delay := f.fault, f.delay
+	if f.faultFor != nil {
+		fl, delay = f.faultFor(name, keys)
+	}
 	f.calls[name]++
-	if len(args) > 0 {
+	switch {
+	case s.Hash == script.ExtendBatch.Hash && len(args) > 1:
+		f.lastSecret = args[1]
+	case len(args) > 0:
 		f.lastSecret = args[0]
 	}
 	f.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if err != nil {
 		return nil, fmt.Errorf("fake %s: %w", f.addr, err)
 	}
-	if delay > 0 {
+	if delay > 0 && fl != lateReply {
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {
@@ -106,10 +117,24 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 		return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
 	}
 	f.mu.Lock()
-	res, err := f.run(name, keys, args)
+	var res any
+	if s.Hash == script.ExtendBatch.Hash {
+		res, err = f.runBatch(keys, args)
+	} else {
+		res, err = f.run(name, keys, args)
+	}
 	f.mu.Unlock()
-	if err == nil && fl == loseReply {
+	switch {
+	case err == nil && fl == loseReply:
 		return nil, fmt.Errorf("read tcp %s: i/o timeout", f.addr)
+	case fl == lateReply:
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+		}
 	}
 	return res, err
 }
@@ -153,6 +178,25 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 	}
 }
 
+// runBatch executes the batched extension of the mutexes whose entries
+// args gives, each as run would extend it alone; f.mu is held.
+func (f *fakeNode) runBatch(keys, args []string) (any, error) {
+	out := make([]any, 0, len(args)/script.BatchArgs)
+	for a := 0; a+script.BatchArgs <= len(args); a += script.BatchArgs {
+		n, err := strconv.Atoi(args[a])
+		if err != nil || n < 1 || n > len(keys) {
+			return nil, fmt.Errorf("ERR fake: entry of kind %q: only mutexes are batched here", args[a])
+		}
+		r, err := f.run("extend", keys[:n], args[a+1:a+3])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+		keys = keys[n:]
+	}
+	return out, nil
+}
+
 func (f *fakeNode) getLocked(key string) (string, bool) {
 	e, ok := f.keys[key]
 	if ok && !time.Now().Before(e.exp) {
@@ -182,6 +226,14 @@ func (f *fakeNode) secret() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastSecret
+}
+
+// injectFor sets the fault and delay of each request by its script's name
+// and its keys (nil: the node's own again).
+func (f *fakeNode) injectFor(by func(name string, keys []string) (fault, time.Duration)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faultFor = by
 }
 
 // inject sets the node's fault and the delay before each request runs.

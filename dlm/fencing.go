@@ -31,33 +31,6 @@ func WithFencing() Option {
 	return optionFunc(func(c *config) { c.fencing = true })
 }
 
-// Token returns the lock's fencing token, or 0 when the lock was taken
-// without [WithFencing]. Tokens of successive grants of a key strictly
-// increase while the nodes keep their counters; they stay below 2^53. It
-// is 0 for a nil Lock.
-func (l *Lock) Token() uint64 {
-	if l == nil {
-		return 0
-	}
-	return l.token
-}
-
-// GrantID returns a number that identifies this grant of the lock, or 0
-// when the lock was taken without [WithFencing]: send it with the fencing
-// token, so that the resource admits a write with a token equal to the
-// largest it has seen only from the grant that wrote with it before (see
-// [Fence.Admit]). Tokens of different grants are equal only after nodes lost
-// their counters; the id keeps such grants apart. It is derived from the
-// lock's secret, which it does not reveal, so a lock resumed from its
-// [Handle] has the same id. It is below 2^53, and never 0 but for a nil
-// Lock.
-func (l *Lock) GrantID() uint64 {
-	if l == nil || l.token == 0 {
-		return 0
-	}
-	return grantID(l.secret)
-}
-
 // grantID derives a grant's id from its secret: 53 bits of a SHA-256
 // hash, so that it fits a Lua or JSON number, and never 0.
 func grantID(secret string) uint64 {

@@ -761,3 +761,37 @@ func TestResumeAutoExtend(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseStopsAutoExtension checks that Manager.Close stops the
+// auto-extension of the locks it still holds, obtained or resumed: no
+// extension is sent after Close returned, and the extender's goroutine
+// ends with it (the bubble ends with no goroutine left).
+func TestCloseStopsAutoExtension(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(3)
+		m := newManager(t, fs, WithTTL(time.Second))
+		if _, err := m.Lock(context.Background(), "a", WithAutoExtend(AutoExtend{})); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := m.TryLock(context.Background(), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Resume(context.Background(), orig.Handle(), WithAutoExtend(AutoExtend{})); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		before := countAll(fs, "extend")
+		if before == 0 {
+			t.Fatalf("no extension in the 2s before Close; want the locks kept extended")
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		if got := countAll(fs, "extend"); got != before {
+			t.Errorf("%d extend requests after Close; want none", got-before)
+		}
+	})
+}

@@ -9,23 +9,30 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/round"
 )
 
-// Lock is a held lock. Its methods are safe for concurrent use; Extend and
-// Unlock on one Lock are serialized, so an extension never overtakes an
-// unlock.
+// Lock is a held lock. Its methods are safe for concurrent use; Extend,
+// its auto-extension and Unlock on one Lock are serialized, so an
+// extension never overtakes an unlock.
 //
 // A nil *Lock, which a failed [Manager.Lock] returns, is a lock not held,
 // and its methods never panic: Unlock and Extend return an error wrapping
 // [ErrNotHeld], so a deferred Unlock written before the error check is
 // harmless; Lost returns a closed channel, and the accessors zero values.
 type Lock struct {
-	m        *Manager
-	cfg      config
-	claim          // what was asked for: the keys and the kind of lock
-	grant          // what the nodes gave: the secret, the token, who granted
-	turn     *turn // the manager's local queue for these keys, if any
-	watchdog watchdog
+	m     *Manager
+	cfg   config
+	claim       // what was asked for: the keys and the kind of lock
+	grant       // what the nodes gave: the secret, the token, who granted
+	turn  *turn // the manager's local queue for these keys, if any
+	// auto is the lock's auto-extension, nil without one: its place in
+	// the manager's extender (autoextend.go).
+	auto *autoExtension
 
-	// op serializes Extend and Unlock, round trips included.
+	// op serializes the extensions of the lock, Extend's and the
+	// extender's, and Unlock, round trips included: an extension never
+	// overtakes an unlock, and two extensions of one lock never cross, so
+	// that its validity is always that of the TTL the nodes applied last.
+	// The extender holds it from when it puts the lock in a batch until
+	// the lock's vote is settled, on another goroutine (autoextend.go).
 	op sync.Mutex
 	// extended records that an extension was sent to the nodes, whatever
 	// came of it: the keys may live by its TTL rather than the grant's, so
@@ -141,8 +148,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.released, l.endedAt = true, start
 	lostErr := l.lostErr
 	expiredFor := start.Sub(l.until)
-	l.end(nil)
-	l.unlockMu()
+	l.validity.end(nil)
+	l.mu.Unlock()
 	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same secret: nothing to release.
@@ -170,105 +177,6 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// Extend sets the lock's TTL to ttl from now on every node that still holds
-// it. It succeeds when a quorum extended within the new validity, which then
-// replaces the old one. It never revives a lock: once the local validity has
-// ended it returns an error wrapping [ErrLockLost] without a round trip, and
-// nodes whose key expired are not written.
-//
-// When the extension fails for other reasons (node errors, timeouts, a
-// quorum that answered too late), the nodes whose reply was lost may have
-// applied ttl all the same. Invariant: the validity then becomes the earlier
-// of the old one and start + ttl − drift (ttl in whole milliseconds, as the
-// nodes apply it, start when the extension was sent), and if that leaves
-// less than the loss guard, the lock is reported lost at once ([Lock.Lost]).
-// Either way, a lock Extend sent requests for is released on the nodes at
-// Unlock, never handed to the next of the Manager's queued callers (see
-// [Manager.Lock]): its keys may live by ttl, not by that caller's TTL.
-// After [Lock.Unlock], and on a nil Lock, Extend returns an error wrapping
-// [ErrNotHeld].
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if l == nil {
-		return errNilLock("extend")
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil Context", ErrInvalid)
-	}
-	cfg := l.cfg
-	cfg.ttl = ttl
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	l.op.Lock()
-	defer l.op.Unlock()
-	l.mu.Lock()
-	switch {
-	case l.released:
-		l.mu.Unlock()
-		return fmt.Errorf("dlm: extend %s: already unlocked: %w", l.subject(), ErrNotHeld)
-	case l.m.closed.Load():
-		l.mu.Unlock()
-		return ErrClosed
-	case l.lostErr != nil:
-		l.mu.Unlock()
-		return l.lostErr
-	}
-	start := time.Now()
-	if !start.Before(l.until) {
-		err := fmt.Errorf("dlm: extend %s: validity ended %v ago: %w", l.subject(), start.Sub(l.until).Round(time.Millisecond), ErrLockLost)
-		l.end(err)
-		l.unlockMu()
-		return err
-	}
-	l.mu.Unlock()
-	l.extended = true
-	n := len(l.m.nodes)
-	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
-	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token}
-	until, ok := cfg.quorumInTime(&v, l.quorum(), ttl, start)
-	if ok {
-		l.mu.Lock()
-		lostErr := l.lostErr
-		if lostErr == nil {
-			l.extendErr = nil
-			l.until = until
-			if l.expiry != nil {
-				l.expiry.Reset(time.Until(l.until) - l.cfg.lossGuard())
-			}
-		}
-		l.mu.Unlock()
-		if lostErr != nil {
-			// The validity ran out while the extension was under way, and
-			// the loss was signalled: it stands.
-			return lostErr
-		}
-		l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
-		return nil
-	}
-	qerr := l.failure(&v, opExtend, v.Yes >= l.quorum())
-	l.mu.Lock()
-	if l.lostErr == nil && !l.released {
-		l.extendErr = qerr
-		if v.No > n-l.quorum() {
-			l.end(qerr) // a quorum no longer holds the secret
-		} else {
-			l.shorten(until)
-		}
-	}
-	lost := l.lostEvent // sent after the failure it follows from
-	l.lostEvent = nil
-	l.mu.Unlock()
-	ev.Kind, ev.Err = EventExtendFailed, qerr
-	l.cfg.emitVote(ctx, &v, ev, l.m.addrs)
-	if lost != nil {
-		l.cfg.emit(context.Background(), lost)
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("dlm: extend %s: %w (%v)", l.subject(), ctx.Err(), qerr)
-	}
-	return qerr
-}
-
 // leaveTurn lets the next of the manager's callers waiting for these keys
 // compete for them.
 func (l *Lock) leaveTurn() {
@@ -277,10 +185,46 @@ func (l *Lock) leaveTurn() {
 	}
 }
 
-// stopExtending stops the watchdog, if any, and waits for it to return.
+// stopExtending ends the lock's auto-extension, if any, and waits until
+// no round of the extender holds the lock: no extension of it is sent, or
+// settles, after stopExtending returns.
 func (l *Lock) stopExtending() {
-	l.watchdog.halt()
+	if l.auto != nil {
+		<-l.m.extender.stop(l)
+	}
 }
+
+// Token returns the lock's fencing token, or 0 when the lock was taken
+// without [WithFencing]. Tokens of successive grants of a key strictly
+// increase while the nodes keep their counters; they stay below 2^53. It
+// is 0 for a nil Lock.
+func (l *Lock) Token() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
+
+// GrantID returns a number that identifies this grant of the lock, or 0
+// when the lock was taken without [WithFencing]: send it with the fencing
+// token, so that the resource admits a write with a token equal to the
+// largest it has seen only from the grant that wrote with it before (see
+// [Fence.Admit]). Tokens of different grants are equal only after nodes lost
+// their counters; the id keeps such grants apart. It is derived from the
+// lock's secret, which it does not reveal, so a lock resumed from its
+// [Handle] has the same id. It is below 2^53, and never 0 but for a nil
+// Lock.
+func (l *Lock) GrantID() uint64 {
+	if l == nil || l.token == 0 {
+		return 0
+	}
+	return grantID(l.secret)
+}
+
+// Shared reports whether l is a read lock ([Manager.RLock]) or a
+// semaphore's permit ([Semaphore.Acquire]), which others hold at the same
+// time, rather than a mutex or write lock. It is false for a nil Lock.
+func (l *Lock) Shared() bool { return l != nil && l.kind != nil }
 
 // errNilLock is the error of op on a nil *Lock: not held.
 func errNilLock(op string) error {

@@ -32,8 +32,10 @@ type Manager struct {
 	work   *round.Pool   // the goroutines of node requests and of the background work
 	// rounds sends requests to the nodes and counts their votes.
 	rounds *round.Round
-	local  localQueues
-	waker  *wake.Waker // nil when no node implements driver.Subscriber
+	// extender keeps the auto-extended locks extended (extender.go).
+	extender *extender
+	local    localQueues
+	waker    *wake.Waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
 	wallNow func() time.Time
 	// sharded is the address of a node that is a Redis Cluster, or "" when
@@ -98,6 +100,7 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.waker = wake.New(m.nodes, m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(nodes)
 	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
+	m.extender = newExtender(m)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
 		if !cfg.loggerSet {

@@ -91,11 +91,12 @@ func (m *Manager) checkCallAck(cfg *config) error {
 
 // ackedScripts are the scripts whose writes WithReplicaAck waits for: every
 // grant (the mutex's and write lock's acquire scripts, a read lock's, a
-// semaphore permit's), every extension, and the raise of fencing counters.
+// semaphore permit's), every extension, alone or batched, and the raise of
+// fencing counters.
 // Releases, the fair line's departures and inspections are not among them.
 var ackedScripts = func() map[*driver.Script]bool {
 	set := map[*driver.Script]bool{
-		script.Extend: true, script.ReadExtend: true, script.PermitExtend: true, script.RaiseFence: true,
+		script.Extend: true, script.ReadExtend: true, script.PermitExtend: true, script.ExtendBatch: true, script.RaiseFence: true,
 		script.ReadAcquire: true, script.GuardedReadAcquire: true,
 		script.PermitAcquire: true, script.GuardedPermitAcquire: true,
 	}
@@ -126,16 +127,27 @@ func ackCall(n driver.Node, a *replicaAck, args func(*round.Request) []string, n
 		if err != nil {
 			return nil, err
 		}
-		if got < int64(a.replicas) && wrote(v) {
+		if got < int64(a.replicas) && wrote(req, v) {
 			return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrReplicaAck, got, a.replicas, a.timeout)
 		}
 		return v, nil
 	}
 }
 
-// wrote reports whether a script's reply says it wrote: a positive number,
-// or a fair acquire's {positive, ticket}.
-func wrote(v any) bool {
+// wrote reports whether a reply to req says the script wrote: a positive
+// number, a fair acquire's {positive, ticket}, or a batch's reply with a
+// positive number for any entry — a batch acknowledged by too few replicas
+// fails on the node for every lock it carries, as each lock's own
+// extension would have.
+func wrote(req *round.Request, v any) bool {
+	if arr, ok := v.([]any); ok && req.Entries > 0 {
+		for _, e := range arr {
+			if n, ok := e.(int64); ok && n > 0 {
+				return true
+			}
+		}
+		return false
+	}
 	if pair, ok := v.([]any); ok && len(pair) == 2 {
 		v = pair[0]
 	}

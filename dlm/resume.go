@@ -132,9 +132,7 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 		return nil, fmt.Errorf("dlm: resume %q: validity ended while the nodes were asked: %w", key, ErrLockLost)
 	}
 	l := &Lock{m: m, cfg: cfg, claim: claim{kind: kind, keys: keys, rkeys: rkeys}, grant: grant{secret: h.Secret, token: token}, validity: validity{until: until}}
-	if cfg.autoExtend != nil {
-		l.startWatchdog(context.WithoutCancel(ctx), *cfg.autoExtend)
-	}
+	l.autoExtend(ctx)
 	return l, nil
 }
 

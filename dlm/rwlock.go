@@ -74,11 +74,6 @@ func (m *Manager) RDo(ctx context.Context, key string, fn func(ctx context.Conte
 	return m.do(ctx, readLease, []string{key}, fn, opts)
 }
 
-// Shared reports whether l is a read lock ([Manager.RLock]) or a
-// semaphore's permit ([Semaphore.Acquire]), which others hold at the same
-// time, rather than a mutex or write lock. It is false for a nil Lock.
-func (l *Lock) Shared() bool { return l != nil && l.kind != nil }
-
 // refuseUpgrade refuses the write lock on keys to a caller whose ctx
 // carries a read lock on one of them (inside [Manager.RDo]).
 func refuseUpgrade(ctx context.Context, keys []string) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
@@ -195,14 +196,20 @@ func TestSecretsNeverShown(t *testing.T) {
 }
 
 // spyNode passes calls to its node and tells its spy the secret of every
-// script run (its first argument) and what its subscriptions hear.
+// script run (its first argument; each entry's of a batch) and what its subscriptions hear.
 type spyNode struct {
 	driver.Node
 	spy *secretSpy
 }
 
 func (n *spyNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
-	if len(args) > 0 {
+	switch {
+	case s == script.ExtendBatch:
+		// Each entry's kind, secret and TTL.
+		for a := 1; a < len(args); a += script.BatchArgs {
+			n.spy.sawSecret(args[a])
+		}
+	case len(args) > 0:
 		n.spy.sawSecret(args[0])
 	}
 	v, err := n.Node.Eval(ctx, s, keys, args)

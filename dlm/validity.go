@@ -1,17 +1,33 @@
 package dlm
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 )
 
 // validity is how long a held lock may be used, by the local monotonic
 // clock, and the signal that it ended ([Lock.Lost]): released by Unlock,
-// or lost. mu guards it and is never held across a round trip, so that the
-// end of the validity is signalled on time even while an extension is
-// under way.
+// or lost. It owns the rules by which its end moves and by which the lock
+// is known lost; the [Lock] names the lock in the errors and events that
+// follow from them. mu guards it and is never held across a round trip, so
+// that the end of the validity is signalled on time even while an
+// extension is under way.
+//
+// Invariants, which every path that moves the end keeps (the grant, an
+// extension alone or in a batch, a hand-over, Resume):
+//   - until never overstates what the nodes hold. It is start +
+//     validity(ttl) of the request that set the keys' TTL, start being
+//     when that request was sent ([config.validity]): the grant's, or the
+//     latest extension a quorum confirmed within that validity. After a
+//     failed extension it is no later than that extension's start +
+//     validity(ttl), since nodes whose reply was lost may have applied its
+//     TTL ([validity.failed]).
+//   - The lock is reported lost — done closed, Do's context cancelled — no
+//     later than the loss guard before until, whatever until becomes: an
+//     end brought within the guard reports it at once.
+//   - Once it ended, released or lost, nothing moves until again: an
+//     extension that succeeds after the loss was signalled does not take it
+//     back, and none is sent after it ([Lock.extendable]).
 type validity struct {
 	mu       sync.Mutex
 	until    time.Time
@@ -21,13 +37,23 @@ type validity struct {
 	// extendErr is the last extension's failure, nil once one succeeds:
 	// the loss at the end of the validity wraps it.
 	extendErr error
-	// lostEvent is the loss end recorded, sent to the hook and logger by
-	// unlockMu once mu is released.
-	lostEvent *Event
-	done      chan struct{}
-	expiry    *time.Timer // closes done when the validity ends
-	onEnd     []func(cause error)
+	// lostAt is when the loss was recorded, while it is still to be
+	// reported (see [validity.takeLoss]); zero otherwise.
+	lostAt time.Time
+	done   chan struct{}
+	expiry *time.Timer // reports the loss a guard before until
+	onEnd  []func(cause error)
 }
+
+// An extension's outcome for the validity, when it failed: whether the
+// lock is lost by it, and why.
+type failedExtension int
+
+const (
+	stillValid failedExtension = iota // the validity stands, or was shortened
+	quorumGone                        // too many nodes said the lock is not theirs
+	nearEnd                           // what is left is within the loss guard
+)
 
 // validUntil is [Lock.Until] with mu held.
 func (v *validity) validUntil() time.Time {
@@ -37,133 +63,128 @@ func (v *validity) validUntil() time.Time {
 	return v.until
 }
 
-// shorten brings the validity down to bound if it ends earlier, and reports
-// the lock lost at once if what is left is within the loss guard. Called
-// with l.mu held, after a failed extension: nodes whose reply was lost may
-// have applied its TTL.
-func (l *Lock) shorten(bound time.Time) {
-	if !bound.Before(l.until) {
-		return
+// ended reports whether the lock was released or is known lost.
+func (v *validity) ended() bool { return v.released || v.lostErr != nil }
+
+// left is how long the lock may still be used at now before it must be
+// reported lost: until less the guard.
+func (v *validity) left(now time.Time, guard time.Duration) time.Duration {
+	return v.until.Sub(now) - guard
+}
+
+// arm makes done exist and be closed when the validity ends, by a timer
+// that calls fire a guard before until. It reports whether the validity is
+// within the guard already: the caller reports the loss at once then,
+// rather than from a timer a moment later, so that the Lost of a lock past
+// its guard is closed when it returns.
+func (v *validity) arm(guard time.Duration, fire func()) (near bool) {
+	if v.done != nil {
+		return false
 	}
-	l.until = bound
-	left := time.Until(l.until) - l.cfg.lossGuard()
+	v.done = make(chan struct{})
+	if v.ended() {
+		close(v.done)
+		return false
+	}
+	left := v.left(time.Now(), guard)
+	if left <= 0 {
+		return true
+	}
+	v.expiry = time.AfterFunc(left, fire)
+	return false
+}
+
+// fired is the rule of the timer arm set: it reports whether the lock is
+// lost now, its validity within the guard; when it was extended meanwhile,
+// the timer is set again.
+func (v *validity) fired(guard time.Duration) (near bool) {
+	if v.ended() {
+		return false
+	}
+	if left := v.left(time.Now(), guard); left > 0 {
+		v.expiry.Reset(left)
+		return false
+	}
+	return true
+}
+
+// extendTo records an extension a quorum confirmed within its validity,
+// which ends at until: the validity moves there. When the loss was
+// signalled meanwhile it stands, and extendTo returns it.
+func (v *validity) extendTo(until time.Time, guard time.Duration) error {
+	if v.lostErr != nil {
+		return v.lostErr
+	}
+	v.extendErr = nil
+	v.until = until
+	if v.expiry != nil {
+		v.expiry.Reset(v.left(time.Now(), guard))
+	}
+	return nil
+}
+
+// failed records an extension that failed with cause: gone when so many
+// nodes said no that a quorum can no longer hold the lock; bound its start
+// + validity(ttl), past which nodes whose reply was lost hold it no longer.
+// The validity is brought down to bound if it ends later. It returns
+// whether the lock is lost by it, which the caller then reports.
+func (v *validity) failed(cause error, gone bool, bound time.Time, guard time.Duration) failedExtension {
+	if v.ended() {
+		return stillValid
+	}
+	v.extendErr = cause
+	switch {
+	case gone:
+		return quorumGone
+	case !bound.Before(v.until):
+		return stillValid
+	}
+	v.until = bound
+	left := v.left(time.Now(), guard)
 	switch {
 	case left <= 0:
-		l.end(l.expiredErr())
-	case l.expiry != nil:
-		l.expiry.Reset(left)
+		return nearEnd
+	case v.expiry != nil:
+		v.expiry.Reset(left)
 	}
+	return stillValid
 }
 
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// watchExpiry makes sure l.done exists and is closed when the validity
-// ends. Called with l.mu held.
-func (l *Lock) watchExpiry() {
-	if l.done != nil {
-		return
-	}
-	l.done = make(chan struct{})
-	if l.released || l.lostErr != nil {
-		close(l.done)
-		return
-	}
-	left := time.Until(l.until) - l.cfg.lossGuard()
-	if left <= 0 {
-		// Report it now rather than from a timer a moment later, so that
-		// Lost of a lock past its guard is closed when it returns.
-		l.end(l.expiredErr())
-		return
-	}
-	l.expiry = time.AfterFunc(left, l.expire)
-}
-
-// expire runs when the validity timer fires.
-func (l *Lock) expire() {
-	l.mu.Lock()
-	defer l.unlockMu()
-	if l.released || l.lostErr != nil {
-		return
-	}
-	if left := time.Until(l.until) - l.cfg.lossGuard(); left > 0 { // extended meanwhile
-		l.expiry.Reset(left)
-		return
-	}
-	l.end(l.expiredErr())
-}
-
-// expiredErr is the loss of a lock whose validity is about to end, or has
-// ended, without a successful extension. It wraps the last extension's
-// failure, if one failed since the last success. Called with l.mu held.
-func (l *Lock) expiredErr() error {
-	left := time.Until(l.until).Round(time.Millisecond)
-	when := fmt.Sprintf("validity ends in %v", left)
-	if left <= 0 {
-		when = fmt.Sprintf("validity ended %v ago", -left)
-	}
-	switch {
-	case l.extendErr != nil:
-		return fmt.Errorf("dlm: %s %q: %s after a failed extension: %w: %w", l.what(), l.Key(), when, ErrLockLost, l.extendErr)
-	case l.cfg.autoExtend != nil:
-		return fmt.Errorf("dlm: %s %q: %s and no extension succeeded: %w", l.what(), l.Key(), when, ErrLockLost)
-	default:
-		return fmt.Errorf("dlm: %s %q: %s (not extended): %w", l.what(), l.Key(), when, ErrLockLost)
-	}
-}
-
-// end records that the lock is no longer held — released when cause is nil,
-// lost otherwise — and signals [Lock.Lost]. Called with l.mu held; the first
-// call wins. The loss is sent to the hook and logger by unlockMu, after the
-// signal and outside l.mu, so that neither can delay it: no code of the
-// user's runs here, not even the logger's Enabled, which emit asks then.
-func (l *Lock) end(cause error) {
-	if l.lostErr != nil || (l.released && cause != nil) {
-		return
+// end records that the lock is no longer held — released when cause is
+// nil, lost otherwise — and signals [Lock.Lost]. The first call wins. It
+// reports whether it recorded a loss, which is then to be reported (see
+// [validity.takeLoss]). No code of the user's runs here but the onEnd
+// functions, which only cancel contexts.
+func (v *validity) end(cause error) (lost bool) {
+	if v.lostErr != nil || (v.released && cause != nil) {
+		return false
 	}
 	if cause != nil {
-		l.lostErr = cause
-		l.lostEvent = &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: time.Now(), Token: l.token, Err: cause}
+		v.lostErr, v.lostAt = cause, time.Now()
 	}
-	if l.expiry != nil {
-		l.expiry.Stop()
+	if v.expiry != nil {
+		v.expiry.Stop()
 	}
-	if l.done != nil {
+	if v.done != nil {
 		select {
-		case <-l.done:
+		case <-v.done:
 		default:
-			close(l.done)
+			close(v.done)
 		}
 	}
-	for _, f := range l.onEnd {
+	for _, f := range v.onEnd {
 		f(cause)
 	}
-	l.onEnd = nil
-	if cause != nil {
-		l.leaveTurn() // Unlock leaves it once the keys are deleted
-	}
+	v.onEnd = nil
+	return cause != nil
 }
 
-// unlockMu releases l.mu, then sends the loss that end recorded, if any, to
-// the hook and the logger (emit asks the logger whether it wants it).
-func (l *Lock) unlockMu() {
-	ev := l.lostEvent
-	l.lostEvent = nil
-	l.mu.Unlock()
-	if ev != nil {
-		l.cfg.emit(context.Background(), ev)
+// takeLoss returns the loss recorded and not reported yet, and when it was
+// recorded; the caller reports it once mu is released.
+func (v *validity) takeLoss() (at time.Time, err error) {
+	at, v.lostAt = v.lostAt, time.Time{}
+	if at.IsZero() {
+		return at, nil
 	}
-}
-
-// watchValidity makes sure the end of the lock's validity is noticed even if
-// nobody asked for [Lock.Lost]: a caller waits behind it in the manager.
-func (l *Lock) watchValidity() {
-	l.mu.Lock()
-	l.watchExpiry()
-	l.unlockMu()
+	return at, v.lostErr
 }

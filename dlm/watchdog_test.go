@@ -12,38 +12,6 @@ import (
 	"github.com/dlmgo/redlock/dlm/driver"
 )
 
-// TestCloseStopsWatchdogs checks that Manager.Close stops the auto-extension
-// of the locks it still holds, obtained or resumed, and waits for it: no
-// watchdog outlives its Manager.
-func TestCloseStopsWatchdogs(t *testing.T) {
-	t.Parallel()
-	checkLeaks(t)
-	fs := newFakes(3)
-	m := newManager(t, fs, WithTTL(10*time.Second))
-	l, err := m.Lock(context.Background(), "a", WithAutoExtend(AutoExtend{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig, err := m.TryLock(context.Background(), "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := m.Resume(context.Background(), orig.Handle(), WithAutoExtend(AutoExtend{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for name, lk := range map[string]*Lock{"Lock": l, "Resume": r} {
-		select {
-		case <-lk.watchdog.done:
-		default:
-			t.Errorf("the watchdog of the lock from %s still runs after Close returned; want it stopped and waited for", name)
-		}
-	}
-}
-
 // TestUntilMonotonicAfterClockStep checks that Handle.Until is the wall
 // clock's now plus the validity left by the monotonic clock: after the wall
 // clock stepped back an hour, it is not an hour too late.

@@ -17,7 +17,8 @@ import (
 // for two replicas, the node fails with [dlm.ErrReplicaAck] and the
 // attempt is released; given to one call, the option fails with
 // [dlm.ErrInvalid]. Read locks and semaphore permits are granted and
-// extended under the same acknowledgement as locks.
+// extended under the same acknowledgement as locks, and so is the
+// auto-extension, whose batches wait for the replica too.
 func TestReplicaAck(t *testing.T, dial Dial) {
 	master := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, master)
@@ -111,5 +112,75 @@ func TestReplicaAck(t *testing.T, dial Dial) {
 	}
 	if !errors.Is(pext, dlm.ErrReplicaAck) {
 		t.Errorf("permit's Extend with the replica paused = %v; want ErrReplicaAck", pext)
+	}
+	testAutoExtendAcked(t, n, replica)
+}
+
+// testAutoExtendAcked checks that the batched auto-extension of a lock, a
+// read lock and a permit on n waits for the replica: extended while it is
+// up, failed with ErrReplicaAck while it is paused.
+func testAutoExtendAcked(t *testing.T, n driver.Node, replica *redistest.Server) {
+	ctx := context.Background()
+	events := make(chan *dlm.Event, 256)
+	hook := hookFunc(func(_ context.Context, e *dlm.Event) {
+		if e.Kind == dlm.EventExtended || e.Kind == dlm.EventExtendFailed {
+			c := *e
+			select {
+			case events <- &c:
+			default:
+			}
+		}
+	})
+	const timeout = 500 * time.Millisecond
+	m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(2*time.Second),
+		dlm.WithNodeTimeout(timeout), dlm.WithReplicaAck(1, timeout/2), dlm.WithHook(hook), dlm.WithRetry(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	auto := dlm.WithAutoExtend(dlm.AutoExtend{})
+	l, err := m.TryLock(ctx, "auto-acked", auto)
+	if err != nil {
+		t.Fatalf("TryLock with auto-extension: %v", err)
+	}
+	defer l.Unlock(ctx)
+	rl, err := m.TryRLock(ctx, "auto-acked-shared", auto)
+	if err != nil {
+		t.Fatalf("TryRLock with auto-extension: %v", err)
+	}
+	defer rl.Unlock(ctx)
+	sem, err := m.Semaphore("auto-acked-pool", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	permit, err := sem.TryAcquire(ctx, auto)
+	if err != nil {
+		t.Fatalf("Semaphore.TryAcquire with auto-extension: %v", err)
+	}
+	defer permit.Unlock(ctx)
+	// Each extended, acknowledged; a failure of a busy machine is tried
+	// again.
+	want := map[string]bool{"auto-acked": true, "auto-acked-shared": true, "auto-acked-pool": true}
+	for deadline := time.After(10 * time.Second); len(want) > 0; {
+		select {
+		case e := <-events:
+			if e.Kind == dlm.EventExtended {
+				delete(want, e.Key)
+			}
+		case <-deadline:
+			t.Fatalf("no acknowledged auto-extension within 10s of %v", want)
+		}
+	}
+	replica.Pause()
+	defer replica.Resume()
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case e := <-events:
+			if e.Kind == dlm.EventExtendFailed && errors.Is(e.Err, dlm.ErrReplicaAck) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no auto-extension failed with ErrReplicaAck within 10s of the replica's pause")
+		}
 	}
 }

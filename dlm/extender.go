@@ -1,0 +1,279 @@
+package dlm
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// extender keeps a manager's auto-extended locks extended, from one
+// goroutine for all of them: a queue of the locks ordered by when each
+// one's next extension is due, and rounds ([sweep]) that send the
+// extensions due together, in batches, one script call per node for up to
+// batchEntries locks. It replaces a goroutine and a timer per lock, whose
+// cost grew with the locks held until, past what the process could
+// schedule in time, extensions came late and most locks were lost at once.
+//
+// Under load it degrades in order: a round takes the extensions due, up
+// to maxRound, and sends them nearest to the end of their validity first;
+// one whose start is late by more than half the margin its schedule left
+// it before its lock's loss guard is reported ([EventRenewal] with
+// [ErrRenewalBehind]) before that lock can be lost.
+//
+// The goroutine is one of the manager's (Manager.Close stops it and waits
+// for it), started with the first auto-extended lock. A zero extender is
+// not usable; see newExtender.
+type extender struct {
+	m     *Manager
+	epoch time.Time // the extender's clock counts ns from it
+	wake  chan struct{}
+	// entries and keys bound a batch: batchEntries and batchKeys, but in
+	// tests.
+	entries, keys int
+	// lockstep, for tests, draws no jitter: locks taken together are
+	// extended together.
+	lockstep bool
+
+	mu      sync.Mutex
+	queue   extQueue
+	running bool
+	// sleepUntil is when the goroutine means to wake, on the extender's
+	// clock; a lock scheduled sooner wakes it.
+	sleepUntil int64
+	lastRound  int64 // when the last round started
+	// lastBehind is when a round was last reported behind: at most one a
+	// second is, to keep a sustained overload from flooding the log.
+	lastBehind int64
+}
+
+// Rounds and batches.
+const (
+	// gatherWindow is how much earlier than due an extension may go with a
+	// round, so that rounds gather the extensions due close together:
+	// rounds are at least this far apart unless an extension is due
+	// sooner. (Its jitter and this together stay within a tenth of the
+	// wait: see [autoExtension.nextExtension].)
+	gatherWindow = 2 * time.Millisecond
+	// batchEntries and batchKeys bound a batch, one script call to one
+	// node: a few hundred locks keep a node's script run well under a
+	// millisecond, so that the other requests waiting on it are not held
+	// up, while the cost of a call is shared by many locks.
+	batchEntries = 256
+	batchKeys    = 1024
+	// maxRound bounds the extensions a round takes, so that the first
+	// batches go out while the rest is still due, under overload too.
+	maxRound = 16 * batchEntries
+)
+
+func newExtender(m *Manager) *extender {
+	return &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), entries: batchEntries, keys: batchKeys}
+}
+
+// clock returns t on the extender's clock.
+func (x *extender) clock(t time.Time) int64 { return int64(t.Sub(x.epoch)) }
+
+// start starts the auto-extension of l, freshly obtained, as a asks;
+// ctx is what [autoExtension] keeps of the context of the call that took
+// it. The lock's validity is watched from now on, so that its loss is
+// signalled even if nobody asked for [Lock.Lost].
+func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
+	if a.Remaining == 0 {
+		a.Remaining = defaultRemaining
+	}
+	ae := &autoExtension{l: l, ctx: ctx, remaining: a.Remaining, maxHold: a.MaxHold, idx: -1, state: autoTaken}
+	l.auto = ae
+	l.watchValidity()
+	now := time.Now()
+	ae.obtained = now
+	if l.cfg.extendWithCtx {
+		ae.unhook = context.AfterFunc(ctx, func() { x.stop(l) })
+	}
+	wait, slack := ae.nextExtension(now)
+	x.schedule(ae, now, wait, slack)
+}
+
+// schedule queues a's next extension wait after now, or up to slack
+// sooner with a round of others, unless its extension was stopped or the
+// manager closed, and starts the goroutine if it does not run yet.
+func (x *extender) schedule(a *autoExtension, now time.Time, wait, slack time.Duration) {
+	x.mu.Lock()
+	if a.state != autoTaken || x.m.closed.Load() {
+		x.mu.Unlock()
+		x.stop(a.l)
+		return
+	}
+	a.at = x.clock(now) + int64(wait)
+	a.early = a.at - int64(slack)
+	a.state = autoQueued
+	heap.Push(&x.queue, a)
+	spawn := !x.running
+	x.running = true
+	poke := a.idx == 0 && a.early < x.sleepUntil
+	x.mu.Unlock()
+	switch {
+	case spawn:
+		x.m.work.Spawn(x.run)
+	case poke:
+		select {
+		case x.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stop ends the auto-extension of l, if it has one: it is taken out of the
+// queue and never queued again, and under Do the watch of Do's context
+// ends. It returns a channel closed once no round holds the lock: at once
+// when none does, or when the round it is in is done with it (its
+// extension settled, its op released). Unlock waits on it before it takes
+// op, on a channel rather than on the mutex, which the round may hold for
+// a round trip.
+func (x *extender) stop(l *Lock) <-chan struct{} {
+	a := l.auto
+	x.mu.Lock()
+	var wait <-chan struct{} = closedChan
+	switch a.state {
+	case autoQueued:
+		heap.Remove(&x.queue, a.idx)
+	case autoTaken:
+		if a.released == nil {
+			a.released = make(chan struct{})
+		}
+		wait = a.released
+	}
+	unhook := a.unhook
+	a.state, a.unhook = autoStopped, nil
+	x.mu.Unlock()
+	if unhook != nil {
+		unhook()
+	}
+	return wait
+}
+
+// release tells a stop waiting for a's lock that the round that had it is
+// done with it; it is called once the round let go of the lock's op, and
+// before it queues the lock again or stops it.
+func (x *extender) release(a *autoExtension) {
+	x.mu.Lock()
+	if a.released != nil {
+		close(a.released)
+		a.released = nil
+	}
+	x.mu.Unlock()
+}
+
+// run is the extender's goroutine: it starts a round whenever extensions
+// are due, and sleeps until the next one is otherwise. It returns when the
+// manager closes.
+func (x *extender) run() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		due, sleep := x.take(time.Now())
+		if len(due) > 0 {
+			x.sweep(due)
+			continue
+		}
+		var fired <-chan time.Time
+		if sleep > 0 {
+			if !t.Stop() {
+				select { // before Go 1.23's timers, a fired timer keeps its tick
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(sleep)
+			fired = t.C
+		}
+		select {
+		case <-x.m.done:
+			return
+		case <-x.wake:
+		case <-fired:
+		}
+	}
+}
+
+// take takes the extensions a round should start at now, in the order they
+// are due, or, when none should, returns how long to sleep (0: until
+// woken). A round starts when the first extension is due, or as soon as
+// one may go early but no sooner than gatherWindow after the last round;
+// it takes every extension that may go early by then.
+func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c := x.clock(now)
+	if len(x.queue) == 0 {
+		x.sleepUntil = 1<<63 - 1
+		return nil, 0
+	}
+	top := x.queue[0]
+	if next := min(top.at, max(top.early, x.lastRound+int64(gatherWindow))); c < next {
+		x.sleepUntil = next
+		return nil, time.Duration(next - c)
+	}
+	x.sleepUntil = c
+	x.lastRound = c
+	var due []*autoExtension
+	for len(x.queue) > 0 && x.queue[0].early <= c && len(due) < maxRound {
+		a := heap.Pop(&x.queue).(*autoExtension)
+		a.state = autoTaken
+		due = append(due, a)
+	}
+	return due, 0
+}
+
+// after decides what follows the extension of a by ttl, settled with err:
+// the next one, a retry while the validity lasts, or the end of a's
+// auto-extension.
+func (x *extender) after(a *autoExtension, ttl time.Duration, err error) {
+	now := time.Now()
+	switch {
+	case err == nil && ttl < a.l.cfg.ttl:
+		// This extension ends the TTL at MaxHold; another would only
+		// shorten it, over and over as MaxHold nears.
+		a.logMaxHold()
+		x.stop(a.l)
+	case err == nil:
+		wait, slack := a.nextExtension(now)
+		x.schedule(a, now, wait, slack)
+	case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), errors.Is(err, ErrNotHeld), a.ctx.Err() != nil:
+		x.stop(a.l)
+	default:
+		// A transient failure: try again while the validity lasts. The
+		// expiry timer reports the loss if none succeeds.
+		if wait, ok := a.retryWait(now); ok {
+			x.schedule(a, now, wait, 0)
+		} else {
+			x.stop(a.l)
+		}
+	}
+}
+
+// extQueue is the extender's queue: a heap of the locks waiting for their
+// next extension, by when it is due.
+type extQueue []*autoExtension
+
+func (q extQueue) Len() int           { return len(q) }
+func (q extQueue) Less(i, j int) bool { return q[i].at < q[j].at }
+func (q extQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+
+func (q *extQueue) Push(x any) {
+	a := x.(*autoExtension)
+	a.idx = len(*q)
+	*q = append(*q, a)
+}
+
+func (q *extQueue) Pop() any {
+	old := *q
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	a.idx = -1
+	*q = old[:len(old)-1]
+	return a
+}

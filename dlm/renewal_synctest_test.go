@@ -1,0 +1,136 @@
+//go:build go1.25
+
+// The extender under load, on testing/synctest's fake clock (see
+// synctest_test.go for the build constraint and its go:debug line): a hook
+// that keeps the extender's goroutine busy stands for a process that does
+// not get the CPU to start its extensions on time.
+
+package dlm
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stallingHook records every event, and stalls the goroutine that sends the
+// first EventRenewal for stall, as a process short of CPU would stall.
+type stallingHook struct {
+	recordingHook
+	once  sync.Once
+	stall time.Duration
+}
+
+func (h *stallingHook) OnEvent(ctx context.Context, e *Event) {
+	h.recordingHook.OnEvent(ctx, e)
+	if e.Kind == EventRenewal {
+		h.once.Do(func() { time.Sleep(h.stall) })
+	}
+}
+
+// TestRenewalBehindReported checks that extensions that start late are
+// reported — an EventRenewal wrapping ErrRenewalBehind, with the lag, and a
+// Warn log line — before any lock is lost, and that the locks are still
+// extended: the report comes while half the margin is left.
+func TestRenewalBehindReported(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		hook := &stallingHook{stall: 250 * time.Millisecond}
+		logger, logs := newLogger()
+		m := newManager(t, fs, WithTTL(time.Second), WithHook(hook), WithLogger(logger))
+		m.extender.lockstep = true
+		a, err := m.TryLock(context.Background(), "a", WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// b falls due 100ms after a, while the extender is stalled by a's
+		// round: it starts 150ms late, more than half of the 279ms its
+		// schedule left it before its loss guard.
+		time.Sleep(100 * time.Millisecond)
+		b, err := m.TryLock(context.Background(), "b", WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		var behind *Event
+		for _, e := range hook.find(EventRenewal) {
+			if errors.Is(e.Err, ErrRenewalBehind) {
+				behind = &e
+				break
+			}
+		}
+		switch {
+		case behind == nil:
+			t.Fatalf("no EventRenewal wrapping ErrRenewalBehind; events %v", hook.kinds())
+		case behind.Duration < 140*time.Millisecond || behind.For != 1:
+			t.Errorf("the late round's event: lag %v, %d locks; want about 150ms, 1 lock", behind.Duration, behind.For)
+		}
+		if lost := hook.find(EventLost); len(lost) > 0 {
+			t.Errorf("%d locks lost; want the late extension reported, and done in time", len(lost))
+		}
+		for k, l := range map[string]*Lock{"a": a, "b": b} {
+			if isClosed(l.Lost()) {
+				t.Errorf("lock %q lost; want it kept", k)
+			}
+		}
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "event=renewal") {
+			t.Errorf("no renewal logged at Warn; log:\n%s", logs)
+		}
+	})
+}
+
+// TestRoundNearestDeadlineFirst checks that the extensions a round takes
+// are batched, and sent, nearest to the end of their validity first: with
+// batches of two, the two nearest go in the first batch, whichever fell
+// due first.
+func TestRoundNearestDeadlineFirst(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		hook := &stallingHook{stall: 150 * time.Millisecond}
+		m := newManager(t, fs, WithTTL(time.Second), WithHook(hook))
+		m.extender.lockstep = true
+		m.extender.entries = 2
+		rec := &batchRecorder{}
+		rec.on(fs[0], nil)
+		// z stalls the extender with the first round, at 659ms.
+		if _, err := m.TryLock(context.Background(), "z", WithAutoExtend(AutoExtend{})); err != nil {
+			t.Fatal(err)
+		}
+		// During the stall, to 809ms, c falls due first (at 762ms) but
+		// ends last (its loss guard at 1889ms, with a TTL of 2s); a and b
+		// fall due later (800ms) and end sooner (949ms).
+		time.Sleep(10 * time.Millisecond)
+		if _, err := m.TryLock(context.Background(), "c", WithTTL(2*time.Second), WithAutoExtend(AutoExtend{Remaining: 0.62})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.TryLock(context.Background(), "a", WithAutoExtend(AutoExtend{Remaining: 0.2})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.TryLock(context.Background(), "b", WithAutoExtend(AutoExtend{Remaining: 0.2})); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		// The round after the stall holds a, b and c.
+		var round [][]string
+		rec.mu.Lock()
+		for _, b := range rec.batches[1:] {
+			round = append(round, b)
+			if len(round) == 2 {
+				break
+			}
+		}
+		rec.mu.Unlock()
+		// The batches run on workers of their own: the nodes may see
+		// them in either order, but they are cut in deadline order.
+		slices.SortFunc(round, func(x, y []string) int { return len(y) - len(x) })
+		if len(round) != 2 || !slices.Contains(round[0], rkey("a")) || !slices.Contains(round[0], rkey("b")) || !slices.Equal(round[1], []string{rkey("c")}) {
+			t.Errorf("the round after the stall sent batches %q; want a and b together, c alone", round)
+		}
+	})
+}

@@ -1,0 +1,329 @@
+package dlm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// A sweep is one round of the extender: the extensions of the locks due
+// together, sent at start to every node in batches ([round.Round.Batch]),
+// each lock in one batch per node. Each lock's vote is counted from the
+// replies of the batches that carried it, and settled, as an extension by
+// [Lock.Extend] is, the moment it is decided.
+//
+// The batch invariant: a lock's extension in a sweep is the extension of
+// [Lock.Extend] with its requests sent at start. start is read before the
+// first batch of the sweep is sent, so every node that extended the lock
+// did so after start, and its key lives ttl from then: the lock's new
+// validity, start + validity(ttl), counts from before any of its requests
+// left, however long the sweep took to send them and whatever the other
+// locks of its batches did. A node's reply counts for a lock only while
+// its vote is open and within that validity ([round.Vote.InTime]); a node
+// whose batch failed — its reply lost, late past the batch's deadline, cut
+// by the node timeout, malformed — counts as failed for every lock of the
+// batch, which may have been extended there all the same, so the failure
+// rules of Extend apply ([validity.failed]). An entry that fails on a node
+// fails only its own lock. The lock's op is held from before its entry is
+// built until its vote is settled, so neither Extend nor Unlock crosses it.
+type sweep struct {
+	x     *extender
+	start time.Time
+	n     int // nodes
+
+	mu      sync.Mutex
+	entries []sweepEntry
+}
+
+// sweepEntry is one lock's extension in a sweep.
+type sweepEntry struct {
+	a        *autoExtension
+	ttl      time.Duration
+	q        int       // the lock's quorum
+	deadline time.Time // when the lock must be reported lost unless extended: until less the guard
+	v        round.Vote
+	answered int
+	settled  bool
+}
+
+// sweepChunk is one batch of a sweep, sent to the nodes of one kind: every
+// node that is one Redis master, or every node that is a Redis Cluster
+// (whose batches hold the locks of one hash slot).
+type sweepChunk struct {
+	s         *sweep
+	entries   []int32 // indices in s.entries, in the batch's order
+	req       *round.Request
+	clustered bool // for the nodes that are Redis Clusters
+	// ctx carries the batch's node deadline; cancel is called once every
+	// node's request returned (see driver.WithNodeDeadline).
+	ctx    context.Context
+	cancel context.CancelFunc
+	due    atomic.Int32 // node replies still due
+}
+
+// sweep runs a round for due, the extensions taken from the queue: it
+// takes each lock's op, checks that it may still be extended, and sends
+// the extensions in batches. The locks that may no longer be extended are
+// left to their end (their expiry timer reports a loss).
+func (x *extender) sweep(due []*autoExtension) {
+	now := time.Now()
+	s := &sweep{x: x, n: len(x.m.nodes), entries: make([]sweepEntry, 0, len(due))}
+	var maxLag time.Duration
+	behind := 0
+	for _, a := range due {
+		e, ok := x.entry(a, now)
+		if !ok {
+			continue
+		}
+		lag := time.Duration(x.clock(now) - a.at)
+		maxLag = max(maxLag, lag)
+		// Behind when the lag took more than half the margin its schedule
+		// left between the extension's start and the loss guard: reported
+		// while the lock still holds.
+		if margin := time.Duration(x.clock(e.deadline) - a.at); lag > 0 && 2*lag > margin {
+			behind++
+		}
+		s.entries = append(s.entries, e)
+	}
+	if len(s.entries) == 0 {
+		return
+	}
+	slices.SortFunc(s.entries, func(a, b sweepEntry) int { return a.deadline.Compare(b.deadline) })
+	s.start = time.Now()
+	s.send()
+	x.report(s, maxLag, behind)
+}
+
+// entry checks whether a's lock is to be extended in a round at now, and
+// returns its entry with the lock's op held if it is. It is not when its
+// auto-extension was stopped, an Extend or Unlock of it is under way (it is
+// then tried again soon), it reached MaxHold, Do's context ended, it is
+// lost, unlocked or the manager closed, or so little of its validity is
+// left that an extension could not settle before the loss guard.
+func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
+	l := a.l
+	x.mu.Lock()
+	stopped := a.state != autoTaken
+	locked := !stopped && l.op.TryLock()
+	x.mu.Unlock()
+	switch {
+	case stopped:
+		x.release(a)
+		return sweepEntry{}, false
+	case !locked:
+		x.release(a)
+		if wait, ok := a.retryWait(now); ok {
+			x.schedule(a, now, wait, 0)
+		} else {
+			x.stop(l)
+		}
+		return sweepEntry{}, false
+	}
+	ttl, ok := a.extendTTL(now)
+	if !ok {
+		a.logMaxHold()
+	}
+	guard := l.cfg.lossGuard()
+	if !ok || a.ctx.Err() != nil || l.extendable(now) != nil || !now.Before(l.Until().Add(-guard*3/2)) {
+		l.op.Unlock()
+		x.release(a)
+		x.stop(l)
+		return sweepEntry{}, false
+	}
+	l.extended = true
+	return sweepEntry{a: a, ttl: ttl, q: l.quorum(), deadline: l.Until().Add(-guard)}, true
+}
+
+// send builds the sweep's batches and sends each to its nodes, nearest
+// deadline first: batches of the entries in their order for the nodes
+// that are one master, batches of one hash slot each for the nodes that
+// are Redis Clusters.
+func (s *sweep) send() {
+	m := s.x.m
+	plain, cluster := 0, 0
+	for i := range m.nodes {
+		if m.clusterNodes != nil && m.clusterNodes[i] {
+			cluster++
+		} else {
+			plain++
+		}
+	}
+	order := make([]int32, len(s.entries))
+	for e := range order {
+		order[e] = int32(e)
+	}
+	var chunks []*sweepChunk
+	if plain > 0 {
+		chunks = append(chunks, s.chunks(order, false, plain)...)
+	}
+	if cluster > 0 {
+		for _, slot := range s.bySlot(order) {
+			chunks = append(chunks, s.chunks(slot, true, cluster)...)
+		}
+		slices.SortStableFunc(chunks, func(a, b *sweepChunk) int {
+			return s.entries[a.entries[0]].deadline.Compare(s.entries[b.entries[0]].deadline)
+		})
+	}
+	for _, c := range chunks {
+		for i := range m.nodes {
+			if (m.clusterNodes != nil && m.clusterNodes[i]) == c.clustered {
+				m.rounds.Batch(c.ctx, i, c.req, c.answer)
+			}
+		}
+	}
+}
+
+// bySlot splits the entries of order by the hash slot of their keys, each
+// slot's in order, the slots in the order of their first entry.
+func (s *sweep) bySlot(order []int32) [][]int32 {
+	at := map[uint16]int{}
+	var slots [][]int32
+	for _, e := range order {
+		slot := keySlot(s.entries[e].a.l.rkeys[0])
+		j, ok := at[slot]
+		if !ok {
+			j = len(slots)
+			at[slot] = j
+			slots = append(slots, nil)
+		}
+		slots[j] = append(slots[j], e)
+	}
+	return slots
+}
+
+// chunks cuts the entries of order into batches of at most batchEntries
+// locks and batchKeys keys (a lock over more keys has a batch of its own),
+// each to be sent to nodes nodes.
+func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
+	var out []*sweepChunk
+	var ttlFor time.Duration
+	var ttlArg string
+	for len(order) > 0 {
+		c := &sweepChunk{s: s}
+		req := &round.Request{Op: opExtend, Script: script.ExtendBatch, Want: 1}
+		deadline := time.Time{}
+		for len(order) > 0 && len(c.entries) < s.x.entries {
+			e := &s.entries[order[0]]
+			l := e.a.l
+			if len(c.entries) > 0 && len(req.Keys)+len(l.rkeys) > s.x.keys {
+				break
+			}
+			if e.ttl != ttlFor || ttlArg == "" {
+				ttlFor, ttlArg = e.ttl, ttlMillis(e.ttl)
+			}
+			req.Keys = append(req.Keys, l.rkeys...)
+			req.Args = append(req.Args, batchKind(&l.claim), l.secret, ttlArg)
+			// The batch ends with the first of its node timeouts, and
+			// before the loss guard of any of its locks, half a guard
+			// early, as Extend's own requests under auto-extension did:
+			// no extension is in flight when its lock is reported lost.
+			end := minTime(s.start.Add(l.cfg.timeout()), e.deadline.Add(-l.cfg.lossGuard()/2))
+			if deadline.IsZero() || end.Before(deadline) {
+				deadline, req.Timeout = end, end.Sub(s.start)
+			}
+			c.entries = append(c.entries, order[0])
+			order = order[1:]
+		}
+		req.Entries = len(c.entries)
+		c.req, c.clustered = req, clustered
+		c.ctx, c.cancel = driver.WithNodeDeadline(context.Background(), deadline)
+		c.due.Store(int32(nodes))
+		out = append(out, c)
+	}
+	return out
+}
+
+// report sends the sweep's [EventRenewal] to the manager's hook and
+// logger: lag is how late its most overdue extension started, behind how
+// many started after half their margin. The log has at most one such
+// round a second.
+func (x *extender) report(s *sweep, lag time.Duration, behind int) {
+	cfg := &x.m.cfg
+	var err error
+	logged := true
+	if behind > 0 {
+		err = fmt.Errorf("%w: %d of the %d extensions of a round started after half their margin; the most overdue %v late",
+			ErrRenewalBehind, behind, len(s.entries), lag.Round(time.Millisecond))
+		c := x.clock(s.start)
+		x.mu.Lock()
+		if x.lastBehind != 0 && c-x.lastBehind < int64(time.Second) {
+			logged = false
+		} else {
+			x.lastBehind = c
+		}
+		x.mu.Unlock()
+	}
+	ctx := context.Background()
+	if !cfg.wants(ctx, EventRenewal, err) {
+		return
+	}
+	e := &Event{Kind: EventRenewal, Op: opExtend, Start: s.start, Duration: lag, For: len(s.entries), Err: err}
+	ctx = cfg.observe(ctx, e)
+	if logged {
+		cfg.log(ctx, e)
+	}
+}
+
+// batchKind is the kind of c's entry in a batch ([script.ExtendBatch]).
+func batchKind(c *claim) string {
+	switch {
+	case c.kind == nil:
+		return script.BatchLock(len(c.rkeys))
+	case c.kind.extend == script.ReadExtend:
+		return script.BatchRead
+	}
+	return script.BatchPermit
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// answer counts node b.Node's reply to the batch for each of its locks,
+// and settles those whose vote it decides. A lock's vote closes once
+// decided: a reply that comes after counts for nothing.
+func (c *sweepChunk) answer(b round.BatchReply) {
+	s := c.s
+	var decided []int32
+	s.mu.Lock()
+	for j, e := range c.entries {
+		en := &s.entries[e]
+		if en.settled {
+			continue
+		}
+		en.v.Count(b.Reply(j), s.n)
+		en.answered++
+		if en.answered == s.n || en.v.Settled(s.n, en.q, s.n-en.answered) {
+			en.settled = true
+			decided = append(decided, e)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range decided {
+		s.settle(&s.entries[e])
+	}
+	if c.due.Add(-1) == 0 {
+		c.cancel()
+	}
+}
+
+// settle settles en's extension, as Extend does, lets its lock's op go and
+// decides what follows.
+func (s *sweep) settle(en *sweepEntry) {
+	a := en.a
+	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, s.start)
+	a.l.op.Unlock()
+	s.x.release(a)
+	s.x.after(a, en.ttl, err)
+}
