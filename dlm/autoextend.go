@@ -111,8 +111,9 @@ const (
 // When two node timeouts take up most of the validity, it still waits half
 // as long as the share alone would have it wait: extensions would otherwise
 // go back to back, as fast as the nodes answer. slack is how much earlier
-// still the extension may go with a round of others (at most gatherWindow),
-// so that jitter and slack together stay within the tenth.
+// still the extension may go with a round of others: at most gatherWindow
+// and a fortieth of the wait, and jitter and slack together stay within
+// the tenth.
 func (a *autoExtension) nextExtension(now time.Time) (wait, slack time.Duration) {
 	l := a.l
 	validity := l.cfg.validity(l.cfg.ttl)
@@ -126,7 +127,7 @@ func (a *autoExtension) nextExtension(now time.Time) (wait, slack time.Duration)
 	if !l.m.extender.lockstep {
 		jitter = rand.N(due/10 + 1)
 	}
-	return due - jitter, min(gatherWindow, due/10-jitter)
+	return due - jitter, min(gatherWindow, due/40, due/10-jitter)
 }
 
 // retryWait is the wait before a failed extension is tried again, and

@@ -67,7 +67,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	defer n.mu.Unlock()
 	src := s.Source
 	switch {
-	case strings.Contains(src, "local out, k = {}, 1"): // batched extension
+	case strings.Contains(src, "local out, k, a = {}, 1, 1"): // batched extension
 		return n.extendBatch(keys, args)
 	case strings.Contains(src, "spanLeases"):
 		// A read lock's scripts name the readers' set second.
@@ -115,14 +115,20 @@ func (n *memNode) extend(keys, args []string) (any, error) {
 	return n.setAll(keys, args)
 }
 
-// extendBatch runs the batched extension: each entry of ARGV (its kind, the
-// secret, the TTL) extended on its own keys, taken from KEYS in turn, with
-// a reply of its own: a lock over n keys ("n"), a reader ("r": the lock key
-// and the readers' set) or a permit ("p": the set of permits). n.mu is held.
+// extendBatch runs the batched extension: groups of entries of one kind
+// and TTL (ARGV: the kind, the TTL, the count, then each entry's secret),
+// each entry extended on its own keys, taken from KEYS in turn, with a
+// reply of its own: a lock over n keys ("n"), a reader ("r": the lock key
+// and the readers' set) or a permit ("p": the set of permits). n.mu is
+// held.
 func (n *memNode) extendBatch(keys, args []string) (any, error) {
-	var out []any
-	for a := 0; a+3 <= len(args); a += 3 {
-		kind, entry := args[a], args[a+1:a+3]
+	out := []any{}
+	for len(args) >= 3 {
+		kind, ttl := args[0], args[1]
+		count, err := strconv.Atoi(args[2])
+		if err != nil || count < 0 || count > len(args)-3 {
+			return nil, errors.New("ERR batch arguments do not match its keys")
+		}
 		take := 1
 		switch kind {
 		case "r":
@@ -131,22 +137,24 @@ func (n *memNode) extendBatch(keys, args []string) (any, error) {
 		default:
 			take, _ = strconv.Atoi(kind)
 		}
-		if take < 1 || take > len(keys) {
-			return nil, errors.New("ERR batch arguments do not match its keys")
+		for _, secret := range args[3 : 3+count] {
+			if take < 1 || take > len(keys) {
+				return nil, errors.New("ERR batch arguments do not match its keys")
+			}
+			var r any
+			switch kind {
+			case "r", "p":
+				r, err = n.lease("extend", kind == "r", keys[:take], []string{secret, ttl})
+			default:
+				r, err = n.extend(keys[:take], []string{secret, ttl})
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+			keys = keys[take:]
 		}
-		var r any
-		var err error
-		switch kind {
-		case "r", "p":
-			r, err = n.lease("extend", kind == "r", keys[:take], entry)
-		default:
-			r, err = n.extend(keys[:take], entry)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-		keys = keys[take:]
+		args = args[3+count:]
 	}
 	return out, nil
 }

@@ -138,8 +138,8 @@ func (l *Lock) lose(cause error) {
 	}
 }
 
-// watchExpiry makes sure l.done exists and is closed when the validity
-// ends. Called with l.mu held.
+// watchExpiry makes sure the end of l's validity is noticed: the lock is
+// reported lost a guard before it. Called with l.mu held.
 func (l *Lock) watchExpiry() {
 	if l.arm(l.cfg.lossGuard(), l.expire) {
 		l.lose(l.expiredErr())

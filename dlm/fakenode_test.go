@@ -84,8 +84,8 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	}
 	f.calls[name]++
 	switch {
-	case s.Hash == script.ExtendBatch.Hash && len(args) > 1:
-		f.lastSecret = args[1]
+	case s.Hash == script.ExtendBatch.Hash && len(args) > script.BatchHeader:
+		f.lastSecret = args[script.BatchHeader]
 	case len(args) > 0:
 		f.lastSecret = args[0]
 	}
@@ -178,21 +178,26 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 	}
 }
 
-// runBatch executes the batched extension of the mutexes whose entries
-// args gives, each as run would extend it alone; f.mu is held.
+// runBatch executes the batched extension of the mutexes whose groups of
+// entries args gives (a kind, a TTL, a count, the secrets), each entry as
+// run would extend it alone; f.mu is held.
 func (f *fakeNode) runBatch(keys, args []string) (any, error) {
-	out := make([]any, 0, len(args)/script.BatchArgs)
-	for a := 0; a+script.BatchArgs <= len(args); a += script.BatchArgs {
-		n, err := strconv.Atoi(args[a])
-		if err != nil || n < 1 || n > len(keys) {
-			return nil, fmt.Errorf("ERR fake: entry of kind %q: only mutexes are batched here", args[a])
+	out := []any{}
+	for len(args) >= script.BatchHeader {
+		n, err1 := strconv.Atoi(args[0])
+		count, err2 := strconv.Atoi(args[2])
+		if err1 != nil || err2 != nil || n < 1 || count < 0 || count > len(args)-script.BatchHeader || n*count > len(keys) {
+			return nil, fmt.Errorf("ERR fake: a group of kind %q: only mutexes are batched here", args[0])
 		}
-		r, err := f.run("extend", keys[:n], args[a+1:a+3])
-		if err != nil {
-			return nil, err
+		for _, secret := range args[script.BatchHeader : script.BatchHeader+count] {
+			r, err := f.run("extend", keys[:n], []string{secret, args[1]})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+			keys = keys[n:]
 		}
-		out = append(out, r)
-		keys = keys[n:]
+		args = args[script.BatchHeader+count:]
 	}
 	return out, nil
 }

@@ -105,7 +105,7 @@ func (l *Lock) Lost() <-chan struct{} {
 	}
 	l.mu.Lock()
 	l.watchExpiry()
-	done := l.done
+	done := l.signal()
 	l.unlockMu()
 	return done
 }

@@ -40,7 +40,7 @@ func TestRenewalBehindReported(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
-		hook := &stallingHook{stall: 250 * time.Millisecond}
+		hook := &stallingHook{stall: 280 * time.Millisecond}
 		logger, logs := newLogger()
 		m := newManager(t, fs, WithTTL(time.Second), WithHook(hook), WithLogger(logger))
 		m.extender.lockstep = true
@@ -48,9 +48,10 @@ func TestRenewalBehindReported(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// b falls due 100ms after a, while the extender is stalled by a's
-		// round: it starts 150ms late, more than half of the 279ms its
-		// schedule left it before its loss guard.
+		// a's round goes at 643ms (16ms early, with a round's slack) and
+		// stalls the extender to 923ms; b falls due meanwhile, at 759ms,
+		// and starts 164ms late: more than half of the 280ms its schedule
+		// left it before its loss guard (1039ms).
 		time.Sleep(100 * time.Millisecond)
 		b, err := m.TryLock(context.Background(), "b", WithAutoExtend(AutoExtend{}))
 		if err != nil {
@@ -67,8 +68,8 @@ func TestRenewalBehindReported(t *testing.T) {
 		switch {
 		case behind == nil:
 			t.Fatalf("no EventRenewal wrapping ErrRenewalBehind; events %v", hook.kinds())
-		case behind.Duration < 140*time.Millisecond || behind.For != 1:
-			t.Errorf("the late round's event: lag %v, %d locks; want about 150ms, 1 lock", behind.Duration, behind.For)
+		case behind.Duration < 160*time.Millisecond || behind.For != 1:
+			t.Errorf("the late round's event: lag %v, %d locks; want about 164ms, 1 lock", behind.Duration, behind.For)
 		}
 		if lost := hook.find(EventLost); len(lost) > 0 {
 			t.Errorf("%d locks lost; want the late extension reported, and done in time", len(lost))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -205,9 +206,16 @@ type spyNode struct {
 func (n *spyNode) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
 	switch {
 	case s == script.ExtendBatch:
-		// Each entry's kind, secret and TTL.
-		for a := 1; a < len(args); a += script.BatchArgs {
-			n.spy.sawSecret(args[a])
+		// Groups of a kind, a TTL, a count, then each entry's secret.
+		for rest := args; len(rest) >= script.BatchHeader; {
+			count, err := strconv.Atoi(rest[2])
+			if err != nil || count > len(rest)-script.BatchHeader {
+				break
+			}
+			for _, secret := range rest[script.BatchHeader : script.BatchHeader+count] {
+				n.spy.sawSecret(secret)
+			}
+			rest = rest[script.BatchHeader+count:]
 		}
 	case len(args) > 0:
 		n.spy.sawSecret(args[0])

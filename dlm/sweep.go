@@ -138,6 +138,11 @@ func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
 		return sweepEntry{}, false
 	}
 	l.extended = true
+	if l.pend != nil && l.pend.Done() {
+		// The acquire's replies are all in: the lock need not keep what
+		// waited for them, some hundreds of bytes of each held lock.
+		l.pend = nil
+	}
 	return sweepEntry{a: a, ttl: ttl, q: l.quorum(), deadline: l.Until().Add(-guard)}, true
 }
 
@@ -198,9 +203,10 @@ func (s *sweep) bySlot(order []int32) [][]int32 {
 	return slots
 }
 
-// chunks cuts the entries of order into batches of at most batchEntries
-// locks and batchKeys keys (a lock over more keys has a batch of its own),
-// each to be sent to nodes nodes.
+// chunks cuts the entries of order into batches of at most x.entries
+// locks and x.keys keys (a lock over more keys has a batch of its own),
+// each to be sent to nodes nodes. In a batch, consecutive locks of one kind
+// and TTL make one group ([script.ExtendBatch]).
 func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 	var out []*sweepChunk
 	var ttlFor time.Duration
@@ -208,18 +214,27 @@ func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 	for len(order) > 0 {
 		c := &sweepChunk{s: s}
 		req := &round.Request{Op: opExtend, Script: script.ExtendBatch, Want: 1}
-		deadline := time.Time{}
+		var deadline time.Time
+		group, kind := -1, "" // the group's count in req.Args, and its kind
 		for len(order) > 0 && len(c.entries) < s.x.entries {
 			e := &s.entries[order[0]]
 			l := e.a.l
 			if len(c.entries) > 0 && len(req.Keys)+len(l.rkeys) > s.x.keys {
 				break
 			}
-			if e.ttl != ttlFor || ttlArg == "" {
-				ttlFor, ttlArg = e.ttl, ttlMillis(e.ttl)
+			if k := batchKind(&l.claim); group < 0 || k != kind || e.ttl != ttlFor {
+				if group >= 0 {
+					req.Args[group] = script.BatchCount(len(req.Args) - group - 1)
+				}
+				if e.ttl != ttlFor || ttlArg == "" {
+					ttlFor, ttlArg = e.ttl, ttlMillis(e.ttl)
+				}
+				kind = k
+				req.Args = append(req.Args, kind, ttlArg, "")
+				group = len(req.Args) - 1
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
-			req.Args = append(req.Args, batchKind(&l.claim), l.secret, ttlArg)
+			req.Args = append(req.Args, l.secret)
 			// The batch ends with the first of its node timeouts, and
 			// before the loss guard of any of its locks, half a guard
 			// early, as Extend's own requests under auto-extension did:
@@ -231,6 +246,7 @@ func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 			c.entries = append(c.entries, order[0])
 			order = order[1:]
 		}
+		req.Args[group] = script.BatchCount(len(req.Args) - group - 1)
 		req.Entries = len(c.entries)
 		c.req, c.clustered = req, clustered
 		c.ctx, c.cancel = driver.WithNodeDeadline(context.Background(), deadline)

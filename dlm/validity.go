@@ -40,8 +40,8 @@ type validity struct {
 	// lostAt is when the loss was recorded, while it is still to be
 	// reported (see [validity.takeLoss]); zero otherwise.
 	lostAt time.Time
-	done   chan struct{}
-	expiry *time.Timer // reports the loss a guard before until
+	done   chan struct{} // made by signal; nil while nobody asked
+	expiry *time.Timer   // reports the loss a guard before until
 	onEnd  []func(cause error)
 }
 
@@ -72,18 +72,13 @@ func (v *validity) left(now time.Time, guard time.Duration) time.Duration {
 	return v.until.Sub(now) - guard
 }
 
-// arm makes done exist and be closed when the validity ends, by a timer
-// that calls fire a guard before until. It reports whether the validity is
-// within the guard already: the caller reports the loss at once then,
-// rather than from a timer a moment later, so that the Lost of a lock past
-// its guard is closed when it returns.
+// arm sets the timer that calls fire a guard before until, once: the end
+// of the validity is noticed from then on, whoever waits for it. It
+// reports whether the validity is within the guard already: the caller
+// reports the loss at once then, rather than from a timer a moment later,
+// so that the Lost of a lock past its guard is closed when it returns.
 func (v *validity) arm(guard time.Duration, fire func()) (near bool) {
-	if v.done != nil {
-		return false
-	}
-	v.done = make(chan struct{})
-	if v.ended() {
-		close(v.done)
+	if v.expiry != nil || v.ended() {
 		return false
 	}
 	left := v.left(time.Now(), guard)
@@ -92,6 +87,20 @@ func (v *validity) arm(guard time.Duration, fire func()) (near bool) {
 	}
 	v.expiry = time.AfterFunc(left, fire)
 	return false
+}
+
+// signal returns the channel [Lock.Lost] returns: closed once the lock
+// ended. It is made when first asked for, so that a lock nobody asks does
+// not carry one.
+func (v *validity) signal() <-chan struct{} {
+	switch {
+	case v.done != nil:
+		return v.done
+	case v.ended():
+		return closedChan
+	}
+	v.done = make(chan struct{})
+	return v.done
 }
 
 // fired is the rule of the timer arm set: it reports whether the lock is

@@ -89,3 +89,31 @@ func TestSettled(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingDone checks that Done reads the replies that came without
+// waiting for the others, and is true once none is due.
+func TestPendingDone(t *testing.T) {
+	t.Parallel()
+	late := make(chan struct{})
+	f := &fakes{
+		replies: []any{int64(1), int64(1), int64(1), int64(1), int64(1)},
+		gates:   []chan struct{}{nil, nil, nil, late, late},
+	}
+	r, _ := newRound(t, f)
+	v, p := r.Poll(context.Background(), acquireReq())
+	if v.Yes != 3 || p == nil {
+		t.Fatalf("Poll with 2 of 5 nodes late = %d yes, pending %v; want 3 yes and a pending", v.Yes, p != nil)
+	}
+	if p.Done() {
+		t.Error("Done() with 2 replies still due = true; want false")
+	}
+	close(late)
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Done() {
+		if time.Now().After(deadline) {
+			t.Fatal("Done() still false 10s after the late replies were let through")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Wait() // returns at once
+}

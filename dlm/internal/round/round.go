@@ -138,6 +138,23 @@ func (p *Pending) next() Reply {
 	return rep
 }
 
+// Done reports whether every reply still due has come, reading those that
+// have without waiting for the others; once it is true, Wait returns at
+// once, and the caller may let p go.
+func (p *Pending) Done() bool {
+	for p.left > 0 {
+		select {
+		case <-p.replies:
+			if p.left--; p.left == 0 {
+				p.cancel()
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Wait waits for the replies still due; each request ends by its node
 // timeout.
 func (p *Pending) Wait() {

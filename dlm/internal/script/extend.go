@@ -62,9 +62,8 @@ local function extendPermit(set, s, ttl)
 end
 `
 
-// The kinds of an [ExtendBatch] entry, its first argument: what it extends,
-// which says how many of KEYS are its own. A lock over n keys is
-// [BatchLock](n).
+// The kinds of an [ExtendBatch] entry: what it extends, which says how
+// many of KEYS are its own. A lock over n keys is [BatchLock](n).
 const (
 	// BatchRead is a reader's lease: its KEYS are the lock key and the
 	// readers' set.
@@ -76,18 +75,28 @@ const (
 // BatchLock returns the kind of an [ExtendBatch] entry that extends a lock
 // (a mutex, a write lock, a leadership) over n keys: n, in decimal.
 func BatchLock(n int) string {
-	if n > 0 && n < len(lockKinds) {
-		return lockKinds[n]
+	if n > 0 && n < len(small) {
+		return small[n]
 	}
 	return strconv.Itoa(n)
 }
 
-// lockKinds are the kinds of the locks over few keys, made once.
-var lockKinds = [...]string{"", "1", "2", "3", "4", "5", "6", "7", "8"}
+// BatchCount returns the count of a group of n entries of [ExtendBatch],
+// in decimal.
+func BatchCount(n int) string {
+	if n >= 0 && n < len(small) {
+		return small[n]
+	}
+	return strconv.Itoa(n)
+}
 
-// BatchArgs is how many arguments an [ExtendBatch] entry takes: its kind,
-// the secret and the TTL.
-const BatchArgs = 3
+// small are the decimals of small numbers, made once.
+var small = func() (a [257]string) {
+	for i := range a {
+		a[i] = strconv.Itoa(i)
+	}
+	return a
+}()
 
 // ExtendBatch extends several locks held on one node in one script run, each
 // entry a compare-and-extend of its own with a reply of its own, as the
@@ -96,26 +105,36 @@ const BatchArgs = 3
 // nothing of the others. On a Redis Cluster every key of a batch must fall
 // in one hash slot.
 //
-// KEYS: each entry's keys, entry after entry (the lock keys; a reader's
-// lock key and readers' set; a set of permits). ARGV: for each entry, in
-// the same order, its kind ([BatchLock], [BatchRead], [BatchPermit]), the
-// holder's secret and the TTL (ms). Reply: an array of one integer per
-// entry, 1 when extended, 0 otherwise.
+// The entries come in groups of one kind and one TTL, so that what they
+// share is sent once. KEYS: each entry's keys, entry after entry (the lock
+// keys; a reader's lock key and readers' set; a set of permits). ARGV: for
+// each group, in the same order, its kind ([BatchLock], [BatchRead],
+// [BatchPermit]), the TTL (ms), the number of its entries n
+// ([BatchCount]), then the holder's secret of each of the n entries.
+// Reply: an array of one integer per entry, 1 when extended, 0 otherwise.
 var ExtendBatch = driver.NewScript(leases + extendLockFn + extendReaderFn + extendPermitFn + `
-local out, k = {}, 1
-for a = 1, #ARGV - 2, 3 do
-  local kind, s, ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  if kind == '` + BatchRead + `' then
-    out[#out + 1] = extendReader(KEYS[k], KEYS[k + 1], s, ttl)
-    k = k + 2
-  elseif kind == '` + BatchPermit + `' then
-    out[#out + 1] = extendPermit(KEYS[k], s, ttl)
-    k = k + 1
-  else
-    local n = tonumber(kind)
-    out[#out + 1] = extendLock(k, n, s, ttl)
-    k = k + n
+local out, k, a = {}, 1, 1
+while a <= #ARGV do
+  local kind, ttl, count = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  for e = a + 3, a + 2 + count do
+    local s = ARGV[e]
+    if kind == '` + BatchRead + `' then
+      out[#out + 1] = extendReader(KEYS[k], KEYS[k + 1], s, ttl)
+      k = k + 2
+    elseif kind == '` + BatchPermit + `' then
+      out[#out + 1] = extendPermit(KEYS[k], s, ttl)
+      k = k + 1
+    else
+      local n = tonumber(kind)
+      out[#out + 1] = extendLock(k, n, s, ttl)
+      k = k + n
+    end
   end
+  a = a + 3 + count
 end
 return out
 `)
+
+// BatchHeader is how many arguments start a group of [ExtendBatch]
+// entries: the kind, the TTL, the count.
+const BatchHeader = 3
