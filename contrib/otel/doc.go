@@ -66,9 +66,16 @@
 //	dlm.lost              counter     {lock}                          locks known lost before their release
 //	dlm.extensions        counter     {extension}  dlm.outcome        extensions: extended, or why they failed
 //	dlm.node.errors       counter     {error}      dlm.node, dlm.op   failed requests to one node
+//	dlm.renewal.lag       histogram   s            dlm.outcome        how late each round of auto-extensions started
 //
-// The histogram's buckets run from 1 ms to 30 s. Metrics carry no key, as
-// keys are often unbounded (one per order, per user); spans do.
+// The acquire histogram's buckets run from 1 ms to 30 s. The renewal lag
+// is that of the most overdue extension of a round of the manager's
+// auto-extensions ([dlm.EventRenewal], one per round, a few hundred a
+// second at most): its buckets run from 1 ms to 5 s, and its dlm.outcome
+// is on_time, or behind when the round started so late that locks are at
+// risk ([dlm.ErrRenewalBehind]); give a manager whose renewals fall behind
+// more CPU, or fewer locks. Metrics carry no key, as keys are often
+// unbounded (one per order, per user); spans do.
 //
 // # Cost
 //

@@ -177,16 +177,23 @@ func count(t *testing.T, rm metricdata.ResourceMetrics, name string, want ...att
 // attributes want.
 func histogram(t *testing.T, rm metricdata.ResourceMetrics, want ...attribute.KeyValue) []metricdata.HistogramDataPoint[float64] {
 	t.Helper()
-	m, ok := findMetric(rm, metricAcquire)
+	return histogramOf(t, rm, metricAcquire, want...)
+}
+
+// histogramOf returns the data points of the histogram called name with
+// the attributes want.
+func histogramOf(t *testing.T, rm metricdata.ResourceMetrics, name string, want ...attribute.KeyValue) []metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	m, ok := findMetric(rm, name)
 	if !ok {
 		return nil
 	}
 	h, ok := m.Data.(metricdata.Histogram[float64])
 	if !ok {
-		t.Fatalf("metric %s is a %T; want a Histogram[float64]", metricAcquire, m.Data)
+		t.Fatalf("metric %s is a %T; want a Histogram[float64]", name, m.Data)
 	}
 	if m.Unit != "s" {
-		t.Errorf("metric %s has unit %q; want s", metricAcquire, m.Unit)
+		t.Errorf("metric %s has unit %q; want s", name, m.Unit)
 	}
 	var out []metricdata.HistogramDataPoint[float64]
 	for _, dp := range h.DataPoints {

@@ -75,6 +75,12 @@ func (h *Hook) OnEvent(ctx context.Context, e *dlm.Event) {
 		h.inst.lost.Add(ctx, 1)
 	case dlm.EventNodeError:
 		h.inst.nodeError(ctx, e.Node, e.Op)
+	case dlm.EventRenewal:
+		o := outcomeOnTime
+		if errors.Is(e.Err, dlm.ErrRenewalBehind) {
+			o = outcomeBehind
+		}
+		h.inst.lag.Record(ctx, e.Duration.Seconds(), h.inst.byOutcome(o))
 	}
 }
 
@@ -88,12 +94,17 @@ const (
 	outcomeCanceled    = "canceled"
 	outcomeClosed      = "closed"
 	outcomeError       = "error"
+	// A round of auto-extensions started on time, or behind: late enough
+	// that locks are at risk (dlm.ErrRenewalBehind).
+	outcomeOnTime = "on_time"
+	outcomeBehind = "behind"
 )
 
 // outcomes are every value of dlm.outcome, for the metrics' attribute sets.
 var outcomes = []string{
 	dlm.EventObtained.String(), dlm.EventExtended.String(), dlm.EventReleased.String(), outcomeOK,
 	outcomeNotObtained, outcomeLost, outcomeUnavailable, outcomeCanceled, outcomeClosed, outcomeError,
+	outcomeOnTime, outcomeBehind,
 }
 
 // outcome sums up how the operation e reports ended, in one of a few

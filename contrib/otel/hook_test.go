@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -465,5 +466,47 @@ func TestStoppedWaitMeasured(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%s{canceled} has %d samples; want the stopped wait's 1", metricAcquire, n)
+	}
+}
+
+// TestRenewalLag checks the renewal lag histogram: each round of a
+// manager's auto-extensions records how late it started, on time while the
+// process keeps up, and behind for a round the manager reports behind.
+func TestRenewalLag(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, dlm.WithTTL(3*time.Second))
+	ctx := context.Background()
+	l, err := r.m.Lock(ctx, "renewed", dlm.WithAutoExtend(dlm.AutoExtend{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Until()
+	for deadline := time.Now().Add(10 * time.Second); !l.Until().After(first); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no auto-extension within 10s")
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dps := histogramOf(t, r.collect(t), metricRenewalLag, attrOutcome.String(outcomeOnTime))
+	if len(dps) != 1 || dps[0].Count < 1 || !slices.Equal(dps[0].Bounds, lagBuckets) {
+		t.Fatalf("%s{on_time} = %+v; want a sample per round in the hook's buckets", metricRenewalLag, dps)
+	}
+
+	reader := sdkmetric.NewManualReader()
+	h, err := NewHook(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.OnEvent(ctx, &dlm.Event{Kind: dlm.EventRenewal, Op: "extend", Duration: 300 * time.Millisecond, For: 12,
+		Err: fmt.Errorf("%w: 3 of the 12 extensions of a round started after half their margin", dlm.ErrRenewalBehind)})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	dps = histogramOf(t, rm, metricRenewalLag, attrOutcome.String(outcomeBehind))
+	if len(dps) != 1 || dps[0].Count != 1 || dps[0].Sum != 0.3 {
+		t.Errorf("%s{behind} = %+v; want one sample of 0.3s", metricRenewalLag, dps)
 	}
 }

@@ -16,11 +16,17 @@ const (
 	metricLost       = "dlm.lost"
 	metricExtensions = "dlm.extensions"
 	metricNodeErrors = "dlm.node.errors"
+	metricRenewalLag = "dlm.renewal.lag"
 )
 
 // acquireBuckets are the bounds of the acquire histogram, in seconds: from
 // a round trip on a local network to a long wait for a busy lock.
 var acquireBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// lagBuckets are the bounds of the renewal lag histogram, in seconds: from
+// on time, within a millisecond, to late enough to lose locks of any TTL
+// but a long one.
+var lagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
 // instruments are the hook's metrics.
 type instruments struct {
@@ -30,13 +36,14 @@ type instruments struct {
 	lost       metric.Int64Counter
 	extensions metric.Int64Counter
 	nodeErrors metric.Int64Counter
+	lag        metric.Float64Histogram
 	// outcomeSets holds the attribute set of each outcome, made once.
 	outcomeSets map[string]metric.MeasurementOption
 }
 
 func newInstruments(meter metric.Meter) (instruments, error) {
 	var in instruments
-	var errs [6]error
+	var errs [7]error
 	in.acquire, errs[0] = meter.Float64Histogram(metricAcquire, metric.WithUnit("s"),
 		metric.WithDescription("Time Lock, TryLock, LockAll and TryLockAll took, by outcome, waits between attempts included."),
 		metric.WithExplicitBucketBoundaries(acquireBuckets...))
@@ -50,6 +57,9 @@ func newInstruments(meter metric.Meter) (instruments, error) {
 		metric.WithDescription("Extensions of held locks, by outcome: extended, or why they failed."))
 	in.nodeErrors, errs[5] = meter.Int64Counter(metricNodeErrors, metric.WithUnit("{error}"),
 		metric.WithDescription("Failed requests to one node, by node address and operation."))
+	in.lag, errs[6] = meter.Float64Histogram(metricRenewalLag, metric.WithUnit("s"),
+		metric.WithDescription("How late each round of auto-extensions started, for its most overdue extension, by outcome: on time, or behind (locks at risk)."),
+		metric.WithExplicitBucketBoundaries(lagBuckets...))
 	in.outcomeSets = make(map[string]metric.MeasurementOption, len(outcomes))
 	for _, o := range outcomes {
 		in.outcomeSets[o] = metric.WithAttributeSet(attribute.NewSet(attrOutcome.String(o)))
