@@ -38,7 +38,21 @@ var (
 	}
 	soakElections = []string{electionPref + "a", electionPref + "b"}
 	soakLeaderTTL = []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 800 * time.Millisecond}
+	// soakAutoKeys are held with WithAutoExtend, by a holder per manager
+	// that takes several at once, so that the manager extends them
+	// together, in batches, under the faults; the holders contend for them.
+	soakAutoKeys = func() []KeySpec {
+		var keys []KeySpec
+		for i := range 16 {
+			keys = append(keys, KeySpec{fmt.Sprintf("%s300-%d", autoPref, i), 300 * time.Millisecond},
+				KeySpec{fmt.Sprintf("%s500-%d", autoPref, i), 500 * time.Millisecond})
+		}
+		return keys
+	}()
 )
+
+// autoPref starts the names of the keys held with auto-extension.
+const autoPref = "auto-"
 
 // soakScale is what the soak multiplies its node timeout, key TTLs and
 // leader TTLs by: 1 for make chaos and make soak (a minute or more), 4 for
@@ -107,6 +121,71 @@ func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *r
 	}
 }
 
+// holdAuto runs one holder of auto-extended locks until ctx ends: it takes
+// a few of keys at once with WithAutoExtend, holds each for one to four of
+// its TTLs — stopping the moment its Lost closes — records each grant in h
+// with the validity the lock reports when the holder stops acting, and
+// unlocks it.
+func holdAuto(ctx context.Context, m *dlm.Manager, name string, keys []KeySpec, h *History, r *rand.Rand, holds, lost *atomic.Int64) {
+	for ctx.Err() == nil {
+		var wg sync.WaitGroup
+		for _, k := range keys {
+			if r.IntN(2) == 0 {
+				continue
+			}
+			hold := time.Duration((1 + 3*r.Float64()) * float64(k.TTL))
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			start := time.Now()
+			l, err := m.TryLock(tctx, k.Name, dlm.WithTTL(k.TTL), dlm.WithAutoExtend(dlm.AutoExtend{}))
+			cancel()
+			if err != nil {
+				continue
+			}
+			holds.Add(1)
+			id := h.Grant(k.Name, name, start, time.Now(), l.Until(), l.Token())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := time.NewTimer(hold)
+				select {
+				case <-t.C:
+				case <-l.Lost():
+					lost.Add(1)
+				case <-ctx.Done():
+				}
+				t.Stop()
+				h.Release(id, time.Now(), l.Until())
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				_ = l.Unlock(uctx)
+				cancel()
+			}()
+		}
+		wg.Wait()
+		sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
+	}
+}
+
+// renewalCounter is the managers' hook: it counts the rounds of batched
+// auto-extension, the locks they carried, the rounds that carried more
+// than one, and those reported behind.
+type renewalCounter struct {
+	rounds, locks, batched, behind atomic.Int64
+}
+
+func (c *renewalCounter) OnEvent(_ context.Context, e *dlm.Event) {
+	if e.Kind != dlm.EventRenewal {
+		return
+	}
+	c.rounds.Add(1)
+	c.locks.Add(int64(e.For))
+	if e.For > 1 {
+		c.batched.Add(1)
+	}
+	if e.Err != nil {
+		c.behind.Add(1)
+	}
+}
+
 // soakResult is what the soak's epochs found.
 type soakResult struct {
 	stats                       Stats
@@ -119,6 +198,7 @@ type soakResult struct {
 	violations                  int
 	mostReaders, mostPermits    int
 	leaderWins, leadershipLosts int64
+	autoHolds, autoLost         int64
 }
 
 // soakEpoch runs the callers' workload and the candidates on keys renamed
@@ -153,13 +233,22 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	for i := range seeds {
 		seeds[i] = r.Uint64()
 	}
+	autoKeys := make([]KeySpec, len(soakAutoKeys))
+	for i, k := range soakAutoKeys {
+		autoKeys[i] = KeySpec{k.Name + suffix, k.TTL * soakScale()}
+	}
+	var holds, autoLost atomic.Int64
 	for i, m := range managers {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			// The elections' names get the epoch's suffix through
 			// the history's keys only: each epoch has a fresh history.
 			campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(seeds[i], uint64(i))), &wins, &losts)
+		}()
+		go func() {
+			defer wg.Done()
+			holdAuto(ctx, m, fmt.Sprintf("auto%d", i), autoKeys, hist, rand.New(rand.NewPCG(seeds[i], uint64(i)+100)), &holds, &autoLost)
 		}()
 	}
 	in.Run(t, ctx)
@@ -167,6 +256,8 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	wg.Wait()
 	res.leaderWins += wins.Load()
 	res.leadershipLosts += losts.Load()
+	res.autoHolds += holds.Load()
+	res.autoLost += autoLost.Load()
 	for k, v := range in.Counts {
 		res.faults[k] += v
 	}
@@ -190,6 +281,9 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 		switch {
 		case strings.HasPrefix(g.Key, electionPref):
 			res.byKind["election"]++
+			exclusive = append(exclusive, g)
+		case strings.HasPrefix(g.Key, autoPref):
+			res.byKind["auto-extended"]++
 			exclusive = append(exclusive, g)
 		case g.Mode == Permit:
 			res.byKind["semaphore"]++
@@ -237,8 +331,10 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 // (so that each history porcupine checks stays well under 20k operations
 // per key): the mutex, read-write locks and semaphores, three callers per
 // manager contending in the process with different options (plain and
-// fenced acquires; hand-overs), extensions to varying TTLs, and two
-// elections with a candidate per manager. Every grant is checked: no two
+// fenced acquires; hand-overs), extensions to varying TTLs, two elections
+// with a candidate per manager, and a holder per manager of several locks
+// at once under auto-extension, which the manager extends in batches (it
+// fails when no round carried two). Every grant is checked: no two
 // holders of the mutex, never two leaders, no writer with anyone, never
 // more than the limit of permits, tokens and terms increasing; porcupine
 // checks the mutex and the elections again. make soak runs it for 25
@@ -249,13 +345,15 @@ func TestSoak(t *testing.T) {
 	c := StartCluster(t, chaosNodes, chaosClients)
 	managers := make([]*dlm.Manager, chaosClients)
 	backends := make([]string, chaosClients)
+	renewals := &renewalCounter{}
 	for i := range managers {
 		backends[i] = Backends[i%len(Backends)]
 		urls := make([]string, 0, chaosNodes)
 		for _, a := range c.Net.Addrs(i) {
 			urls = append(urls, NodeURL(backends[i], a))
 		}
-		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout*soakScale()), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
+		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout*soakScale()), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)),
+			dlm.WithHook(renewals))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,9 +371,11 @@ func TestSoak(t *testing.T) {
 	for _, n := range res.byKind {
 		checked += n
 	}
-	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d node_timeout=%v duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
+	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d node_timeout=%v duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d auto_holds=%d auto_lost=%d renewal_rounds=%d renewal_locks=%d batched_rounds=%d behind_rounds=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
 		chaosNodes, len(managers), len(callers), chaosNodeTimeout*soakScale(), time.Since(began).Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
-		res.stats.ExtendsOK, res.stats.ExtendsOK+res.stats.ExtendsErr, res.leaderWins, res.leadershipLosts, res.mostReaders, res.mostPermits, soakLimit,
+		res.stats.ExtendsOK, res.stats.ExtendsOK+res.stats.ExtendsErr, res.leaderWins, res.leadershipLosts,
+		res.autoHolds, res.autoLost, renewals.rounds.Load(), renewals.locks.Load(), renewals.batched.Load(), renewals.behind.Load(),
+		res.mostReaders, res.mostPermits, soakLimit,
 		sum(res.faults), FormatCounts(res.faults), res.violations, res.lin, res.linOps, res.linTime.Round(time.Millisecond), FormatCounts(res.stats.Errors))
 	if n := res.stats.Errors["invalid"]; n > 0 {
 		// A key whose every Lock is refused is a key the check never sees.
@@ -285,11 +385,14 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d checked grants; want at least %d", checked, *soakMinGrants)
 	}
 	none := false
-	for _, k := range []string{"mutex", "election", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()} {
+	for _, k := range []string{"mutex", "election", "auto-extended", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()} {
 		if res.byKind[k] == 0 {
 			t.Errorf("no %s grant in %v", k, *soakFor)
 			none = true
 		}
+	}
+	if renewals.batched.Load() == 0 {
+		t.Errorf("no round of auto-extension carried more than one lock in %v; want the batches exercised", *soakFor)
 	}
 	if none {
 		for class, msg := range res.stats.FirstErrors {
