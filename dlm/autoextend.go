@@ -88,7 +88,6 @@ type autoExtension struct {
 	// may take it (up to gatherWindow before), in ns on the extender's
 	// clock.
 	at, early int64
-	idx       int // in the extender's queue, -1 outside it
 	state     autoState
 	// released is closed once a round is done with the lock, for a stop
 	// that came while the lock was in it (see [extender.stop]); nil
@@ -100,7 +99,8 @@ type autoExtension struct {
 type autoState uint8
 
 const (
-	autoQueued  autoState = iota // in the queue, waiting for its next extension
+	autoIdle    autoState = iota // in no round and not queued: just started, or a round is done with it
+	autoQueued                   // in the queue, waiting for its next extension
 	autoTaken                    // taken from the queue into a round, or in flight
 	autoStopped                  // extension ended: unlocked, lost, MaxHold, or the manager closed
 )

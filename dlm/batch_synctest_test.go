@@ -442,3 +442,44 @@ func TestBatchCutByNodeTimeout(t *testing.T) {
 		neverOverstated(t, fs, locks)
 	})
 }
+
+// TestUnlockAsRoundLetsGo checks an Unlock that comes just as a round has
+// let go of the lock, before the round queues it again: it neither waits
+// for the round, which is done, nor lets the lock be queued again.
+func TestUnlockAsRoundLetsGo(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(3)
+		m := newManager(t, fs, WithTTL(time.Second))
+		l, err := m.TryLock(context.Background(), "k", WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlocked := make(chan error, 1)
+		var once sync.Once
+		m.extender.released = func(*Lock) {
+			once.Do(func() {
+				go func() { unlocked <- l.Unlock(context.Background()) }()
+				select {
+				case err := <-unlocked:
+					unlocked <- err
+				case <-time.After(5 * time.Second):
+				}
+			})
+		}
+		time.Sleep(time.Second) // past the first extension
+		select {
+		case err := <-unlocked:
+			if err != nil {
+				t.Errorf("Unlock() = %v; want nil", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Unlock, called as the round let go of the lock, still blocked 10s later")
+		}
+		sent := countAll(fs, "extend")
+		time.Sleep(10 * time.Second)
+		if got := countAll(fs, "extend"); got != sent {
+			t.Errorf("%d extend requests after Unlock returned; want 0", got-sent)
+		}
+	})
+}

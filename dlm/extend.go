@@ -87,7 +87,7 @@ func (l *Lock) extendable(now time.Time) error {
 // [*QuorumError]. Extend and the extender settle every extension here,
 // with op held.
 func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Duration, start time.Time) error {
-	ev := Event{Kind: EventExtended, Op: opExtend, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token}
+	took := time.Since(start)
 	q, guard := l.quorum(), l.cfg.lossGuard()
 	until, ok := l.cfg.quorumInTime(v, q, ttl, start)
 	l.mu.Lock()
@@ -95,7 +95,7 @@ func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Dura
 		err := l.extendTo(until, guard)
 		l.mu.Unlock()
 		if err == nil {
-			l.cfg.emitVote(ctx, v, ev, l.m.addrs)
+			l.extensionEvent(ctx, v, start, took, nil)
 		}
 		return err
 	}
@@ -108,10 +108,24 @@ func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Dura
 	}
 	lostAt, lostErr := l.takeLoss() // sent after the failure it follows from
 	l.mu.Unlock()
-	ev.Kind, ev.Err = EventExtendFailed, qerr
-	l.cfg.emitVote(ctx, v, ev, l.m.addrs)
+	l.extensionEvent(ctx, v, start, took, qerr)
 	l.reportLoss(lostAt, lostErr)
 	return qerr
+}
+
+// extensionEvent sends the EventExtended, or with err the
+// EventExtendFailed, of an extension that started at start and took took,
+// and its node failures, if anyone listens: with hundreds of thousands of
+// locks auto-extended, even building an event nobody wants costs.
+func (l *Lock) extensionEvent(ctx context.Context, v *round.Vote, start time.Time, took time.Duration, err error) {
+	kind := EventExtended
+	if err != nil {
+		kind = EventExtendFailed
+	}
+	if v.Errs == nil && !l.cfg.wants(ctx, kind, err) {
+		return
+	}
+	l.cfg.emitVote(ctx, v, Event{Kind: kind, Op: opExtend, Key: l.Key(), Start: start, Duration: took, Token: l.token, Err: err}, l.m.addrs)
 }
 
 // autoExtend starts the lock's auto-extension if its options ask for it.

@@ -34,9 +34,13 @@ type extender struct {
 	// lockstep, for tests, draws no jitter: locks taken together are
 	// extended together.
 	lockstep bool
+	// released, for tests, is called once a round is done with a lock,
+	// before it queues it again or stops it.
+	released func(*Lock)
 
 	mu      sync.Mutex
 	queue   extQueue
+	stopped int // stopped locks still in the queue
 	running bool
 	// sleepUntil is when the goroutine means to wake, on the extender's
 	// clock; a lock scheduled sooner wakes it.
@@ -64,6 +68,9 @@ const (
 	// maxRound bounds the extensions a round takes, so that the first
 	// batches go out while the rest is still due, under overload too.
 	maxRound = 16 * batchEntries
+	// compactFrom is how many stopped locks the queue may hold, at least,
+	// before it is compacted: up to half of it.
+	compactFrom = 64
 )
 
 func newExtender(m *Manager) *extender {
@@ -81,7 +88,7 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 	if a.Remaining == 0 {
 		a.Remaining = defaultRemaining
 	}
-	ae := &autoExtension{l: l, ctx: ctx, remaining: a.Remaining, maxHold: a.MaxHold, idx: -1, state: autoTaken}
+	ae := &autoExtension{l: l, ctx: ctx, remaining: a.Remaining, maxHold: a.MaxHold, state: autoIdle}
 	l.auto = ae
 	l.watchValidity()
 	now := time.Now()
@@ -95,10 +102,11 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 
 // schedule queues a's next extension wait after now, or up to slack
 // sooner with a round of others, unless its extension was stopped or the
-// manager closed, and starts the goroutine if it does not run yet.
+// manager closed, and starts the goroutine if it does not run yet. a is in
+// no round ([extender.release]).
 func (x *extender) schedule(a *autoExtension, now time.Time, wait, slack time.Duration) {
 	x.mu.Lock()
-	if a.state != autoTaken || x.m.closed.Load() {
+	if a.state != autoIdle || x.m.closed.Load() {
 		x.mu.Unlock()
 		x.stop(a.l)
 		return
@@ -106,10 +114,10 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, slack time.Du
 	a.at = x.clock(now) + int64(wait)
 	a.early = a.at - int64(slack)
 	a.state = autoQueued
-	x.queue.push(a)
+	first := x.queue.push(a)
 	spawn := !x.running
 	x.running = true
-	poke := a.idx == 0 && a.early < x.sleepUntil
+	poke := first && a.early < x.sleepUntil
 	x.mu.Unlock()
 	switch {
 	case spawn:
@@ -135,7 +143,12 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 	var wait <-chan struct{} = closedChan
 	switch a.state {
 	case autoQueued:
-		x.queue.remove(a.idx)
+		// Left in the queue, stopped, until it comes to the top; the
+		// queue is compacted when most of it is stopped.
+		if x.stopped++; x.stopped > len(x.queue)/2 && x.stopped >= compactFrom {
+			x.queue.keep(func(b *autoExtension) bool { return b.state != autoStopped && b != a })
+			x.stopped = 0
+		}
 	case autoTaken:
 		if a.released == nil {
 			a.released = make(chan struct{})
@@ -151,11 +164,15 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 	return wait
 }
 
-// release tells a stop waiting for a's lock that the round that had it is
-// done with it; it is called once the round let go of the lock's op, and
-// before it queues the lock again or stops it.
+// release records that the round that took a is done with it — it let go
+// of the lock's op — and tells a stop waiting for that; it is called
+// before the round queues the lock again or stops it. From then on a stop
+// need not wait.
 func (x *extender) release(a *autoExtension) {
 	x.mu.Lock()
+	if a.state == autoTaken {
+		a.state = autoIdle
+	}
 	if a.released != nil {
 		close(a.released)
 		a.released = nil
@@ -204,6 +221,7 @@ func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c := x.clock(now)
+	x.dropStopped()
 	if len(x.queue) == 0 {
 		x.sleepUntil = 1<<63 - 1
 		return nil, 0
@@ -220,8 +238,17 @@ func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
 		a := x.queue.pop()
 		a.state = autoTaken
 		due = append(due, a)
+		x.dropStopped()
 	}
 	return due, 0
+}
+
+// dropStopped pops the stopped locks at the top of the queue. x.mu is held.
+func (x *extender) dropStopped() {
+	for len(x.queue) > 0 && x.queue.top().state == autoStopped {
+		x.queue.pop()
+		x.stopped--
+	}
 }
 
 // after decides what follows the extension of a by ttl, settled with err:
@@ -253,8 +280,11 @@ func (x *extender) after(a *autoExtension, ttl time.Duration, err error) {
 
 // extQueue is the extender's queue: a binary heap of the locks waiting for
 // their next extension, by when it is due. Each item keeps that time beside
-// the lock, so that ordering it reads no lock: with hundreds of thousands
-// of locks, those reads would be cache misses.
+// the lock, and sifting writes nothing to the locks, so that ordering the
+// queue reads no lock: with hundreds of thousands of locks, each read would
+// be a cache miss. A lock whose extension stops stays in the queue,
+// stopped, until it comes to the top or the queue is compacted (see
+// [extender.stop]).
 type extQueue []queueItem
 
 // queueItem is a lock in the queue, and when its extension is due.
@@ -266,37 +296,43 @@ type queueItem struct {
 // top returns the lock due first; the queue is not empty.
 func (q extQueue) top() *autoExtension { return q[0].a }
 
-// push adds a, due at a.at.
-func (q *extQueue) push(a *autoExtension) {
+// push adds a, due at a.at, and reports whether it is now the first due.
+func (q *extQueue) push(a *autoExtension) bool {
 	*q = append(*q, queueItem{a.at, a})
-	q.up(len(*q) - 1)
+	return q.up(len(*q)-1) == 0
 }
 
 // pop removes the lock due first and returns it; the queue is not empty.
 func (q *extQueue) pop() *autoExtension {
-	a := (*q)[0].a
-	q.remove(0)
+	h := *q
+	a := h[0].a
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = queueItem{}
+	*q = h[:last]
+	if last > 0 {
+		q.down(0)
+	}
 	return a
 }
 
-// remove removes the item at i.
-func (q *extQueue) remove(i int) {
-	h := *q
-	last := len(h) - 1
-	h[i].a.idx = -1
-	if i != last {
-		h[i] = h[last]
-		h[i].a.idx = i
+// keep keeps the items for which ok is true, in heap order again.
+func (q *extQueue) keep(ok func(*autoExtension) bool) {
+	h := (*q)[:0]
+	for _, it := range *q {
+		if ok(it.a) {
+			h = append(h, it)
+		}
 	}
-	h[last] = queueItem{}
-	*q = h[:last]
-	if i != last {
+	clear((*q)[len(h):])
+	*q = h
+	for i := len(h)/2 - 1; i >= 0; i-- {
 		q.down(i)
-		q.up(i)
 	}
 }
 
-func (q extQueue) up(i int) {
+// up moves the item at i up to its place, which it returns.
+func (q extQueue) up(i int) int {
 	it := q[i]
 	for i > 0 {
 		p := (i - 1) / 2
@@ -304,11 +340,10 @@ func (q extQueue) up(i int) {
 			break
 		}
 		q[i] = q[p]
-		q[i].a.idx = i
 		i = p
 	}
 	q[i] = it
-	it.a.idx = i
+	return i
 }
 
 func (q extQueue) down(i int) {
@@ -326,9 +361,7 @@ func (q extQueue) down(i int) {
 			break
 		}
 		q[i] = q[c]
-		q[i].a.idx = i
 		i = c
 	}
 	q[i] = it
-	it.a.idx = i
 }

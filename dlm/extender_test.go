@@ -1,48 +1,85 @@
 package dlm
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestExtQueue checks the extender's queue against a sorted list: after
-// random pushes and removals (as stop takes a lock out), pops come in the
-// order of their times, and every lock knows its place.
+// random pushes and compactions (which drop the stopped locks), pops come
+// in the order of their times, and push says when a lock comes first.
 func TestExtQueue(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	var q extQueue
 	var want []int64
-	in := map[*autoExtension]bool{}
 	for step := range 5000 {
-		switch op := r.IntN(10); {
-		case op < 6:
-			a := &autoExtension{at: r.Int64N(1000), idx: -1}
-			q.push(a)
-			in[a] = true
-			want = append(want, a.at)
-		case op < 8 && len(q) > 0:
-			a := q[r.IntN(len(q))].a
-			q.remove(a.idx)
-			delete(in, a)
-			want = slices.Delete(want, slices.Index(want, a.at), slices.Index(want, a.at)+1)
-			if a.idx != -1 {
-				t.Fatalf("step %d: a removed lock has place %d; want -1", step, a.idx)
+		switch op := r.IntN(20); {
+		case op < 12:
+			a := &autoExtension{at: r.Int64N(1000)}
+			slices.Sort(want)
+			first := len(want) == 0 || a.at < want[0]
+			if got := q.push(a); got != first && (len(want) == 0 || a.at != want[0]) {
+				t.Fatalf("step %d: push(%d) first = %v; want %v (earliest so far %v)", step, a.at, got, first, want)
 			}
+			want = append(want, a.at)
+		case op < 13:
+			// Stop a third of the locks, and compact.
+			for _, it := range q {
+				if r.IntN(3) == 0 {
+					it.a.state = autoStopped
+					want = slices.Delete(want, slices.Index(want, it.a.at), slices.Index(want, it.a.at)+1)
+				}
+			}
+			q.keep(func(a *autoExtension) bool { return a.state != autoStopped })
 		case len(q) > 0:
 			slices.Sort(want)
-			a := q.pop()
-			delete(in, a)
-			if a.at != want[0] {
+			if a := q.pop(); a.at != want[0] {
 				t.Fatalf("step %d: pop = %d; want %d, the earliest", step, a.at, want[0])
 			}
 			want = want[1:]
 		}
+		if len(q) != len(want) {
+			t.Fatalf("step %d: %d queued; want %d", step, len(q), len(want))
+		}
 		for i, it := range q {
-			if it.a.idx != i || it.at != it.a.at {
-				t.Fatalf("step %d: item %d has place %d, time %d for %d", step, i, it.a.idx, it.at, it.a.at)
+			if it.at != it.a.at || (i > 0 && q[(i-1)/2].at > it.at) {
+				t.Fatalf("step %d: item %d out of heap order", step, i)
 			}
 		}
+	}
+}
+
+// TestQueueCompacted checks that the locks whose auto-extension stopped do
+// not pile up in the extender's queue: unlocked, they are dropped once
+// most of the queue is stopped.
+func TestQueueCompacted(t *testing.T) {
+	t.Parallel()
+	fs := newFakes(3)
+	m := newManager(t, fs, WithTTL(time.Minute))
+	ctx := context.Background()
+	var locks []*Lock
+	for i := range 200 {
+		l, err := m.TryLock(ctx, fmt.Sprint("k", i), WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	for _, l := range locks[:150] {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := m.extender
+	x.mu.Lock()
+	queued, stopped := len(x.queue), x.stopped
+	x.mu.Unlock()
+	if queued-stopped != 50 || queued > 2*50+compactFrom {
+		t.Errorf("after 150 of 200 auto-extended locks were unlocked: %d queued, %d of them stopped; want 50 live, at most %d in all", queued, stopped, 2*50+compactFrom)
 	}
 }

@@ -1,7 +1,7 @@
 //go:build go1.25
 
 // Lock lifetime on testing/synctest's fake clock: the Lost signal, the
-// auto-extension watchdog, and Do. See synctest_test.go for the build
+// auto-extension, and Do. See synctest_test.go for the build
 // constraint; its go:debug line, which may appear only once in a package,
 // covers this file too.
 
@@ -301,7 +301,7 @@ func TestAutoExtendShortValidity(t *testing.T) {
 }
 
 // TestAutoExtendRetries checks that extensions failing for a while, less
-// than the validity left, are retried until one succeeds: the watchdog does
+// than the validity left, are retried until one succeeds: auto-extension does
 // not silently stop renewing, and the lock survives. Each failure is logged.
 func TestAutoExtendRetries(t *testing.T) {
 	t.Parallel()
@@ -511,7 +511,7 @@ func TestAutoExtendMaxHold(t *testing.T) {
 	}
 }
 
-// TestAutoExtendStopsOnUnlock checks that Unlock stops the watchdog even
+// TestAutoExtendStopsOnUnlock checks that Unlock stops auto-extension even
 // with an extension in flight: no extend request is sent after Unlock
 // returns, and no key is left on any node (a renewal racing with the unlock
 // must not keep a released lock alive).
@@ -563,7 +563,7 @@ func TestAutoExtendStopsOnUnlock(t *testing.T) {
 }
 
 // TestAutoExtendStopsWithClose checks that the context given to Lock bounds
-// only the wait: once it ends, the watchdog goes on extending; Manager.Close
+// only the wait: once it ends, auto-extension goes on; Manager.Close
 // stops it, after which no extension is sent and Lost closes at the
 // validity's guard.
 func TestAutoExtendStopsWithClose(t *testing.T) {

@@ -213,7 +213,10 @@ func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 	var ttlArg string
 	for len(order) > 0 {
 		c := &sweepChunk{s: s}
-		req := &round.Request{Op: opExtend, Script: script.ExtendBatch, Want: 1}
+		n := min(len(order), s.x.entries) // locks of one key, of one group: the common case
+		c.entries = make([]int32, 0, n)
+		req := &round.Request{Op: opExtend, Script: script.ExtendBatch, Want: 1,
+			Keys: make([]string, 0, n), Args: make([]string, 0, n+script.BatchHeader)}
 		var deadline time.Time
 		group, kind := -1, "" // the group's count in req.Args, and its kind
 		for len(order) > 0 && len(c.entries) < s.x.entries {
@@ -341,5 +344,8 @@ func (s *sweep) settle(en *sweepEntry) {
 	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, s.start)
 	a.l.op.Unlock()
 	s.x.release(a)
+	if s.x.released != nil {
+		s.x.released(a.l)
+	}
 	s.x.after(a, en.ttl, err)
 }
