@@ -135,10 +135,13 @@ fuzz:
 # make bench: the side-by-side benchmark (redlock over each backend, in its
 # default and fair modes, against redsync, on five redis-server processes it
 # starts itself, the contention cases also with up to 256 contender
-# processes). It takes about sixteen minutes and rewrites
-# docs/benchmarks.md and docs/benchmarks.svg. The contention cases alone,
-# at 8 and 64 contenders, in a few minutes:
+# processes), and the held-locks cases (10,000, 50,000 and 200,000
+# auto-extended locks held by one Manager). It takes about twenty minutes
+# and rewrites docs/benchmarks.md and docs/benchmarks.svg. The contention
+# cases alone, at 8 and 64 contenders, in a few minutes:
 #   cd internal/bench && go run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -out /tmp/bench
+# and one held-locks case:
+#   cd internal/bench && go run ./cmd/lockbench -run '^held/' -held 200000 -held-duration 60s
 bench: deps
 	cd internal/bench && $(GO) run ./cmd/lockbench -out ../../docs
 

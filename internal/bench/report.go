@@ -144,6 +144,7 @@ func Markdown(r *Results) string {
 	writeLatency(&b, r)
 	writeAllocs(&b, r)
 	writePhysical(&b, r)
+	writeHeld(&b, r)
 	writeMethod(&b, r)
 	return b.String()
 }

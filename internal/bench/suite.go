@@ -62,6 +62,14 @@ type Config struct {
 	// "allocs-read/goredis", "allocs-semaphore/goredis" or "physical".
 	Run *regexp.Regexp
 	Log io.Writer // progress, one line per case
+	// HeldLocks are the sizes of the held-locks cases
+	// ("held/nN/BACKEND"): one Manager takes that many locks with
+	// TryLock and WithAutoExtend, of TTL HeldTTL, and holds them for
+	// HeldDuration, through each of HeldBackends; none skips them.
+	HeldLocks    []int
+	HeldTTL      time.Duration
+	HeldDuration time.Duration
+	HeldBackends []string
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -92,6 +100,11 @@ func DefaultConfig() Config {
 		PhysBatch:      64,
 		Rounds:         3,
 		Log:            io.Discard,
+		// The capacity issue's sizes and TTL.
+		HeldLocks:    []int{10_000, 50_000, 200_000},
+		HeldTTL:      3 * time.Second,
+		HeldDuration: 30 * time.Second,
+		HeldBackends: []string{"goredis"},
 	}
 }
 
@@ -122,6 +135,7 @@ type Results struct {
 	Fair         []HotResult // the fairness case
 	Latency      []LatencyResult
 	Allocs       []AllocResult
+	Held         []HeldResult
 	Elapsed      time.Duration
 }
 
@@ -230,6 +244,12 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	// Last, with every other library closed: the held-locks cases
+	// measure the heap and the CPU of the process.
+	s.close()
+	if err := s.heldCases(ctx, res); err != nil {
 		return nil, err
 	}
 	res.Elapsed = time.Since(start)
@@ -415,7 +435,29 @@ func (s *suite) closeOwn() {
 // close closes every library opened.
 func (s *suite) close() {
 	s.closeOwn()
-	for _, lk := range s.lockers {
+	for id, lk := range s.lockers {
 		lk.Close()
+		delete(s.lockers, id)
 	}
+}
+
+// heldCases runs the selected held-locks cases, each on a Manager of its
+// own.
+func (s *suite) heldCases(ctx context.Context, res *Results) error {
+	for _, n := range s.cfg.HeldLocks {
+		for _, backend := range s.cfg.HeldBackends {
+			name := fmt.Sprintf("held/n%d/%s", n, backend)
+			if !s.selected(name) {
+				continue
+			}
+			runtime.GC()
+			r, err := runHeld(ctx, backend, s.addrs, name, n, s.cfg.HeldTTL, s.cfg.HeldDuration, s.cfg.NodeTimeout)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			res.Held = append(res.Held, r)
+			s.logf("%s: %v", name, &r)
+		}
+	}
+	return nil
 }

@@ -11,8 +11,8 @@ import (
 // TestRunSmoke runs every case of the harness, very briefly, against real
 // servers: each library locks and unlocks, redlock's backends take read
 // locks and semaphore permits, the hot-key cases run with a shared client
-// and with a client per contender, the fairness case runs, and the report
-// renders.
+// and with a client per contender, the fairness case runs, a manager holds
+// a few hundred auto-extended locks, and the report renders.
 func TestRunSmoke(t *testing.T) {
 	bin, err := RedisServerPath("")
 	if err != nil {
@@ -50,6 +50,7 @@ func TestRunSmoke(t *testing.T) {
 	cfg.Goroutines, cfg.Contenders, cfg.Works = []int{2}, []int{3}, []time.Duration{0}
 	cfg.SharedGoroutines = []int{2}
 	cfg.AllocCycles, cfg.PhysBatch, cfg.Rounds = 20, 8, 2
+	cfg.HeldLocks, cfg.HeldDuration = []int{200}, 1500*time.Millisecond // the TTL stays 3s, above the node timeout
 	cfg.Log = &log
 	r, err := Run(ctx, cfg, c.Addrs(), c.Servers[0].Version)
 	if err != nil {
@@ -109,6 +110,13 @@ func TestRunSmoke(t *testing.T) {
 	}
 	if md := Markdown(r); !strings.Contains(md, "| redlock+rueidis | 2 |") {
 		t.Errorf("report lacks the uncontended row of rueidis:\n%s", md)
+	}
+	// The held-locks case ran: locks taken, extended in rounds the
+	// manager reported, released.
+	if h := r.heldOf("goredis", 200); h == nil || h.Taken == 0 || h.Lag.N == 0 || h.ClientCPU <= 0 {
+		t.Errorf("held-locks case of 200 locks: %+v; want locks held and extended", h)
+	} else if md := Markdown(r); !strings.Contains(md, "| redlock+goredis | 200 |") {
+		t.Errorf("report lacks the held-locks row:\n%s", md)
 	}
 	if t.Failed() {
 		t.Logf("progress log:\n%s", log.String())

@@ -8,6 +8,7 @@
 //	lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out
 //	lockbench -run '^(read|semaphore)/'
 //	lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1   # the process cases at 8 and 64, quickly
+//	lockbench -run '^held/' -held 20000 -held-duration 20s # one held-locks case
 package main
 
 import (
@@ -42,7 +43,7 @@ func run() int {
 		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
 		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
-		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, hotkey/procs/c256-w1ms/goredis-fair, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, hotkey/procs/c256-w1ms/goredis-fair, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis, held/n200000/goredis")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
 		memProfile  = flag.String("memprofile", "", "write an allocation profile of the measured cases to this file")
 		memRate     = flag.Int("memprofilerate", 0, "with -memprofile, sample one allocation per this many bytes (1: every allocation; 0: Go's default)")
@@ -79,6 +80,17 @@ func run() int {
 	flag.IntVar(&cfg.AllocCycles, "alloc-cycles", cfg.AllocCycles, "lock+unlock cycles counted for allocations")
 	flag.IntVar(&cfg.PhysConns, "phys-conns", cfg.PhysConns, "connections per node for the physical limit")
 	flag.IntVar(&cfg.PhysBatch, "phys-batch", cfg.PhysBatch, "SET+EVALSHA pairs per pipelined round trip for the physical limit")
+	flag.Func("held", fmt.Sprintf("locks held at once in the held-locks cases, comma-separated (default %s)", joinInts(cfg.HeldLocks)), func(v string) error {
+		n, err := parseInts(v)
+		cfg.HeldLocks = n
+		return err
+	})
+	flag.DurationVar(&cfg.HeldTTL, "held-ttl", cfg.HeldTTL, "TTL of the locks of the held-locks cases")
+	flag.DurationVar(&cfg.HeldDuration, "held-duration", cfg.HeldDuration, "how long the held-locks cases hold their locks, measured")
+	flag.Func("held-backends", fmt.Sprintf("redlock backends of the held-locks cases, comma-separated (default %s)", strings.Join(cfg.HeldBackends, ",")), func(v string) error {
+		cfg.HeldBackends = strings.Split(v, ",")
+		return nil
+	})
 	flag.Parse()
 	if *runPattern != "" {
 		re, err := regexp.Compile(*runPattern)
