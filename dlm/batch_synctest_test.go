@@ -451,13 +451,9 @@ func TestUnlockAsRoundLetsGo(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(3)
 		m := newManager(t, fs, WithTTL(time.Second))
-		l, err := m.TryLock(context.Background(), "k", WithAutoExtend(AutoExtend{}))
-		if err != nil {
-			t.Fatal(err)
-		}
 		unlocked := make(chan error, 1)
 		var once sync.Once
-		m.extender.released = func(*Lock) {
+		m.extender.released = func(l *Lock) {
 			once.Do(func() {
 				go func() { unlocked <- l.Unlock(context.Background()) }()
 				select {
@@ -466,6 +462,9 @@ func TestUnlockAsRoundLetsGo(t *testing.T) {
 				case <-time.After(5 * time.Second):
 				}
 			})
+		}
+		if _, err := m.TryLock(context.Background(), "k", WithAutoExtend(AutoExtend{})); err != nil {
+			t.Fatal(err)
 		}
 		time.Sleep(time.Second) // past the first extension
 		select {
