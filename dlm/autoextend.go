@@ -52,9 +52,12 @@ const defaultRemaining = 1.0 / 3
 // process can hold hundreds of thousands of locks. Each lock's extension is
 // still its own: counted, decided and reported (an [EventExtended] or
 // [EventExtendFailed] for each) as [Lock.Extend] does, with its validity
-// counted from when its batch was sent. When the extensions fall behind,
-// the nearest to the end of their validity go first, and the Manager
-// reports it ([EventRenewal]) before any lock is lost.
+// counted from when its batch was sent. A batch waits for a node half the
+// time its locks have left to send an extension, at least the node timeout:
+// a reply counts until the validity it would give ends. When the
+// extensions fall behind, the nearest to the end of their validity go
+// first, and the Manager reports it ([EventRenewal]) before any lock is
+// lost.
 func WithAutoExtend(a AutoExtend) Option {
 	return optionFunc(func(c *config) { c.autoExtend = &a })
 }

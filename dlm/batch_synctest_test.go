@@ -346,7 +346,9 @@ func TestBatchLateReplies(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
-		const timeout = 100 * time.Millisecond
+		// A node timeout above half the time the first extension has
+		// before its loss guard: the batch waits for the nodes that long.
+		const timeout = 200 * time.Millisecond
 		hook := &recordingHook{}
 		m, ss := spyManager(t, fs, WithTTL(time.Second), WithNodeTimeout(timeout), WithHook(hook))
 		m.extender.entries = 1 // a batch per lock
@@ -396,16 +398,21 @@ func TestBatchLateReplies(t *testing.T) {
 }
 
 // TestBatchCutByNodeTimeout checks a batch that a quorum of nodes never
-// answers: the node timeout cuts it, every lock of it fails its extension
-// then and is tried again, none after a guard and a half before its
-// validity ends, and each is reported lost a guard before; the locks of
-// the other batches are extended all along.
+// answers: the node timeout cuts it (its deadline, as long as half the
+// time its lock has left to send an extension is shorter), every lock of
+// it fails its extension then and is tried again, none after a guard and a
+// half before its validity ends, and each is reported lost a guard before;
+// the locks of the other batches are extended all along.
 func TestBatchCutByNodeTimeout(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(5)
 		hook := &recordingHook{}
-		m := newManager(t, fs, WithTTL(time.Second), WithHook(hook))
+		// The first extension starts at 573ms, 341ms before the last
+		// moment an extension may be sent: half of that is less than the
+		// node timeout, which cuts the batch then.
+		const timeout = 200 * time.Millisecond
+		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(timeout), WithHook(hook))
 		m.extender.entries = 1
 		rec := &batchRecorder{}
 		rec.on(fs[0], holding(rkey("a"), hang, 0))
@@ -422,19 +429,30 @@ func TestBatchCutByNodeTimeout(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		sent := rec.times(rkey("a"))
-		if len(sent) < 3 {
-			t.Fatalf("%d requests carried lock a; want its first extension and retries", len(sent))
+		if len(sent) < 2 {
+			t.Fatalf("%d requests carried lock a; want its first extension and a retry", len(sent))
 		}
 		rec.notAfter(t, rkey("a"), until.Add(-guard*3/2), start)
-		timeout := m.cfg.timeout()
+		failed := 0
 		for _, e := range hook.find(EventExtendFailed) {
-			// Cut at the node timeout, or sooner half a guard before the
-			// loss guard: none is in flight when the loss is reported.
-			cut := min(timeout, until.Add(-guard*3/2).Sub(e.Start))
-			if e.Key == "a" && (e.Duration != cut || e.Failed != 3 || !slices.ContainsFunc(sent, e.Start.Equal)) {
+			if e.Key != "a" {
+				continue
+			}
+			// Cut after half the time left to send an extension, but
+			// not before the node timeout, nor after that time: none is
+			// in flight when the loss is reported.
+			left := until.Add(-guard * 3 / 2).Sub(e.Start)
+			cut := min(left, max(timeout, left/2))
+			if failed++; failed == 1 && cut != timeout {
+				t.Fatalf("the first batch's cut comes after %v; the test wants it at the node timeout %v", cut, timeout)
+			}
+			if e.Duration != cut || e.Failed != 3 || !slices.ContainsFunc(sent, e.Start.Equal) {
 				t.Errorf("lock a's failed extension started at start+%v, took %v, %d failed; want started with a batch, cut after %v, 3 failed",
 					e.Start.Sub(start), e.Duration, e.Failed, cut)
 			}
+		}
+		if failed < 2 {
+			t.Errorf("%d failed extensions of lock a; want its first and retries", failed)
 		}
 		if isClosed(locks["b"].Lost()) || !locks["b"].Until().After(until) {
 			t.Errorf("lock b, whose batches the nodes answer: Lost closed %v, Until start+%v; want it extended", isClosed(locks["b"].Lost()), locks["b"].Until().Sub(start))

@@ -327,12 +327,15 @@ func TestAutoExtendRetries(t *testing.T) {
 				}
 				lost := l.Lost()
 				// The first extension starts within [593ms, 659ms]; the
-				// validity ends at 988ms. Fail from 500ms to 800ms.
+				// validity ends at 988ms. Fail from 500ms to 850ms: a
+				// batch that hangs waits for the nodes half the time
+				// its lock has left before its loss guard, at least the
+				// node timeout, then is tried again.
 				time.Sleep(500 * time.Millisecond)
 				for _, f := range fs[:tc.nodes] {
 					f.inject(tc.fault, 0)
 				}
-				time.Sleep(300 * time.Millisecond)
+				time.Sleep(350 * time.Millisecond)
 				failed := fs[0].count("extend")
 				for _, f := range fs[:tc.nodes] {
 					f.inject(healthy, 0)

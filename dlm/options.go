@@ -93,7 +93,9 @@ func WithDriftFactor(f float64) Option {
 
 // WithNodeTimeout bounds each request to one node: acquire, extend and
 // release alike. By default it is a twentieth of the TTL, between 20 ms and
-// 250 ms, so a dead node cannot consume the lock's validity. A timeout set
+// 250 ms, so a dead node cannot consume the lock's validity. (A batch of
+// auto-extensions waits longer while its locks have time: see
+// [WithAutoExtend].) A timeout set
 // here must be below the TTL in effect, the manager's or a call's
 // [WithTTL], and should be well below it: otherwise New, Open or the call
 // returns an error wrapping [ErrInvalid]. The derived timeout, and the TTL

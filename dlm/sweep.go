@@ -238,12 +238,7 @@ func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
 			req.Args = append(req.Args, l.secret)
-			// The batch ends with the first of its node timeouts, and
-			// before the loss guard of any of its locks, half a guard
-			// early, as Extend's own requests under auto-extension did:
-			// no extension is in flight when its lock is reported lost.
-			end := minTime(s.start.Add(l.cfg.timeout()), e.deadline.Add(-l.cfg.lossGuard()/2))
-			if deadline.IsZero() || end.Before(deadline) {
+			if end := s.start.Add(e.wait(l, s.start)); deadline.IsZero() || end.Before(deadline) {
 				deadline, req.Timeout = end, end.Sub(s.start)
 			}
 			c.entries = append(c.entries, order[0])
@@ -288,6 +283,23 @@ func (x *extender) report(s *sweep, lag time.Duration, behind int) {
 	if logged {
 		cfg.log(ctx, e)
 	}
+}
+
+// wait is how long a batch carrying e, for l, sent at start, waits for a
+// node: half the time l has left to send an extension (until a guard and a
+// half before its validity ends), but at least its node timeout, and never
+// past that time, so that no extension is in flight when the lock is
+// reported lost. A batch's deadline is the first of its locks'.
+//
+// Longer than the node timeout while the lock has time: the nodes' replies
+// count until the validity they would give ends, and a process short of
+// CPU reads them late, all of a round's batches at once. Cut at the node
+// timeout, the extensions of every lock of those batches would fail
+// together, and be tried again together by a process that has not caught
+// up; half the time left keeps room for that retry.
+func (e *sweepEntry) wait(l *Lock, start time.Time) time.Duration {
+	left := e.deadline.Add(-l.cfg.lossGuard() / 2).Sub(start)
+	return min(left, max(l.cfg.timeout(), left/2))
 }
 
 // batchKind is the kind of c's entry in a batch ([script.ExtendBatch]).
