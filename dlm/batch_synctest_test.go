@@ -500,3 +500,96 @@ func TestUnlockAsRoundLetsGo(t *testing.T) {
 		}
 	})
 }
+
+// concurrency counts the extend requests a node is running at once, and
+// the most it ran.
+type concurrency struct {
+	mu        sync.Mutex
+	now, most int
+}
+
+func (c *concurrency) spy(f *fakeNode, fl fault, d time.Duration) {
+	f.injectFor(func(name string, _ []string) (fault, time.Duration) {
+		if name != "extend" {
+			return healthy, 0
+		}
+		c.mu.Lock()
+		c.now++
+		c.most = max(c.most, c.now)
+		c.mu.Unlock()
+		return fl, d
+	})
+}
+
+// done records that one of the node's requests returned.
+func (c *concurrency) done(name string) {
+	if name != "extend" {
+		return
+	}
+	c.mu.Lock()
+	c.now--
+	c.mu.Unlock()
+}
+
+// TestBatchesInFlightBounded checks the bound on the batches in flight to
+// each node: with one a node, the batches of a round go one after the other
+// to the nodes that answer, each counting its locks' validity from when it
+// left, and a node that never answers fails the batches it cannot take
+// without holding the others up.
+func TestBatchesInFlightBounded(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		hook := &recordingHook{}
+		m, ss := spyManager(t, fs, WithTTL(time.Second), WithHook(hook))
+		m.extender.entries = 1
+		m.extender.slots.per = 1
+		const slow = 10 * time.Millisecond
+		cs := make([]*concurrency, len(fs))
+		for i, f := range fs {
+			cs[i] = &concurrency{}
+			fl, d := healthy, slow
+			if i == 4 {
+				fl, d = hang, 0
+			}
+			cs[i].spy(f, fl, d)
+			f.onReturn = cs[i].done
+		}
+		locks := lockAll(t, m, []string{"a", "b", "c"})
+		first := locks["a"].Until()
+		for len(sentTimes(ss[:1], "extend")) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		sent := sentTimes(ss[:1], "extend")[0]
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		var untils []time.Duration
+		for k, l := range locks {
+			if isClosed(l.Lost()) || !l.Until().After(first) {
+				t.Errorf("lock %q: Lost closed %v, Until moved %v; want it extended by nodes 0 to 3", k, isClosed(l.Lost()), l.Until().After(first))
+			}
+			untils = append(untils, l.Until().Sub(sent))
+		}
+		slices.Sort(untils)
+		v := m.cfg.validity(time.Second)
+		if want := []time.Duration{v, v + slow, v + 2*slow}; !slices.Equal(untils, want) {
+			t.Errorf("the locks' Until = sent+%v; want sent+%v: one batch after the other, each counted from when it left", untils, want)
+		}
+		for i, c := range cs {
+			if c.most > 1 {
+				t.Errorf("node %d ran %d extend requests at once; want at most 1", i, c.most)
+			}
+		}
+		busy := 0
+		for _, e := range hook.find(EventExtended) {
+			for _, ne := range e.NodeErrors {
+				if ne.Node == fs[4].Addr() && errors.Is(ne, errNodeBusy) {
+					busy++
+				}
+			}
+		}
+		if busy != 2 {
+			t.Errorf("%d extensions found node 4 busy; want 2: its one slot holds the first batch, which hangs", busy)
+		}
+	})
+}

@@ -28,6 +28,7 @@ type extender struct {
 	m     *Manager
 	epoch time.Time // the extender's clock counts ns from it
 	wake  chan struct{}
+	slots *batchSlots // the batches in flight to each node
 	// entries and keys bound a batch: batchEntries and batchKeys, but in
 	// tests.
 	entries, keys int
@@ -74,7 +75,8 @@ const (
 )
 
 func newExtender(m *Manager) *extender {
-	return &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), entries: batchEntries, keys: batchKeys}
+	return &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), slots: newBatchSlots(len(m.nodes)),
+		entries: batchEntries, keys: batchKeys}
 }
 
 // clock returns t on the extender's clock.

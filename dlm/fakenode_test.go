@@ -37,7 +37,10 @@ type fakeNode struct {
 	delay time.Duration // before running the script (a slow network)
 	// faultFor, when set, gives the fault and delay of each request by its
 	// script's name and its keys, in place of fault and delay.
-	faultFor   func(name string, keys []string) (fault, time.Duration)
+	faultFor func(name string, keys []string) (fault, time.Duration)
+	// onReturn, when set, is called as each request returns, with its
+	// script's name.
+	onReturn   func(name string)
 	calls      map[string]int // by script name: "acquire", "release", "extend"
 	closes     int
 	lastSecret string // of the latest request, whatever became of it
@@ -81,6 +84,9 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	fl, delay := f.fault, f.delay
 	if f.faultFor != nil {
 		fl, delay = f.faultFor(name, keys)
+	}
+	if ret := f.onReturn; ret != nil {
+		defer ret(name)
 	}
 	f.calls[name]++
 	switch {

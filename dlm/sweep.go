@@ -35,8 +35,8 @@ import (
 // built until its vote is settled, so neither Extend nor Unlock crosses it.
 type sweep struct {
 	x     *extender
-	start time.Time
-	n     int // nodes
+	began time.Time // when the round took its extensions
+	n     int       // nodes
 
 	mu      sync.Mutex
 	entries []sweepEntry
@@ -48,6 +48,9 @@ type sweepEntry struct {
 	ttl      time.Duration
 	q        int       // the lock's quorum
 	deadline time.Time // when the lock must be reported lost unless extended: until less the guard
+	// start is when the first batch that carries the lock was sent: its
+	// extension's validity counts from it. Set before that batch leaves.
+	start time.Time
 	v        round.Vote
 	answered int
 	settled  bool
@@ -57,13 +60,13 @@ type sweepEntry struct {
 // node that is one Redis master, or every node that is a Redis Cluster
 // (whose batches hold the locks of one hash slot).
 type sweepChunk struct {
-	s         *sweep
-	entries   []int32 // indices in s.entries, in the batch's order
-	req       *round.Request
-	clustered bool // for the nodes that are Redis Clusters
-	// ctx carries the batch's node deadline; cancel is called once every
-	// node's request returned (see driver.WithNodeDeadline).
-	ctx    context.Context
+	s       *sweep
+	entries []int32 // indices in s.entries, in the batch's order
+	req     *round.Request
+	nodes   []int // the nodes it goes to
+	q       int   // the largest quorum of its locks
+	// cancel ends the batch's node deadline once every node's request
+	// returned (see driver.WithNodeDeadline).
 	cancel context.CancelFunc
 	due    atomic.Int32 // node replies still due
 }
@@ -96,7 +99,7 @@ func (x *extender) sweep(due []*autoExtension) {
 		return
 	}
 	slices.SortFunc(s.entries, func(a, b sweepEntry) int { return a.deadline.Compare(b.deadline) })
-	s.start = time.Now()
+	s.began = now
 	s.send()
 	x.report(s, maxLag, behind)
 }
@@ -152,12 +155,12 @@ func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
 // are Redis Clusters.
 func (s *sweep) send() {
 	m := s.x.m
-	plain, cluster := 0, 0
+	var plain, cluster []int
 	for i := range m.nodes {
 		if m.clusterNodes != nil && m.clusterNodes[i] {
-			cluster++
+			cluster = append(cluster, i)
 		} else {
-			plain++
+			plain = append(plain, i)
 		}
 	}
 	order := make([]int32, len(s.entries))
@@ -165,23 +168,59 @@ func (s *sweep) send() {
 		order[e] = int32(e)
 	}
 	var chunks []*sweepChunk
-	if plain > 0 {
-		chunks = append(chunks, s.chunks(order, false, plain)...)
+	if len(plain) > 0 {
+		chunks = append(chunks, s.chunks(order, plain)...)
 	}
-	if cluster > 0 {
+	if len(cluster) > 0 {
 		for _, slot := range s.bySlot(order) {
-			chunks = append(chunks, s.chunks(slot, true, cluster)...)
+			chunks = append(chunks, s.chunks(slot, cluster)...)
 		}
 		slices.SortStableFunc(chunks, func(a, b *sweepChunk) int {
 			return s.entries[a.entries[0]].deadline.Compare(s.entries[b.entries[0]].deadline)
 		})
 	}
 	for _, c := range chunks {
-		for i := range m.nodes {
-			if (m.clusterNodes != nil && m.clusterNodes[i]) == c.clustered {
-				m.rounds.Batch(c.ctx, i, c.req, c.answer)
-			}
+		s.dispatch(c)
+	}
+}
+
+// dispatch sends c to its nodes once enough of them can take it (see
+// [extender.slots]), each request under the batch's deadline, counted from
+// now; the nodes that cannot take it fail c, as a node that failed would.
+// If too few can take it before the first of its locks may no longer be
+// extended, or the manager closes, c fails on every node.
+func (s *sweep) dispatch(c *sweepChunk) {
+	x := s.x
+	last := time.Time{} // the last moment c may be sent
+	for _, e := range c.entries {
+		en := &s.entries[e]
+		if end := en.deadline.Add(-en.a.l.cfg.lossGuard() / 2); last.IsZero() || end.Before(last) {
+			last = end
 		}
+	}
+	free, why := x.slots.take(c.nodes, min(c.q, len(c.nodes)), last, x.m.done)
+	start := time.Now()
+	deadline := last
+	for _, e := range c.entries {
+		en := &s.entries[e]
+		if en.start.IsZero() {
+			en.start = start
+		}
+		deadline = minTime(deadline, start.Add(en.wait(en.a.l, start)))
+	}
+	c.req.Timeout = deadline.Sub(start)
+	ctx, cancel := driver.WithNodeDeadline(context.Background(), deadline)
+	c.cancel = cancel
+	c.due.Store(int32(len(c.nodes)))
+	for k, i := range c.nodes {
+		if free != nil && free[k] {
+			x.m.rounds.Batch(ctx, i, c.req, func(b round.BatchReply) {
+				c.answer(b)
+				x.slots.give(i)
+			})
+			continue
+		}
+		c.answer(round.BatchReply{Node: i, Err: x.m.nodeError(i, why)})
 	}
 }
 
@@ -205,19 +244,17 @@ func (s *sweep) bySlot(order []int32) [][]int32 {
 
 // chunks cuts the entries of order into batches of at most x.entries
 // locks and x.keys keys (a lock over more keys has a batch of its own),
-// each to be sent to nodes nodes. In a batch, consecutive locks of one kind
-// and TTL make one group ([script.ExtendBatch]).
-func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
+// each to be sent to nodes. In a batch, consecutive locks of one kind and
+// TTL make one group ([script.ExtendBatch]).
+func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 	var out []*sweepChunk
 	var ttlFor time.Duration
 	var ttlArg string
 	for len(order) > 0 {
-		c := &sweepChunk{s: s}
 		n := min(len(order), s.x.entries) // locks of one key, of one group: the common case
-		c.entries = make([]int32, 0, n)
+		c := &sweepChunk{s: s, nodes: nodes, entries: make([]int32, 0, n)}
 		req := &round.Request{Op: opExtend, Script: script.ExtendBatch, Want: 1,
 			Keys: make([]string, 0, n), Args: make([]string, 0, n+script.BatchHeader)}
-		var deadline time.Time
 		group, kind := -1, "" // the group's count in req.Args, and its kind
 		for len(order) > 0 && len(c.entries) < s.x.entries {
 			e := &s.entries[order[0]]
@@ -238,17 +275,13 @@ func (s *sweep) chunks(order []int32, clustered bool, nodes int) []*sweepChunk {
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
 			req.Args = append(req.Args, l.secret)
-			if end := s.start.Add(e.wait(l, s.start)); deadline.IsZero() || end.Before(deadline) {
-				deadline, req.Timeout = end, end.Sub(s.start)
-			}
+			c.q = max(c.q, e.q)
 			c.entries = append(c.entries, order[0])
 			order = order[1:]
 		}
 		req.Args[group] = script.BatchCount(len(req.Args) - group - 1)
 		req.Entries = len(c.entries)
-		c.req, c.clustered = req, clustered
-		c.ctx, c.cancel = driver.WithNodeDeadline(context.Background(), deadline)
-		c.due.Store(int32(nodes))
+		c.req = req
 		out = append(out, c)
 	}
 	return out
@@ -265,7 +298,7 @@ func (x *extender) report(s *sweep, lag time.Duration, behind int) {
 	if behind > 0 {
 		err = fmt.Errorf("%w: %d of the %d extensions of a round started after half their margin; the most overdue %v late",
 			ErrRenewalBehind, behind, len(s.entries), lag.Round(time.Millisecond))
-		c := x.clock(s.start)
+		c := x.clock(s.began)
 		x.mu.Lock()
 		if x.lastBehind != 0 && c-x.lastBehind < int64(time.Second) {
 			logged = false
@@ -278,7 +311,7 @@ func (x *extender) report(s *sweep, lag time.Duration, behind int) {
 	if !cfg.wants(ctx, EventRenewal, err) {
 		return
 	}
-	e := &Event{Kind: EventRenewal, Op: opExtend, Start: s.start, Duration: lag, For: len(s.entries), Err: err}
+	e := &Event{Kind: EventRenewal, Op: opExtend, Start: s.began, Duration: lag, For: len(s.entries), Err: err}
 	ctx = cfg.observe(ctx, e)
 	if logged {
 		cfg.log(ctx, e)
@@ -353,7 +386,7 @@ func (c *sweepChunk) answer(b round.BatchReply) {
 // decides what follows.
 func (s *sweep) settle(en *sweepEntry) {
 	a := en.a
-	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, s.start)
+	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, en.start)
 	a.l.op.Unlock()
 	s.x.release(a)
 	if s.x.released != nil {
