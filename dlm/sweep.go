@@ -50,7 +50,7 @@ type sweepEntry struct {
 	deadline time.Time // when the lock must be reported lost unless extended: until less the guard
 	// start is when the first batch that carries the lock was sent: its
 	// extension's validity counts from it. Set before that batch leaves.
-	start time.Time
+	start    time.Time
 	v        round.Vote
 	answered int
 	settled  bool
