@@ -87,9 +87,9 @@ type autoExtension struct {
 	obtained  time.Time
 	// unhook stops Do's watch of its context, nil outside Do.
 	unhook func() bool
-	// at is when the next extension is due, early the soonest a round
-	// may take it (up to gatherWindow before), in ns on the extender's
-	// clock.
+	// at is the latest a round should take the lock's next extension,
+	// early the soonest it may, in ns on the extender's clock: its jittered
+	// time, give or take a little (see [autoExtension.nextExtension]).
 	at, early int64
 	state     autoState
 	// released is closed once a round is done with the lock, for a stop
@@ -113,38 +113,41 @@ const (
 // than two node timeouts before its end, less up to a tenth for jitter.
 // When two node timeouts take up most of the validity, it still waits half
 // as long as the share alone would have it wait: extensions would otherwise
-// go back to back, as fast as the nodes answer. slack is how much earlier
-// still the extension may go with a round of others: at most gatherWindow
-// and a fortieth of the wait, and jitter and slack together stay within
-// the tenth.
-func (a *autoExtension) nextExtension(now time.Time) (wait, slack time.Duration) {
+// go back to back, as fast as the nodes answer. early and late are how much
+// sooner or later the extension may go with a round of others: each at most
+// half the gathering window and an eightieth of the wait, and the
+// extension stays within the tenth before its unjittered time.
+func (a *autoExtension) nextExtension(now time.Time) (wait, early, late time.Duration) {
 	l := a.l
 	validity := l.cfg.validity(l.cfg.ttl)
 	left := l.Until().Sub(now)
 	atShare := left - time.Duration(a.remaining*float64(validity))
 	due := max(min(atShare, left-2*l.cfg.timeout()), atShare/2)
 	if due <= 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	var jitter time.Duration
 	if !l.m.extender.lockstep {
 		jitter = rand.N(due/10 + 1)
 	}
-	return due - jitter, min(gatherWindow, due/40, due/10-jitter)
+	w := min(gatherWindow/2, due/80)
+	return due - jitter, min(w, due/10-jitter), min(w, jitter)
 }
 
 // retryWait is the wait before a failed extension is tried again, and
 // whether it is: retries come closer as the end nears, but not closer
 // than a millisecond, and none once what is left of the validity before
 // the loss guard (and half a guard more, for the round trip) is used up.
-func (a *autoExtension) retryWait(now time.Time) (time.Duration, bool) {
+// late is how much later it may go with a round of others, within what is
+// left.
+func (a *autoExtension) retryWait(now time.Time) (wait, late time.Duration, ok bool) {
 	l := a.l
 	left := l.Until().Sub(now) - l.cfg.lossGuard()*3/2
 	if left <= 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	wait := max(jitter(min(l.cfg.timeout(), left/4)), time.Millisecond)
-	return wait, wait < left
+	wait = max(jitter(min(l.cfg.timeout(), left/4)), time.Millisecond)
+	return wait, min(gatherWindow/2, (left-wait)/2), wait < left
 }
 
 // extendTTL is the TTL of a's next extension at now: the lock's, or less

@@ -532,10 +532,10 @@ func (c *concurrency) done(name string) {
 }
 
 // TestBatchesInFlightBounded checks the bound on the batches in flight to
-// each node: with one a node, the batches of a round go one after the other
-// to the nodes that answer, each counting its locks' validity from when it
-// left, and a node that never answers fails the batches it cannot take
-// without holding the others up.
+// each node: with one a node, the batches of a round go one after the other,
+// each counting its locks' validity from when it left; a node that never
+// answers holds them up for a node timeout, and is passed over from then
+// on, failing the batches it cannot take.
 func TestBatchesInFlightBounded(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
@@ -571,8 +571,10 @@ func TestBatchesInFlightBounded(t *testing.T) {
 			untils = append(untils, l.Until().Sub(sent))
 		}
 		slices.Sort(untils)
-		v := m.cfg.validity(time.Second)
-		if want := []time.Duration{v, v + slow, v + 2*slow}; !slices.Equal(untils, want) {
+		// The second batch waits for node 4 a node timeout, then passes
+		// it over; the third waits for the nodes that answer.
+		v, timeout := m.cfg.validity(time.Second), m.cfg.timeout()
+		if want := []time.Duration{v, v + timeout, v + timeout + slow}; !slices.Equal(untils, want) {
 			t.Errorf("the locks' Until = sent+%v; want sent+%v: one batch after the other, each counted from when it left", untils, want)
 		}
 		for i, c := range cs {
@@ -589,7 +591,7 @@ func TestBatchesInFlightBounded(t *testing.T) {
 			}
 		}
 		if busy != 2 {
-			t.Errorf("%d extensions found node 4 busy; want 2: its one slot holds the first batch, which hangs", busy)
+			t.Errorf("%d extensions found node 4 stalled; want 2: its one slot holds the first batch, which hangs", busy)
 		}
 	})
 }

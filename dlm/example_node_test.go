@@ -67,7 +67,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 	defer n.mu.Unlock()
 	src := s.Source
 	switch {
-	case strings.Contains(src, "local out, k, a = {}, 1, 1"): // batched extension
+	case strings.Contains(src, "while a <= #ARGV do"): // batched extension
 		return n.extendBatch(keys, args)
 	case strings.Contains(src, "spanLeases"):
 		// A read lock's scripts name the readers' set second.

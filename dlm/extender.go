@@ -54,11 +54,11 @@ type extender struct {
 
 // Rounds and batches.
 const (
-	// gatherWindow is how much earlier than due an extension may go with a
-	// round, so that rounds gather the extensions due close together:
-	// rounds are at least this far apart unless an extension is due
-	// sooner. (Its jitter and this together stay within a tenth of the
-	// wait: see [autoExtension.nextExtension].)
+	// gatherWindow is how far apart rounds are, unless an extension is
+	// due sooner, so that they gather the extensions due close together:
+	// an extension may go up to half of it earlier or later than its
+	// jittered time, within the tenth of its wait that the jitter takes
+	// (see [autoExtension.nextExtension]).
 	gatherWindow = 20 * time.Millisecond
 	// batchEntries and batchKeys bound a batch, one script call to one
 	// node: a few hundred locks keep a node's script run well under a
@@ -98,23 +98,23 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 	if l.cfg.extendWithCtx {
 		ae.unhook = context.AfterFunc(ctx, func() { x.stop(l) })
 	}
-	wait, slack := ae.nextExtension(now)
-	x.schedule(ae, now, wait, slack)
+	wait, early, late := ae.nextExtension(now)
+	x.schedule(ae, now, wait, early, late)
 }
 
-// schedule queues a's next extension wait after now, or up to slack
-// sooner with a round of others, unless its extension was stopped or the
-// manager closed, and starts the goroutine if it does not run yet. a is in
-// no round ([extender.release]).
-func (x *extender) schedule(a *autoExtension, now time.Time, wait, slack time.Duration) {
+// schedule queues a's next extension wait after now, or up to early
+// sooner or late later with a round of others, unless its extension was
+// stopped or the manager closed, and starts the goroutine if it does not
+// run yet. a is in no round ([extender.release]).
+func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late time.Duration) {
 	x.mu.Lock()
 	if a.state != autoIdle || x.m.closed.Load() {
 		x.mu.Unlock()
 		x.stop(a.l)
 		return
 	}
-	a.at = x.clock(now) + int64(wait)
-	a.early = a.at - int64(slack)
+	planned := x.clock(now) + int64(wait)
+	a.at, a.early = planned+int64(late), planned-int64(early)
 	a.state = autoQueued
 	first := x.queue.push(a)
 	spawn := !x.running
@@ -216,9 +216,9 @@ func (x *extender) run() {
 
 // take takes the extensions a round should start at now, in the order they
 // are due, or, when none should, returns how long to sleep (0: until
-// woken). A round starts when the first extension is due, or as soon as
-// one may go early but no sooner than gatherWindow after the last round;
-// it takes every extension that may go early by then.
+// woken). A round starts at the latest time of the first extension due, or
+// as soon as it may go early but no sooner than gatherWindow after the
+// last round; it takes every extension that may go early by then.
 func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -265,15 +265,15 @@ func (x *extender) after(a *autoExtension, ttl time.Duration, err error) {
 		a.logMaxHold()
 		x.stop(a.l)
 	case err == nil:
-		wait, slack := a.nextExtension(now)
-		x.schedule(a, now, wait, slack)
+		wait, early, late := a.nextExtension(now)
+		x.schedule(a, now, wait, early, late)
 	case errors.Is(err, ErrLockLost), errors.Is(err, ErrClosed), errors.Is(err, ErrNotHeld), a.ctx.Err() != nil:
 		x.stop(a.l)
 	default:
 		// A transient failure: try again while the validity lasts. The
 		// expiry timer reports the loss if none succeeds.
-		if wait, ok := a.retryWait(now); ok {
-			x.schedule(a, now, wait, 0)
+		if wait, late, ok := a.retryWait(now); ok {
+			x.schedule(a, now, wait, 0, late)
 		} else {
 			x.stop(a.l)
 		}

@@ -122,8 +122,8 @@ func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
 		return sweepEntry{}, false
 	case !locked:
 		x.release(a)
-		if wait, ok := a.retryWait(now); ok {
-			x.schedule(a, now, wait, 0)
+		if wait, late, ok := a.retryWait(now); ok {
+			x.schedule(a, now, wait, 0, late)
 		} else {
 			x.stop(l)
 		}
@@ -184,21 +184,34 @@ func (s *sweep) send() {
 	}
 }
 
-// dispatch sends c to its nodes once enough of them can take it (see
-// [extender.slots]), each request under the batch's deadline, counted from
-// now; the nodes that cannot take it fail c, as a node that failed would.
-// If too few can take it before the first of its locks may no longer be
-// extended, or the manager closes, c fails on every node.
+// dispatch sends c to its nodes once they can take it (see [batchSlots]),
+// each request under the batch's deadline, counted from now; a node passed
+// over, stalled, fails c, as a node that failed would. If too few can take
+// it while the first of its locks has half a node timeout left, or the
+// manager closes, c fails on every node, unsent.
 func (s *sweep) dispatch(c *sweepChunk) {
 	x := s.x
-	last := time.Time{} // the last moment c may be sent
+	// last is the end of c's flight, when the first of its locks may no
+	// longer be extended; c is sent only with half a node timeout of it
+	// left, by sendBy: with less, its replies would likely come too late,
+	// and a process that does not keep up would spend on it what it may
+	// not have.
+	var last, sendBy time.Time
 	for _, e := range c.entries {
-		en := &s.entries[e]
-		if end := en.deadline.Add(-en.a.l.cfg.lossGuard() / 2); last.IsZero() || end.Before(last) {
+		l := s.entries[e].a.l
+		end := s.entries[e].deadline.Add(-l.cfg.lossGuard() / 2)
+		if last.IsZero() || end.Before(last) {
 			last = end
 		}
+		if by := end.Add(-l.cfg.timeout() / 2); sendBy.IsZero() || by.Before(sendBy) {
+			sendBy = by
+		}
 	}
-	free, why := x.slots.take(c.nodes, min(c.q, len(c.nodes)), last, x.m.done)
+	var free []bool
+	why := errTooLate
+	if time.Now().Before(sendBy) {
+		free, why = x.slots.take(c.nodes, min(c.q, len(c.nodes)), x.m.cfg.timeout(), sendBy, x.m.done)
+	}
 	start := time.Now()
 	deadline := last
 	for _, e := range c.entries {

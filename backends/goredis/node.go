@@ -115,10 +115,11 @@ func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args [
 }
 
 // eval runs the script; batched sends EVALSHA in a batch with the other
-// requests under way (see batcher), for a request that direct allows.
+// requests under way (see batcher), for a request that direct allows and
+// that has fewer than soloKeys keys.
 func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
 	cmd := evalargs.Command([]any{"evalsha"}, s, keys, args)
-	v, err := n.send(ctx, cmd, batched)
+	v, err := n.send(ctx, cmd, batched && len(keys) < soloKeys)
 	if driver.IsNoScript(err) {
 		cmd[0], cmd[1] = "eval", s.Source
 		v, err = n.client.Do(ctx, cmd...).Result()
@@ -158,6 +159,14 @@ func (n *node) setNX(ctx context.Context, key, val, ms string, batched bool) (an
 	}
 	return normalize(v, err)
 }
+
+// soloKeys is how many keys make a request that is a batch itself, the
+// extensions of many locks (see dlm's WithAutoExtend): it is sent on a
+// connection of its own, under its own deadline, rather than in a batch
+// with the other requests under way, whose earliest deadline a batch is
+// sent under. Its deadline is longer than an acquire's, and it takes longer
+// to run: sent with them, it would fail at theirs, and hold them up.
+const soloKeys = 4
 
 // send sends cmd; batched sends it in a batch with the other requests under
 // way (see batcher), for a request that direct allows.
