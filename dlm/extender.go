@@ -28,7 +28,8 @@ type extender struct {
 	m     *Manager
 	epoch time.Time // the extender's clock counts ns from it
 	wake  chan struct{}
-	slots *batchSlots // the batches in flight to each node
+	// senders send the batches to each node (see nodeSender).
+	senders []*nodeSender
 	// entries and keys bound a batch: batchEntries and batchKeys, but in
 	// tests.
 	entries, keys int
@@ -75,8 +76,12 @@ const (
 )
 
 func newExtender(m *Manager) *extender {
-	return &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), slots: newBatchSlots(len(m.nodes)),
-		entries: batchEntries, keys: batchKeys}
+	x := &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), entries: batchEntries, keys: batchKeys}
+	x.senders = make([]*nodeSender, len(m.nodes))
+	for i := range x.senders {
+		x.senders[i] = newNodeSender(x, i)
+	}
+	return x
 }
 
 // clock returns t on the extender's clock.
@@ -123,6 +128,9 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late t
 	x.mu.Unlock()
 	switch {
 	case spawn:
+		for _, n := range x.senders {
+			x.m.work.Spawn(n.run)
+		}
 		x.m.work.Spawn(x.run)
 	case poke:
 		select {

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
@@ -64,11 +62,10 @@ type sweepChunk struct {
 	entries []int32 // indices in s.entries, in the batch's order
 	req     *round.Request
 	nodes   []int // the nodes it goes to
-	q       int   // the largest quorum of its locks
-	// cancel ends the batch's node deadline once every node's request
-	// returned (see driver.WithNodeDeadline).
-	cancel context.CancelFunc
-	due    atomic.Int32 // node replies still due
+	// last is when the first of its locks may no longer be extended; it
+	// is sent to a node only by sendBy, half a node timeout earlier (see
+	// nodeSender).
+	last, sendBy time.Time
 }
 
 // sweep runs a round for due, the extensions taken from the queue: it
@@ -184,56 +181,33 @@ func (s *sweep) send() {
 	}
 }
 
-// dispatch sends c to its nodes once they can take it (see [batchSlots]),
-// each request under the batch's deadline, counted from now; a node passed
-// over, stalled, fails c, as a node that failed would. If too few can take
-// it while the first of its locks has half a node timeout left, or the
-// manager closes, c fails on every node, unsent.
+// dispatch hands c to the senders of its nodes.
 func (s *sweep) dispatch(c *sweepChunk) {
-	x := s.x
-	// last is the end of c's flight, when the first of its locks may no
-	// longer be extended; c is sent only with half a node timeout of it
-	// left, by sendBy: with less, its replies would likely come too late,
-	// and a process that does not keep up would spend on it what it may
-	// not have.
-	var last, sendBy time.Time
 	for _, e := range c.entries {
 		l := s.entries[e].a.l
 		end := s.entries[e].deadline.Add(-l.cfg.lossGuard() / 2)
-		if last.IsZero() || end.Before(last) {
-			last = end
+		if c.last.IsZero() || end.Before(c.last) {
+			c.last = end
 		}
-		if by := end.Add(-l.cfg.timeout() / 2); sendBy.IsZero() || by.Before(sendBy) {
-			sendBy = by
+		if by := end.Add(-l.cfg.timeout() / 2); c.sendBy.IsZero() || by.Before(c.sendBy) {
+			c.sendBy = by
 		}
 	}
-	var free []bool
-	why := errTooLate
-	if time.Now().Before(sendBy) {
-		free, why = x.slots.take(c.nodes, min(c.q, len(c.nodes)), x.m.cfg.timeout(), sendBy, x.m.done)
+	for _, i := range c.nodes {
+		s.x.senders[i].add(c)
 	}
-	start := time.Now()
-	deadline := last
+}
+
+// begin records that c leaves for a node at now: each lock's extension
+// counts from when the first batch carrying it left, set before that batch
+// does.
+func (s *sweep) begin(c *sweepChunk, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, e := range c.entries {
-		en := &s.entries[e]
-		if en.start.IsZero() {
-			en.start = start
+		if en := &s.entries[e]; en.start.IsZero() {
+			en.start = now
 		}
-		deadline = minTime(deadline, start.Add(en.wait(en.a.l, start)))
-	}
-	c.req.Timeout = deadline.Sub(start)
-	ctx, cancel := driver.WithNodeDeadline(context.Background(), deadline)
-	c.cancel = cancel
-	c.due.Store(int32(len(c.nodes)))
-	for k, i := range c.nodes {
-		if free != nil && free[k] {
-			x.m.rounds.Batch(ctx, i, c.req, func(b round.BatchReply) {
-				c.answer(b)
-				x.slots.give(i)
-			})
-			continue
-		}
-		c.answer(round.BatchReply{Node: i, Err: x.m.nodeError(i, why)})
 	}
 }
 
@@ -288,7 +262,6 @@ func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
 			req.Args = append(req.Args, l.secret)
-			c.q = max(c.q, e.q)
 			c.entries = append(c.entries, order[0])
 			order = order[1:]
 		}
@@ -373,6 +346,7 @@ func minTime(a, b time.Time) time.Time {
 func (c *sweepChunk) answer(b round.BatchReply) {
 	s := c.s
 	var decided []int32
+	var starts []time.Time
 	s.mu.Lock()
 	for j, e := range c.entries {
 		en := &s.entries[e]
@@ -384,22 +358,28 @@ func (c *sweepChunk) answer(b round.BatchReply) {
 		if en.answered == s.n || en.v.Settled(s.n, en.q, s.n-en.answered) {
 			en.settled = true
 			decided = append(decided, e)
+			// Read here: a batch carrying the lock may still leave for
+			// a slower node, and begin writes start under mu.
+			starts = append(starts, en.start)
 		}
 	}
 	s.mu.Unlock()
-	for _, e := range decided {
-		s.settle(&s.entries[e])
-	}
-	if c.due.Add(-1) == 0 {
-		c.cancel()
+	for k, e := range decided {
+		s.settle(&s.entries[e], starts[k])
 	}
 }
 
-// settle settles en's extension, as Extend does, lets its lock's op go and
-// decides what follows.
-func (s *sweep) settle(en *sweepEntry) {
+// settle settles en's extension, whose first batch left at start (zero
+// when none did), as Extend does, lets its lock's op go and decides what
+// follows.
+func (s *sweep) settle(en *sweepEntry, start time.Time) {
 	a := en.a
-	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, en.start)
+	if start.IsZero() {
+		// No batch carrying it left: no node applied it, and it fails
+		// without bounding the validity.
+		start = time.Now()
+	}
+	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, start)
 	a.l.op.Unlock()
 	s.x.release(a)
 	if s.x.released != nil {

@@ -24,6 +24,7 @@ import (
 type HeldResult struct {
 	Lib   string
 	Locks int // asked for
+	Rate  int // taken a second; 0: as fast as they came
 	TTL   time.Duration
 	Hold  time.Duration // measured window
 	// Taken counts the locks obtained, Failed the TryLock calls that
@@ -112,10 +113,11 @@ func (h *lagHook) record(on bool) {
 }
 
 // runHeld runs one held-locks case on a Manager of its own over the nodes
-// at addrs, through backend: n locks of ttl held for hold (after a TTL of
-// warm-up once they are all taken).
-func runHeld(ctx context.Context, backend string, addrs []string, name string, n int, ttl, hold, nodeTimeout time.Duration) (HeldResult, error) {
-	r := HeldResult{Lib: backend, Locks: n, TTL: ttl, Hold: hold}
+// at addrs, through backend: n locks of ttl, taken at rate a second (0:
+// as fast as they come), held for hold after a TTL of warm-up once they
+// are all taken.
+func runHeld(ctx context.Context, backend string, addrs []string, name string, n, rate int, ttl, hold, nodeTimeout time.Duration) (HeldResult, error) {
+	r := HeldResult{Lib: backend, Locks: n, Rate: rate, TTL: ttl, Hold: hold}
 	hook := &lagHook{}
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
@@ -147,6 +149,11 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	var failed atomic.Int64
 	start := time.Now()
 	forEachShare(n, func(i int) {
+		if rate > 0 {
+			if err := sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(rate)))); err != nil {
+				return
+			}
+		}
 		l, err := m.TryLock(ctx, fmt.Sprintf("%s/%d", name, i), dlm.WithAutoExtend(dlm.AutoExtend{}), dlm.WithHook(nil))
 		if err != nil {
 			failed.Add(1)
@@ -156,6 +163,9 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 		locks[i] = l
 	})
 	r.Acquire = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
 	r.Failed = int(failed.Load())
 	r.Taken = n - r.Failed
 	if err := sleepCtx(ctx, ttl); err != nil {
@@ -239,6 +249,9 @@ func countLost(locks []*dlm.Lock) int {
 
 // sleepCtx sleeps for d, or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -14,8 +14,12 @@ func writeHeld(b *strings.Builder, r *Results) {
 		return
 	}
 	fmt.Fprintf(b, "## Holding many locks\n\n")
-	fmt.Fprintf(b, "One `Manager` takes each number of locks with `TryLock` and `WithAutoExtend(dlm.AutoExtend{})`, each on a key of its own, with a TTL of %v, from %d goroutines; once they are all taken it waits one TTL, then holds them for %v while the library keeps them extended, and counts the locks lost (`Lost()` closed) by the end. **Client CPU** is the CPU time the process used over the hold per held lock-second, **server CPU** the %d servers' (INFO cpu); **heap** is the growth of the live heap per held lock after a collection, **goroutines** the growth of the process's goroutines with the locks held. **Renewal lag** is the lag the `Manager` reports in its `EventRenewal` events, one per round of extensions: how late the most overdue extension of the round started; **overloaded** counts the rounds it reported as falling behind. The cases run last, with every other library closed.\n\n",
-		cfg.HeldTTL, heldGoroutines, cfg.HeldDuration, r.Nodes)
+	rate := "as fast as they come"
+	if cfg.HeldRate > 0 {
+		rate = fmt.Sprintf("at %s a second", groupThousands(int64(cfg.HeldRate)))
+	}
+	fmt.Fprintf(b, "One `Manager` takes each number of locks with `TryLock` and `WithAutoExtend(dlm.AutoExtend{})`, each on a key of its own, with a TTL of %v, from %d goroutines, %s; once they are all taken it waits one TTL, then holds them for %v while the library keeps them extended, and counts the locks lost (`Lost()` closed) by the end, and before the hold. **Client CPU** is the CPU time the process used over the hold per held lock-second, **server CPU** the %d servers' (INFO cpu); **heap** is the growth of the live heap per held lock after a collection, **goroutines** the growth of the process's goroutines with the locks held. **Renewal lag** is the lag the `Manager` reports in its `EventRenewal` events, one per round of extensions: how late the most overdue extension of the round started; **overloaded** counts the rounds it reported as falling behind. The cases run last, with every other library closed.\n\n",
+		cfg.HeldTTL, heldGoroutines, rate, cfg.HeldDuration, r.Nodes)
 	t := newTable(b, "l", "library", "locks", "taken in", "lost", "client CPU/lock·s", "server CPU/lock·s", "heap/lock", "goroutines", "renewal lag p99", "lag max", "overloaded", "errors")
 	for _, n := range cfg.HeldLocks {
 		for _, backend := range cfg.HeldBackends {
@@ -33,7 +37,7 @@ func writeHeld(b *strings.Builder, r *Results) {
 			if h.ServerCPU > 0 {
 				scpu = fmtDur(h.ServerCPUPerLockSecond())
 			}
-			t.row(name, groupThousands(int64(n)), h.Acquire.Round(100*1e6).String(), fmt.Sprintf("%d of %d", h.Lost, h.Taken),
+			t.row(name, groupThousands(int64(n)), h.Acquire.Round(100*1e6).String(), fmt.Sprintf("%d of %d (%d before the hold)", h.Lost, h.Taken, h.LostBy),
 				fmtDur(h.CPUPerLockSecond()), scpu, fmt.Sprintf("%.0f B", h.HeapPerLock()), fmt.Sprintf("%+d", h.Goroutines),
 				lag, lagMax, fmt.Sprint(h.Overloads), errorsCell(h.Failed+h.UnlockErrors, h.FirstError))
 		}

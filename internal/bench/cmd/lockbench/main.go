@@ -86,6 +86,7 @@ func run() int {
 		return err
 	})
 	flag.DurationVar(&cfg.HeldTTL, "held-ttl", cfg.HeldTTL, "TTL of the locks of the held-locks cases")
+	flag.IntVar(&cfg.HeldRate, "held-rate", cfg.HeldRate, "locks the held-locks cases take a second (0: as fast as 64 goroutines can)")
 	flag.DurationVar(&cfg.HeldDuration, "held-duration", cfg.HeldDuration, "how long the held-locks cases hold their locks, measured")
 	flag.Func("held-backends", fmt.Sprintf("redlock backends of the held-locks cases, comma-separated (default %s)", strings.Join(cfg.HeldBackends, ",")), func(v string) error {
 		cfg.HeldBackends = strings.Split(v, ",")

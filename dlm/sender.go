@@ -1,0 +1,130 @@
+package dlm
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
+)
+
+// nodeSender sends a manager's batches of extensions to one node, in the
+// order the extender gives them (nearest to the end of their locks'
+// validity first within a round), with at most batchesInFlight of them in
+// flight. Each node has its own: a slow node holds up no other, and the
+// batches wait in the extender's process rather than in the node's
+// connections and input buffer, where, under load, every one of them would
+// be late, and time out, at once. A batch that waits until its first lock
+// has less than half a node timeout left fails on the node unsent
+// (errTooLate): the process did not send it in time, and would spend on it
+// what it lacks.
+//
+// Its goroutine is one of the manager's, started with the extender's, and
+// ends when the manager closes, failing what it still holds with
+// ErrClosed.
+type nodeSender struct {
+	x    *extender
+	i    int // the node
+	wake chan struct{}
+
+	mu     sync.Mutex
+	queue  []*sweepChunk
+	busy   int  // batches in flight
+	per    int  // batchesInFlight, but in tests
+	closed bool // the manager closed: run returned
+}
+
+// batchesInFlight is how many batches of extensions a manager may have in
+// flight to one node: a few round trips' worth of the extensions of
+// hundreds of thousands of locks.
+const batchesInFlight = 8
+
+// errTooLate is the failure of a node that was not sent a batch of
+// extensions because the first of its locks had less than half a node
+// timeout left to be extended by then.
+var errTooLate = errors.New("dlm: extension batch not sent: the node's earlier batches took the time its locks had left")
+
+func newNodeSender(x *extender, i int) *nodeSender {
+	return &nodeSender{x: x, i: i, wake: make(chan struct{}, 1), per: batchesInFlight}
+}
+
+// add queues c for the node, or fails it there once the manager closed.
+func (n *nodeSender) add(c *sweepChunk) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, ErrClosed)})
+		return
+	}
+	n.queue = append(n.queue, c)
+	n.mu.Unlock()
+	n.poke()
+}
+
+func (n *nodeSender) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the sender's goroutine.
+func (n *nodeSender) run() {
+	for {
+		select {
+		case <-n.x.m.done:
+			n.mu.Lock()
+			left := n.queue
+			n.queue, n.closed = nil, true
+			n.mu.Unlock()
+			for _, c := range left {
+				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, ErrClosed)})
+			}
+			return
+		case <-n.wake:
+		}
+		for {
+			n.mu.Lock()
+			if len(n.queue) == 0 || n.busy >= n.per {
+				n.mu.Unlock()
+				break
+			}
+			c := n.queue[0]
+			n.queue[0] = nil
+			n.queue = n.queue[1:]
+			now := time.Now()
+			send := now.Before(c.sendBy)
+			if send {
+				n.busy++
+			}
+			n.mu.Unlock()
+			if !send {
+				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, errTooLate)})
+				continue
+			}
+			n.send(c, now)
+		}
+	}
+}
+
+// send sends c to the node at now, under the deadline of its locks
+// counted from then (see [sweepEntry.wait]).
+func (n *nodeSender) send(c *sweepChunk, now time.Time) {
+	c.s.begin(c, now)
+	deadline := c.last
+	for _, e := range c.entries {
+		en := &c.s.entries[e]
+		deadline = minTime(deadline, now.Add(en.wait(en.a.l, now)))
+	}
+	ctx, cancel := driver.WithNodeDeadline(context.Background(), deadline)
+	n.x.m.rounds.Batch(ctx, n.i, c.req, func(b round.BatchReply) {
+		cancel()
+		c.answer(b)
+		n.mu.Lock()
+		n.busy--
+		n.mu.Unlock()
+		n.poke()
+	})
+}
