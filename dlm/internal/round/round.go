@@ -244,6 +244,11 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 	var ticket int64
 	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) == 2 {
 		res, ticket = pair[0], asInt(pair[1])
+		if ticket < -1 || ticket >= script.FenceLimit {
+			// Written by no script of ours: the waiter passes its
+			// ticket on to every node, whose line it must not break.
+			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: ticket out of range", req.Op))}
+		}
 	}
 	got, ok := res.(int64)
 	if !ok {

@@ -8,6 +8,11 @@ import "github.com/dlmgo/redlock/dlm/driver"
 // ARGV ends with the waiter's id, the life of its place (ms), the ticket it
 // holds from other nodes, the bound of the line, and announce's flag.
 //
+// A ticket held from other nodes is taken only below [FenceLimit], where Lua
+// numbers are exact, and the counter is written as an integer: a waiter
+// passes on what any node answered, and a counter that INCR refuses would
+// keep every new waiter out of the line.
+//
 // It drops the places that expired; lets the waiter take the lock if the
 // line is empty or it is at the head; otherwise it gives the waiter a place,
 // or renews it, under the larger of a new ticket and the one the waiter
@@ -41,9 +46,9 @@ local keep = math.max(life, tonumber(ARGV[2]))
     if redis.call('ZCARD', line) > bound then return -1 end
     mine = redis.call('INCR', tickets)
   end
-  if held > mine then mine = held end
+  if held > mine and held < ` + fenceLimitLua + ` then mine = held end
   if mine > tonumber(redis.call('GET', tickets) or '0') then
-    redis.call('SET', tickets, mine)
+    redis.call('SET', tickets, string.format('%.0f', mine))
   end
   redis.call('ZADD', line, mine, me)
   redis.call('ZADD', places, now + life, me)
@@ -66,13 +71,11 @@ return {0, place()}
 
 // dropExpired sets now to the node's time (ms) and drops from line and
 // places the waiters whose places ended.
-const dropExpired = `local t = redis.call('TIME')
+const dropExpired = zremAll + `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local gone = redis.call('ZRANGEBYSCORE', places, '-inf', now)
-if #gone > 0 then
-  redis.call('ZREM', line, unpack(gone))
-  redis.call('ZREM', places, unpack(gone))
-end
+zremAll(line, gone)
+zremAll(places, gone)
 `
 
 // fairScript returns the fair form of an acquire script made of header and

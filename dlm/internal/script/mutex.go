@@ -89,6 +89,9 @@ return 1
 // counter a node reports at or above it was not written by these scripts.
 const FenceLimit = 1 << 53
 
+// fenceLimitLua is [FenceLimit] as the scripts write it.
+const fenceLimitLua = "9007199254740992"
+
 // The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
 // counters ([FenceKey]) as KEYS[n+1..2n] (see docs/fencing.md). The fenced
 // acquire scripts take the counters' expiry in ms as ARGV[3]: "0", counters
