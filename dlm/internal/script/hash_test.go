@@ -18,9 +18,7 @@ var all = map[string]*driver.Script{
 	"ReadExtend": ReadExtend, "ReadRelease": ReadRelease,
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,
 	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease,
-	"FairAcquire": FairAcquire, "FairFencedAcquire": FairFencedAcquire,
-	"FairGuardedAcquire": FairGuardedAcquire, "FairGuardedFencedAcquire": FairGuardedFencedAcquire,
-	"FairRelease": FairRelease, "LeaveLine": LeaveLine,
+	"Leave": Leave,
 	"Leader": Leader, "ServerID": ServerID, "ServerProbe": ServerProbe,
 }
 

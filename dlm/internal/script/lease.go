@@ -5,24 +5,6 @@ package script
 // clock). The set, and the read lock's key with it, lives as long as its
 // longest lease, so a crashed holder's lease frees itself when it ends.
 
-// nodeNow sets now to the node's time in ms.
-const nodeNow = `
-local tn = redis.call('TIME')
-local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
-`
-
-// zremAll defines zremAll(set, members), which removes members from set a
-// thousand at a time: Lua's unpack fails on about 8,000 values ("too many
-// results to unpack"), and a set may hold more entries that ended at once
-// (a fleet of readers, or of fair waiters, that crashed together).
-const zremAll = `
-local function zremAll(set, members)
-  for i = 1, #members, 1000 do
-    redis.call('ZREM', set, unpack(members, i, math.min(i + 999, #members)))
-  end
-end
-`
-
 // dropEnded defines dropEnded(set), which removes the leases that ended from
 // set. (ZRANGEBYSCORE and ZREM, the commands the fair line uses, rather than
 // ZREMRANGEBYSCORE: the ACL docs/security.md lists stays the same.)

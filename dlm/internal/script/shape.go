@@ -10,22 +10,20 @@ type Shape struct {
 	// fencing counter; otherwise an integer equal to the request's wanted
 	// reply is a yes.
 	Counter bool
-	// Ticketed: the reply is a pair, {the reply as above, the fair
-	// waiter's ticket}.
+	// Ticketed: the reply is a pair, {the reply as above, the waiter's
+	// ticket}; a plain integer (the SET NX path's) carries no ticket.
 	Ticketed bool
 }
 
-// ShapeOf returns the shape of s's reply: a counter for the fenced
-// acquires, a ticketed pair for the fair ones, a plain integer for every
+// ShapeOf returns the shape of s's reply: a ticketed pair for the mutex's
+// acquires, with a counter for the fenced ones, a plain integer for every
 // other script.
 func ShapeOf(s *driver.Script) Shape {
 	switch s {
 	case FencedAcquire, GuardedFencedAcquire:
-		return Shape{Counter: true}
-	case FairAcquire, FairGuardedAcquire:
-		return Shape{Ticketed: true}
-	case FairFencedAcquire, FairGuardedFencedAcquire:
 		return Shape{Counter: true, Ticketed: true}
+	case Acquire, GuardedAcquire:
+		return Shape{Ticketed: true}
 	}
 	return Shape{}
 }

@@ -1,0 +1,146 @@
+package script
+
+import (
+	"strconv"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
+
+// Each lock key has, on each node, a line of the waiters that a node
+// refused it to: two sorted sets, the waiters by ticket and the ends of
+// their places (ms, by the node's clock), and a counter of tickets
+// ([LineKeys]). A release that frees a key hands it on to the head of its
+// line: the key then holds [ReservedFor] that waiter, with a short TTL, and
+// the waiter is named on its manager's channel and leaves the line. Only
+// that waiter may take a key reserved for it; anyone else is refused there,
+// as by a holder. So the lock passes from a holder to the longest waiter
+// without a race between the waiters, or with the releaser asking again at
+// once, and a release wakes one waiter, not all of them. A reservation that
+// nobody takes (its waiter died) expires, and the key is free again.
+//
+// A waiter carries the largest ticket any node gave it to every node on its
+// next attempt, so every line orders it alike; a new waiter's ticket is
+// above every ticket its node holds, since the counter is raised to each
+// ticket carried in. With [WithFairness] only the head of a line (or the
+// waiter a key is reserved for) may take a key whose line is not empty;
+// otherwise a waiter may take a free key whatever its place.
+
+// Lengths of a waiter's id: a manager's id, then the waiter's own part,
+// both of URL-safe base64 characters. The releases name the waiter on the
+// channel of the manager its id begins with.
+const (
+	ManagerIDLen = 11
+	WaiterIDLen  = 22
+)
+
+// managerIDLenLua is ManagerIDLen as the scripts write it.
+var managerIDLenLua = strconv.Itoa(ManagerIDLen)
+
+// zremAll defines zremAll(set, members), which removes members from set a
+// thousand at a time: Lua's unpack fails on about 8,000 values ("too many
+// results to unpack"), and a set may hold more entries that ended at once
+// (a fleet of readers, or of waiters, that crashed together).
+const zremAll = `
+local function zremAll(set, members)
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', set, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+`
+
+// nodeNow sets now to the node's time in ms.
+const nodeNow = `
+local tn = redis.call('TIME')
+local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
+`
+
+// lineLua defines the line's functions, for a script that has set lk (the
+// number of KEYS before the first line's keys), now and announce's
+// functions:
+//
+//   - place(i, id, life, held, bound, keep, back) gives waiter id a place in
+//     lock key i's line, or renews it, for life ms, under the larger of its
+//     ticket there (a new one when it has none) and held, the ticket it
+//     carries (only below [FenceLimit]); back gives it held itself, when it
+//     has one, as its place back after it was handed a key it failed to
+//     take. It returns the ticket, or -1 when the line holds bound waiters
+//     already (bound below 0: no bound). The line's keys live at least keep
+//     ms more.
+//   - leave(i, id) takes id out of lock key i's line.
+//   - handOn(i, ms) hands free lock key i on to the head of its line: the
+//     key reserved for it for ms, the head out of the line and woken. It
+//     returns false, and does nothing, when the line is empty or the flag
+//     is Quiet.
+const lineLua = zremAll + `
+local function lineOf(i)
+  local b = lk + 3 * (i - 1)
+  return KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
+end
+local function dropLeft(ws, ends)
+  local gone = redis.call('ZRANGEBYSCORE', ends, '-inf', now)
+  zremAll(ws, gone)
+  zremAll(ends, gone)
+end
+local function place(i, id, life, held, bound, keep, back)
+  local ws, ends, nxt = lineOf(i)
+  dropLeft(ws, ends)
+  local mine = tonumber(redis.call('ZSCORE', ws, id))
+  if not mine then
+    if bound >= 0 and redis.call('ZCARD', ws) >= bound then return -1 end
+    if back and held > 0 and held < ` + fenceLimitLua + ` then
+      mine = held
+    else
+      mine = redis.call('INCR', nxt)
+    end
+  end
+  if held > mine and held < ` + fenceLimitLua + ` then mine = held end
+  if mine > tonumber(redis.call('GET', nxt) or '0') then
+    redis.call('SET', nxt, string.format('%.0f', mine))
+  end
+  redis.call('ZADD', ws, mine, id)
+  redis.call('ZADD', ends, now + life, id)
+  for _, k in ipairs({nxt, ws, ends}) do
+    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  end
+  return mine
+end
+local function leave(i, id)
+  local ws, ends = lineOf(i)
+  redis.call('ZREM', ws, id)
+  redis.call('ZREM', ends, id)
+end
+local function headOf(i)
+  local ws, ends = lineOf(i)
+  dropLeft(ws, ends)
+  return redis.call('ZRANGE', ws, 0, 0)[1]
+end
+local function handOn(i, ms)
+  if not loud then return false end
+  local h = headOf(i)
+  if not h then return false end
+  leave(i, h)
+  redis.call('SET', KEYS[i], '` + nextPrefix + `' .. h, 'PX', ms)
+  wake(KEYS[i], h)
+  return true
+end
+`
+
+// Leave takes a waiter that gives up out of the lines of its lock keys, and
+// hands on each key reserved for it to the next in line, or frees it
+// (announced on the broadcast channel when nobody waits in line).
+//
+// KEYS: the lock keys, then their lines ([LinesOf]). ARGV: the waiter's
+// id, how long a key handed on stays reserved (ms), announce's flag.
+// Reply: 1.
+var Leave = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 4
+` + lineLua + `
+local me = ARGV[1]
+for i = 1, lk do
+  leave(i, me)
+  if redis.call('GET', KEYS[i]) == '` + nextPrefix + `' .. me then
+    redis.call('DEL', KEYS[i])
+    if not handOn(i, tonumber(ARGV[2])) then broadcast(KEYS[i], nil) end
+  end
+end
+return 1
+`)
