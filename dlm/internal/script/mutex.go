@@ -165,11 +165,11 @@ const (
 // The lock's release (ReleaseLock) frees each key that holds the secret,
 // is reserved for the releasing waiter, or is free already, and hands it on
 // to the head of its line (see [lineLua]); a key it freed and handed to
-// nobody is announced on the broadcast channel, when anyone listens there,
-// with the number of listeners: [WakeRelease] and "5". A key held by
-// another holder is never touched. It deletes a writer's intent with each
-// key that held the secret, and takes the releasing waiter out of the
-// lines.
+// nobody (or an election's, whose observers the flag's Grants asks for) is
+// announced on the broadcast channel, when anyone listens there, with the
+// number of listeners: [WakeRelease] and "5". A key held by another holder
+// is never touched. It deletes a writer's intent with each key that held
+// the secret, and takes the releasing waiter out of the lines.
 //
 // A failed attempt's release (ReleaseAttempt, ReleaseKeepTurn) frees the
 // keys that hold the secret — or reserves them for the waiter again, with
@@ -195,13 +195,13 @@ for i = 1, n do
   local mine = owns(v)
   if mine then deleted = deleted + 1 end
   if how == '` + ReleaseLock + `' then
+    if me ~= '' then leave(i, me) end
     if mine or not v or (me ~= '' and v == mark) then
       if v then
         redis.call('DEL', k)
         clearIntent(k)
       end
-      if me ~= '' then leave(i, me) end
-      if not handOn(i, ms) and v then broadcast(k, nil) end
+      if (not handOn(i, ms) or grants) and v then broadcast(k, nil) end
     end
   else
     if mine then

@@ -1,0 +1,119 @@
+package dlm
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// A waiter is a waiting Lock call's place in the nodes' lines of its keys
+// (see package script's line): a node that refuses an attempt gives it a
+// place, and the release that frees a key hands it to the head of the line
+// and names that waiter on its manager's channel, which wakes it alone. A
+// waiter's id begins with its manager's ([Manager.id]), so that the nodes
+// name it on that manager's channel.
+//
+// Every waiting call of the mutex has one when its manager can hear wake
+// messages or it waits with [WithFairness]; TryLock, whose attempt takes no
+// place, and the shared leases, which wait for any release, have none.
+type waiter struct {
+	id string
+	// ticket is the largest ticket a node gave the waiter: passed to every
+	// node on the next attempt, it puts the waiter at the same place in
+	// every line.
+	ticket int64
+	// placed says that a node refused an attempt, and so may hold a place
+	// for the waiter, which it must give up if it stops waiting.
+	placed bool
+	// woken says that a wake-up started the current attempt: the keys
+	// were handed to the waiter, and the release of the attempt, if it
+	// fails, keeps them reserved for it ([script.ReleaseKeepTurn]).
+	woken bool
+}
+
+// newWaiter returns a waiter with an id of its own, drawn as a secret is.
+// The id is not a secret: the releases announce it.
+func (m *Manager) newWaiter() (*waiter, error) {
+	s, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen]}, nil
+}
+
+// waiterID is w's id, "" for none.
+func (w *waiter) waiterID() string {
+	if w == nil {
+		return ""
+	}
+	return w.id
+}
+
+// waiterArgs are the acquire scripts' waiter arguments: the id, the life of
+// a place, the ticket, the bound of a line and fairness.
+func waiterArgs(cfg *config, w *waiter) []string {
+	fair := "0"
+	if cfg.fair != nil {
+		fair = "1"
+	}
+	var ticket int64
+	if w != nil {
+		ticket = w.ticket
+	}
+	return []string{w.waiterID(), ttlMillis(cfg.placeLife()), strconv.FormatInt(ticket, 10), strconv.Itoa(cfg.lineBound()), fair}
+}
+
+// placeLife is how long a waiter keeps its place without an attempt.
+func (c *config) placeLife() time.Duration {
+	if c.fair != nil {
+		return c.fair.expiry()
+	}
+	return DefaultPlaceExpiry
+}
+
+// lineBound is how many waiters a line of a node has room for.
+func (c *config) lineBound() int {
+	if c.fair != nil {
+		return c.fair.maxWaiters()
+	}
+	return DefaultMaxWaiters
+}
+
+// maxWait caps the pause between a waiter's attempts, which renew its place.
+func (c *config) maxWait() time.Duration { return c.placeLife() / 3 }
+
+// reservation is how long a key a release hands on stays reserved for the
+// waiter it names: two node timeouts, for the wake message to reach the
+// waiter and its attempt the node. A waiter that died or left holds the
+// key up that long at most.
+func (c *config) reservation() time.Duration { return 2 * c.timeout() }
+
+// leave gives up w's place in the lines of rkeys on every node, and hands on
+// each key a node reserved for it, at once and again a node timeout later,
+// in the background: the requests of the waiter's last attempt end within
+// that timeout, and one of them may have given it a place afterwards. A
+// place left behind would make a release hand the key to a waiter that
+// left: the key would stay reserved for it for [config.reservation].
+func (m *Manager) leave(cfg *config, rkeys []string, w *waiter) {
+	req := &round.Request{
+		Op: opLock, Script: script.Leave, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
+		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(),
+	}
+	req.Announce(cfg.loudFlag(), allNodes)
+	m.work.Spawn(func() {
+		m.rounds.Poll(context.Background(), req)
+		t := time.NewTimer(cfg.timeout())
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-m.done:
+		}
+		m.rounds.Poll(context.Background(), req)
+	})
+}
+
+// allNodes marks every node in a request's Loud mask.
+const allNodes = ^uint64(0)
