@@ -3,7 +3,6 @@ package dlm
 import (
 	"fmt"
 	"time"
-
 )
 
 // Fairness configures the first-come, first-served mode of [WithFairness].

@@ -26,7 +26,6 @@ func newSecret() (string, error) {
 // unpadded base64.
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
-
 // checkSecret checks that s, a secret from outside (a [Handle]), has the
 // shape of one newSecret makes: secretLen characters of the URL-safe base64
 // alphabet that decode to secretBytes bytes, the unused bits of the last

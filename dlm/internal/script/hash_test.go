@@ -18,7 +18,7 @@ var all = map[string]*driver.Script{
 	"ReadExtend": ReadExtend, "ReadRelease": ReadRelease,
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,
 	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease,
-	"Leave": Leave,
+	"Leave":  Leave,
 	"Leader": Leader, "ServerID": ServerID, "ServerProbe": ServerProbe,
 }
 
