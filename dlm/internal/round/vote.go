@@ -10,7 +10,7 @@ type Vote struct {
 	// Granted has bit i set when node i said yes (for nodes 0 to 63; a
 	// manager of more nodes treats every node as possibly granted).
 	Granted uint64
-	Ticket  int64 // the largest ticket a fair acquire's replies carried
+	Ticket  int64 // the largest ticket the mutex's acquire replies carried
 	// Cut is set when the caller's context ended before the outcome was
 	// known: the nodes still due were counted as failed with its error, so
 	// the vote says nothing of the lock or the nodes.

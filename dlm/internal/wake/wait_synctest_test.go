@@ -1,0 +1,174 @@
+//go:build go1.25
+
+// synctest needs the Go 1.23 timer channels, which a go 1.22 module turns
+// off by default; the go:debug line turns them on for this test binary.
+
+//go:debug asynctimerchan=0
+
+package wake
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// TestWaitNamed checks, on synctest's fake clock, when a named waiter's
+// wait ends: at once once as many nodes as it needs named it; a settle
+// after the first of fewer; at once after its subscription was made again;
+// at its timer when nobody named it; within a settle after an attempt a
+// wake-up started was refused; and never sooner than a gap after the
+// previous such attempt, which doubles up to the settle.
+func TestWaitNamed(t *testing.T) {
+	t.Parallel()
+	const (
+		settle = 100 * time.Millisecond
+		retry  = 10 * time.Second
+	)
+	type hearing struct {
+		at   time.Duration // after Wait began
+		node int
+	}
+	for _, tc := range []struct {
+		name     string
+		need     int
+		down     int // pumps down, of five
+		heard    []hearing
+		resub    time.Duration // when the subscription is made again; 0: never
+		woken    bool          // the attempt before was woken, and refused
+		gap      time.Duration // the gap before Wait, from earlier refused attempts
+		want     time.Duration
+		wantWoke bool
+	}{
+		{name: "quorum named", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {3 * time.Millisecond, 4}}, want: 3 * time.Millisecond, wantWoke: true},
+		{name: "one node twice", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}, {3 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
+		{name: "fewer than the quorum", need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
+		{name: "quorum of the live subscriptions", need: 3, down: 3, heard: []hearing{{4 * time.Millisecond, 1}, {7 * time.Millisecond, 2}}, want: 7 * time.Millisecond, wantWoke: true},
+		{name: "nobody named it", need: 3, want: retry},
+		{name: "subscription made again", need: 3, resub: 9 * time.Millisecond, want: 9 * time.Millisecond, wantWoke: true},
+		{name: "after a woken attempt", need: 3, woken: true, want: settle, wantWoke: true},
+		{name: "after a woken attempt, named at once", need: 3, woken: true, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: minGap, wantWoke: true},
+		{name: "gap doubles", need: 3, woken: true, gap: 8 * time.Millisecond, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: 16 * time.Millisecond, wantWoke: true},
+		{name: "gap capped at the settle", need: 3, woken: true, gap: settle, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: settle, wantWoke: true},
+		{name: "gap forgotten after a timer's attempt", need: 3, gap: settle, heard: []hearing{{time.Millisecond, 0}, {time.Millisecond, 1}, {time.Millisecond, 2}}, want: time.Millisecond, wantWoke: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				w := testWaker(5)
+				for i := range tc.down {
+					w.pumps[i].down = true
+				}
+				wt := w.Watch([]string{"k"}, testWaiter, tc.need)
+				wt.gap = tc.gap
+				ch := script.ManagerChannel("k", testManager)
+				h := func(i int) handler { return handler{w: w, i: i} }
+				for _, hr := range tc.heard {
+					time.AfterFunc(hr.at, func() { h(hr.node).Message(ch, testWaiter) })
+				}
+				if tc.resub > 0 {
+					time.AfterFunc(tc.resub, func() { w.resubscribed(ch) })
+				}
+				timer := time.NewTimer(retry)
+				start := time.Now()
+				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Settle: settle})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(start); got != tc.want || woke != tc.wantWoke {
+					t.Errorf("Wait = %v after %v; want %v after %v", woke, got, tc.wantWoke, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestForgedFloodBound checks, on synctest's fake clock, what a flood of
+// forged messages naming a waiter on every node costs it: each wake-up
+// starts an attempt, which the nodes refuse (nothing was handed to it),
+// and the gap before the next doubles up to the settle, so that over a
+// second the waiter makes at most the attempts of the doubling plus one per
+// settle.
+func TestForgedFloodBound(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			settle = 50 * time.Millisecond
+			span   = time.Second
+		)
+		w := testWaker(5)
+		wt := w.Watch([]string{"k"}, testWaiter, 3)
+		ch := script.ManagerChannel("k", testManager)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { // the flood: every node names the waiter every 100 µs
+			for ctx.Err() == nil {
+				for i := range 5 {
+					handler{w: w, i: i}.Message(ch, testWaiter)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		timer := time.NewTimer(time.Hour)
+		attempts, woken := 0, false
+		for start := time.Now(); time.Since(start) < span; attempts++ {
+			wt.Drain()
+			time.Sleep(time.Millisecond) // the attempt's round trip, refused
+			var err error
+			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Settle: settle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 1, 2, 4, ... 32 ms and then one per settle.
+		doubling := 0
+		for g := minGap; g < settle; g *= 2 {
+			doubling++
+		}
+		if bound := doubling + int(span/settle) + 1; attempts > bound {
+			t.Errorf("a flood of forged messages drove %d attempts in %v; want at most %d", attempts, span, bound)
+		}
+	})
+}
+
+// TestNotifyNamed checks how a waker passes what a manager's channel heard:
+// an id to its waiter alone, counted once per node; an id on another key's
+// channel, or of a waiter that stopped waiting, to nobody and not counted;
+// another manager's waiter's id, or garbage, to nobody and counted.
+func TestNotifyNamed(t *testing.T) {
+	t.Parallel()
+	w := testWaker(3)
+	wt := w.Watch([]string{"k"}, testWaiter, 2)
+	gone := w.Watch([]string{"k"}, testWaiter2, 2)
+	gone.Stop()
+	onOther := w.Watch([]string{"k2"}, testManager+"ccccccccccc", 2)
+	ch, ch2 := script.ManagerChannel("k", testManager), script.ManagerChannel("k2", testManager)
+	for _, tc := range []struct {
+		node      int
+		channel   string
+		payload   string
+		nheard    int
+		malformed uint64
+	}{
+		{0, ch, testWaiter, 1, 0},
+		{0, ch, testWaiter, 1, 0},
+		{2, ch, testWaiter, 2, 0},
+		{1, ch2, testWaiter, 2, 0},
+		{1, ch, testWaiter2, 2, 0},
+		{1, ch, otherWaiter, 2, 1},
+		{1, ch, "r5", 2, 2},
+		{1, ch, "", 2, 3},
+		{1, ch, testManager + "ccccccccccc", 2, 3},
+	} {
+		handler{w: w, i: tc.node}.Message(tc.channel, tc.payload)
+		if n, _, _ := wt.named(); n != tc.nheard || w.Ignored() != tc.malformed {
+			t.Errorf("after node %d heard %q on %s: %d nodes named the waiter, %d malformed; want %d, %d",
+				tc.node, tc.payload, tc.channel, n, w.Ignored(), tc.nheard, tc.malformed)
+		}
+	}
+	if n, _, _ := onOther.named(); n != 0 {
+		t.Errorf("the waiter of k2 was named by %d nodes on k's channel; want 0", n)
+	}
+}
