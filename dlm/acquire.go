@@ -162,7 +162,7 @@ func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []strin
 			// Nodes that did not grant may keep a place for us, also
 			// from replies that came after the outcome was known.
 			if l == nil && w.placed {
-				m.leave(cfg, rkeys, w)
+				m.leave(ctx, cfg, rkeys, w)
 			}
 		}()
 	}

@@ -55,6 +55,9 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
 	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, waiting), &v, pend)
+	if c.waiter != nil {
+		c.waiter.placed = true // the release gives it its place back
+	}
 	qerr := c.failure(&v, opLock, len(m.nodes), q, v.Yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {

@@ -92,19 +92,21 @@ func (c *config) maxWait() time.Duration { return c.placeLife() / 3 }
 func (c *config) reservation() time.Duration { return 2 * c.timeout() }
 
 // leave gives up w's place in the lines of rkeys on every node, and hands on
-// each key a node reserved for it, at once and again a node timeout later,
-// in the background: the requests of the waiter's last attempt end within
-// that timeout, and one of them may have given it a place afterwards. A
-// place left behind would make a release hand the key to a waiter that
-// left: the key would stay reserved for it for [config.reservation].
-func (m *Manager) leave(cfg *config, rkeys []string, w *waiter) {
+// each key a node reserved for it: at once, before it returns (ctx only
+// carries its values: the release runs even when ctx is done, each node
+// bounded by the node timeout), and again a node timeout later, in the
+// background, since a request of the waiter's last attempt may have given
+// it a place after the first pass. A place left behind would make a
+// release hand the key to a waiter that left: the key would stay reserved
+// for it for [config.reservation].
+func (m *Manager) leave(ctx context.Context, cfg *config, rkeys []string, w *waiter) {
 	req := &round.Request{
 		Op: opLock, Script: script.Leave, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
 		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(),
 	}
 	req.Announce(cfg.loudFlag(), allNodes)
+	m.rounds.Poll(context.WithoutCancel(ctx), req)
 	m.work.Spawn(func() {
-		m.rounds.Poll(context.Background(), req)
 		t := time.NewTimer(cfg.timeout())
 		defer t.Stop()
 		select {

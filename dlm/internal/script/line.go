@@ -66,7 +66,8 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //     take. It returns the ticket, or -1 when the line holds bound waiters
 //     already (bound below 0: no bound). The line's keys live at least keep
 //     ms more.
-//   - leave(i, id) takes id out of lock key i's line.
+//   - leave(i, id) takes id out of lock key i's line; a line left empty
+//     is deleted, its counter with it, so that nothing stays behind.
 //   - handOn(i, ms) hands free lock key i on to the head of its line: the
 //     key reserved for it for ms, the head out of the line and woken. It
 //     returns false, and does nothing, when the line is empty or the flag
@@ -105,9 +106,10 @@ local function place(i, id, life, held, bound, keep, back)
   return mine
 end
 local function leave(i, id)
-  local ws, ends = lineOf(i)
+  local ws, ends, nxt = lineOf(i)
   redis.call('ZREM', ws, id)
   redis.call('ZREM', ends, id)
+  if redis.call('ZCARD', ws) == 0 then redis.call('DEL', ends, nxt) end
 end
 local function headOf(i)
   local ws, ends = lineOf(i)

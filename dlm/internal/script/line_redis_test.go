@@ -153,9 +153,12 @@ func TestLine(t *testing.T) {
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
 	check("a ticket of 2^53 is not carried", acquire("s-w2e", w2, "0", "0"), []any{int64(1), int64(0)}, "s-w2e", nil, nil)
-	check("w1 refused with a hostile ticket", acquire("s-w1e", w1, "9223372036854775807", "0"), []any{int64(0), int64(4)}, "s-w2e", []string{w1}, nil)
-	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(5) {
-		t.Errorf("INCR of the counter of tickets = %v; want 5", v)
+	if v, _ := s.Do("EXISTS", script.LineKeys(lk)[2]); v != int64(0) {
+		t.Errorf("EXISTS of the counter of an empty line = %v; want 0: nothing stays behind", v)
+	}
+	check("w1 refused with a hostile ticket", acquire("s-w1e", w1, "9223372036854775807", "0"), []any{int64(0), int64(1)}, "s-w2e", []string{w1}, nil)
+	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(2) {
+		t.Errorf("INCR of the counter of tickets = %v; want 2", v)
 	}
 }
 
