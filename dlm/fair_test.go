@@ -22,7 +22,7 @@ var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Seco
 // lineLen returns how many waiters s keeps in key's line.
 func lineLen(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := s.Do("ZCARD", "redlock:{"+key+"}:line")
+	v, err := s.Do("ZCARD", "redlock:{"+key+"}:waiters")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func awaitLine(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 		}
 		if time.Now().After(deadline) {
 			for i, s := range srvs {
-				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:line", "0", "-1", "WITHSCORES")
-				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:places", "0", "-1", "WITHSCORES")
+				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters", "0", "-1", "WITHSCORES")
+				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters:end", "0", "-1", "WITHSCORES")
 				k, _ := s.Do("GET", "redlock:{"+key+"}")
 				t.Logf("node %d: line %v places %v key %v", i, v, w, k)
 			}
@@ -170,9 +170,9 @@ func TestFairDeadWaiter(t *testing.T) {
 		usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
 		end := sec*1000 + usec/1000 + 600
 		for _, cmd := range [][]string{
-			{"ZADD", "redlock:{dead}:line", "1", "ghost"},
-			{"SET", "redlock:{dead}:tickets", "1"},
-			{"ZADD", "redlock:{dead}:places", fmt.Sprint(end), "ghost"},
+			{"ZADD", "redlock:{dead}:waiters", "1", "ghost"},
+			{"SET", "redlock:{dead}:waiters:next", "1"},
+			{"ZADD", "redlock:{dead}:waiters:end", fmt.Sprint(end), "ghost"},
 		} {
 			if _, err := s.Do(cmd...); err != nil {
 				t.Fatal(err)

@@ -42,15 +42,25 @@ func subscribers(t *testing.T, s *redistest.Server) int {
 	return strings.Count(strings.TrimSpace(v.(string)), "\n") + min(1, len(strings.TrimSpace(v.(string))))
 }
 
-// listening returns how many subscribers the wake channel of key has on s.
+// listening returns how many subscribers the wake channels of key have on
+// s: its broadcast channel and the channels of the managers whose waiters
+// it names.
 func listening(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := s.Do("PUBSUB", "NUMSUB", "redlock:{"+key+"}:wake")
+	v, err := s.Do("PUBSUB", "CHANNELS", "redlock:{"+key+"}:wake*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := v.([]any)[1].(int64)
-	return n
+	var total int64
+	for _, ch := range v.([]any) {
+		v, err := s.Do("PUBSUB", "NUMSUB", ch.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := v.([]any)[1].(int64)
+		total += n
+	}
+	return total
 }
 
 // awaitListening waits until every server has a subscriber for key's wake

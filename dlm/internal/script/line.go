@@ -64,8 +64,8 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //     carries (only below [FenceLimit]); back gives it held itself, when it
 //     has one, as its place back after it was handed a key it failed to
 //     take. It returns the ticket, or -1 when the line holds bound waiters
-//     already (bound below 0: no bound). The line's keys live at least keep
-//     ms more.
+//     and a holder's place already (bound below 0: no bound). The line's
+//     keys live at least keep ms more.
 //   - leave(i, id) takes id out of lock key i's line; a line left empty
 //     is deleted, its counter with it, so that nothing stays behind.
 //   - handOn(i, ms) hands free lock key i on to the head of its line: the
@@ -87,7 +87,7 @@ local function place(i, id, life, held, bound, keep, back)
   dropLeft(ws, ends)
   local mine = tonumber(redis.call('ZSCORE', ws, id))
   if not mine then
-    if bound >= 0 and redis.call('ZCARD', ws) >= bound then return -1 end
+    if bound >= 0 and redis.call('ZCARD', ws) > bound then return -1 end
     if back and held > 0 and held < ` + fenceLimitLua + ` then
       mine = held
     else

@@ -130,35 +130,35 @@ func TestLine(t *testing.T) {
 		}
 	}
 
-	check("holder takes a free key", acquire("s-holder", w3, "0", "0"), []any{int64(1), int64(0)}, "s-holder", nil, nil)
-	check("w1 refused, placed", acquire("s-w1", w1, "0", "0"), []any{int64(0), int64(1)}, "s-holder", []string{w1}, nil)
-	check("w2 refused, placed behind", acquire("s-w2", w2, "0", "0"), []any{int64(0), int64(2)}, "s-holder", []string{w1, w2}, nil)
-	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0)}, "s-holder", []string{w1, w2}, nil)
-	check("release hands the key to w1", release("s-holder", w3, "0", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
-	check("the releaser is refused, placed last", acquire("s-holder2", w3, "0", "0"), []any{int64(0), int64(3)}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "2", "0"), []any{int64(0), int64(2)}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w1 takes its reservation", acquire("s-w1", w1, "1", "0"), []any{int64(1), int64(0)}, "s-w1", []string{w2, w3}, nil)
-	check("w1's failed attempt keeps its turn", release("s-w1", w1, "1", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
-	check("w1 takes it again", acquire("s-w1c", w1, "1", "0"), []any{int64(1), int64(0)}, "s-w1c", []string{w2, w3}, nil)
-	check("w1's failed attempt", release("s-w1c", w1, "1", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
-	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "2", "1"), []any{int64(0), int64(2)}, "", []string{w1, w2, w3}, nil)
-	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "2", "0"), []any{int64(1), int64(0)}, "s-w2d", []string{w1, w3}, nil)
-	check("w2's release hands it to w1", release("s-w2d", w2, "2", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
+	check("holder takes a free key, placed", acquire("s-holder", w3, "0", "0"), []any{int64(1), int64(1)}, "s-holder", []string{w3}, nil)
+	check("w1 refused, placed", acquire("s-w1", w1, "0", "0"), []any{int64(0), int64(2)}, "s-holder", []string{w3, w1}, nil)
+	check("w2 refused, placed behind", acquire("s-w2", w2, "0", "0"), []any{int64(0), int64(3)}, "s-holder", []string{w3, w1, w2}, nil)
+	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0)}, "s-holder", []string{w3, w1, w2}, nil)
+	check("release hands the key to w1", release("s-holder", w3, "1", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
+	check("the releaser is refused, placed last", acquire("s-holder2", w3, "0", "0"), []any{int64(0), int64(4)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "3", "0"), []any{int64(0), int64(3)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w1 takes its reservation, placed back", acquire("s-w1", w1, "2", "0"), []any{int64(1), int64(2)}, "s-w1", []string{w1, w2, w3}, nil)
+	check("w1's failed attempt keeps its turn", release("s-w1", w1, "2", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
+	check("w1 takes it again", acquire("s-w1c", w1, "2", "0"), []any{int64(1), int64(2)}, "s-w1c", []string{w1, w2, w3}, nil)
+	check("w1's failed attempt", release("s-w1c", w1, "2", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
+	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "3", "1"), []any{int64(0), int64(3)}, "", []string{w1, w2, w3}, nil)
+	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "3", "0"), []any{int64(1), int64(3)}, "s-w2d", []string{w1, w2, w3}, nil)
+	check("w2's release hands it to w1", release("s-w2d", w2, "3", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w1, reserve, loud}); err != nil {
 		t.Fatal(err)
 	}
 	check("w1 leaves: w3 gets the key", nil, nil, script.ReservedFor(w3), nil, []string{chA + " " + w3})
+	if v, _ := s.Do("EXISTS", script.LineKeys(lk)[2]); v != int64(0) {
+		t.Errorf("EXISTS of the counter of an empty line = %v; want 0: nothing stays behind", v)
+	}
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w3, reserve, loud}); err != nil {
 		t.Fatal(err)
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
-	check("a ticket of 2^53 is not carried", acquire("s-w2e", w2, "0", "0"), []any{int64(1), int64(0)}, "s-w2e", nil, nil)
-	if v, _ := s.Do("EXISTS", script.LineKeys(lk)[2]); v != int64(0) {
-		t.Errorf("EXISTS of the counter of an empty line = %v; want 0: nothing stays behind", v)
-	}
-	check("w1 refused with a hostile ticket", acquire("s-w1e", w1, "9223372036854775807", "0"), []any{int64(0), int64(1)}, "s-w2e", []string{w1}, nil)
-	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(2) {
-		t.Errorf("INCR of the counter of tickets = %v; want 2", v)
+	check("a hostile ticket is not carried into a grant", acquire("s-w2e", w2, "9223372036854775807", "0"), []any{int64(1), int64(1)}, "s-w2e", []string{w2}, nil)
+	check("nor into a refusal", acquire("s-w1e", w1, "9007199254740992", "0"), []any{int64(0), int64(2)}, "s-w2e", []string{w2, w1}, nil)
+	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(3) {
+		t.Errorf("INCR of the counter of tickets = %v; want 3", v)
 	}
 }
 

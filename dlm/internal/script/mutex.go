@@ -33,15 +33,20 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // A key may be taken when it is free, holds the secret already (the script
 // is safe to run twice), or is reserved for the waiter; with fairness, a
 // free key only by the head of its line, or by anyone while the line is
-// empty. A grant sets every key to the secret with the TTL, takes the
-// waiter out of the lines, leaves a writer's intent in place, as SET NX
-// does (the release deletes it), and, when the flag asks for it, announces
-// [WakeGrant]. A refusal gives the waiter a place in each key's line, or
-// renews it (see [lineLua]), and records a waiting writer's intent where
-// readers hold a key (see [Flag]). Reply: {the grant (1, or the new fencing
-// counter) or 0, the waiter's ticket}: a ticket of 0 for a grant or a
-// caller without an id, -1 when a line is full. The guarded forms reply -1
-// while the node may not count yet.
+// empty. A grant sets every key to the secret with the TTL, leaves a
+// writer's intent in place, as SET NX does (the release deletes it), and,
+// when the flag asks for it, announces [WakeGrant]; it gives the waiter a
+// place in each key's line too, under the ticket it carries if it has one,
+// which it keeps while it holds the lock: this node's grant is only a
+// vote, and if the attempt fails all the same (too few grants, or too
+// late) the waiter is still where it was for its next attempt, ahead of
+// everyone who asked after it. The lock's release gives the place up. A
+// refusal gives the waiter a place in each key's line, or renews it (see
+// [lineLua]), and records a waiting writer's intent where readers hold a
+// key (see [Flag]). Reply: {the grant (1, or the new fencing counter) or 0,
+// the waiter's ticket}: a ticket of 0 for a caller without an id, -1 when a
+// line is full. The guarded forms reply -1 while the node may not count
+// yet.
 var (
 	Acquire              = acquireScript(false, 0)
 	FencedAcquire        = acquireScript(true, 0)
@@ -139,11 +144,15 @@ for i = 1, n do
   end
 end
 local r = take()
+local t = 0
 for i = 1, n do
-  if me ~= '' then leave(i, me) end
+  if me ~= '' then
+    local p = place(i, me, life, held, -1, math.max(life, tonumber(ARGV[2])), true)
+    if p > t then t = p end
+  end
   if grants then broadcast(KEYS[i], '` + WakeGrant + `') end
 end
-return {r, 0}
+return {r, t}
 `
 
 // How a release runs ([Release]'s ARGV[6]).
