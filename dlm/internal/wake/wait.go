@@ -38,10 +38,10 @@ const minGap = time.Millisecond
 // that reached one node has reached every node that will announce it. So
 // after a release reaches a quorum, the waiter it names attempts within one
 // node timeout whatever the order of the announcements, and one forged
-// announcement costs it one attempt at most. After an attempt that a
-// wake-up started was refused (last.Woken), the waiter attempts again
-// within Settle, since its keys are reserved for it again, unless timer
-// comes first.
+// announcement costs it one attempt at most: a real release costs a waiter
+// one attempt beyond its timer's pace, whatever its outcome (a refused
+// attempt that a wake-up started kept its keys reserved for it, which its
+// next attempt takes).
 //
 // A waiter without an id is woken by every release announced on the
 // broadcast channels, after a spread wait when other clients heard it too
@@ -77,10 +77,6 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		}
 	}()
 	var settled <-chan time.Time
-	if last.Woken && wt.id != "" {
-		settle = time.NewTimer(last.Settle)
-		settled = settle.C
-	}
 	for {
 		var due time.Time // when a wake-up ends the wait; zero: none yet
 		if wt.id != "" {
