@@ -37,13 +37,17 @@ func (w *Waker) notify(i int, channel, payload string) {
 		w.malformed(channel, len(payload))
 		return
 	}
+	watchers := make([]*Watcher, 0, len(wc.watchers))
 	for wt := range wc.watchers {
 		if !m.grant {
 			wt.listening.Store(m.listening)
 		}
-		signal(wt.c)
+		watchers = append(watchers, wt)
 	}
 	w.mu.Unlock()
+	for _, wt := range watchers {
+		wt.hear(i)
+	}
 }
 
 // resubscribed wakes every watcher of channel, whose subscription was made
@@ -56,13 +60,12 @@ func (w *Waker) resubscribed(channel string) {
 		return
 	}
 	for wt := range wc.watchers {
-		if wc.named {
-			wt.mu.Lock()
-			wt.resub = true
-			wt.mu.Unlock()
-		} else {
+		if !wc.named {
 			wt.listening.Store(0)
 		}
+		wt.mu.Lock()
+		wt.resub = true
+		wt.mu.Unlock()
 		signal(wt.c)
 	}
 }

@@ -41,11 +41,15 @@ const minGap = time.Millisecond
 // announcement costs it one attempt at most: a real release costs a waiter
 // one attempt beyond its timer's pace, whatever its outcome (a refused
 // attempt that a wake-up started kept its keys reserved for it, which its
-// next attempt takes).
+// next attempt takes). The nodes the release had not reached when the
+// waiter woke may still name it: their next message within Settle is taken
+// for that release's, not a new one's.
 //
 // A waiter without an id is woken by every release announced on the
-// broadcast channels, after a spread wait when other clients heard it too
-// (see [Watcher.spread]).
+// broadcast channels, by whichever node announces it first, after a spread
+// wait when other clients heard it too (see [Watcher.spread]); the other
+// nodes' announcements of the same release, within Settle, wake it no
+// more.
 //
 // Either way, a wake-up after a refused attempt that a wake-up started
 // comes no sooner than a gap after Wait began, which doubles with each such
@@ -78,19 +82,17 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 	}()
 	var settled <-chan time.Time
 	for {
-		var due time.Time // when a wake-up ends the wait; zero: none yet
-		if wt.id != "" {
-			n, first, resub := wt.named()
-			switch need := wt.needed(); {
-			case resub || (need > 0 && n >= need):
-				due = began
-			case n > 0 && settled == nil:
-				settle = time.NewTimer(max(time.Until(first.Add(last.Settle)), 0))
-				settled = settle.C
+		n, first, resub := wt.named()
+		switch need := wt.needed(); {
+		case resub || (need > 0 && n >= need):
+			at := began.Add(wt.gap)
+			if wt.id == "" {
+				at = began.Add(max(wt.gap, wt.spread(last.Took)))
 			}
-		}
-		if !due.IsZero() {
-			return wt.wake(ctx, done, timer, due.Add(wt.gap))
+			return wt.wake(ctx, done, timer, at, last.Settle)
+		case n > 0 && settled == nil:
+			settle = time.NewTimer(max(time.Until(first.Add(last.Settle)), 0))
+			settled = settle.C
 		}
 		select {
 		case <-ctx.Done():
@@ -100,18 +102,17 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		case <-timer.C:
 			return false, nil
 		case <-settled:
-			return wt.wake(ctx, done, timer, began.Add(wt.gap))
+			return wt.wake(ctx, done, timer, began.Add(wt.gap), last.Settle)
 		case <-wt.c:
-			if wt.id == "" {
-				return wt.wake(ctx, done, timer, began.Add(max(wt.gap, wt.spread(last.Took))))
-			}
 		}
 	}
 }
 
 // wake ends a wait that a wake-up ended, at at: it waits until then unless
-// the timer comes first, and stops the timer.
-func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time) (bool, error) {
+// the timer comes first, and stops the timer. The nodes that have not named
+// a named waiter yet are marked late until settle from now (see
+// [Watcher.late]).
+func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time, settle time.Duration) (bool, error) {
 	if d := time.Until(at); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -126,6 +127,12 @@ func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.T
 		}
 	}
 	stopTimer(timer)
+	wt.mu.Lock()
+	for i, h := range wt.heard {
+		wt.late[i] = !h
+	}
+	wt.lateUntil = time.Now().Add(settle)
+	wt.mu.Unlock()
 	return true, nil
 }
 
@@ -138,8 +145,9 @@ func (wt *Watcher) named() (int, time.Time, bool) {
 	return wt.nheard, wt.first, wt.resub
 }
 
-// needed is how many nodes must name the waiter for a wake-up: its need,
-// or every node whose subscription is up when fewer are; 0 when none is.
+// needed is how many nodes must name the waiter (announce a release, for
+// a waiter of the broadcast channels) for a wake-up: its need, or every
+// node whose subscription is up when fewer are; 0 when none is.
 func (wt *Watcher) needed() int {
 	wt.w.mu.Lock()
 	defer wt.w.mu.Unlock()

@@ -177,3 +177,41 @@ func TestNotifyNamed(t *testing.T) {
 		t.Errorf("the waiter of k2 was named by %d nodes on k's channel; want 0", n)
 	}
 }
+
+// TestLateNamingIgnored checks, on synctest's fake clock, that the nodes a
+// release reached after it woke a waiter do not wake it again: their
+// messages, within a settle of the wake-up, belong to that release. A new
+// release, which the nodes that had named the waiter name again, does.
+func TestLateNamingIgnored(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			settle = 100 * time.Millisecond
+			retry  = 10 * time.Second
+		)
+		w := testWaker(3)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		ch := script.ManagerChannel("k", testManager)
+		name := func(i int) { handler{w: w, i: i}.Message(ch, testWaiter) }
+		timer := time.NewTimer(retry)
+		name(0)
+		name(1)
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil {
+			t.Fatalf("Wait after two of three nodes named the waiter = %v, %v; want woken", woke, err)
+		}
+		wt.Drain()
+		name(2) // the release reaches the last node during the attempt
+		timer.Reset(retry)
+		start := time.Now()
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Woken: true, Settle: settle}); woke || err != nil || time.Since(start) != retry {
+			t.Errorf("Wait after the late node named the waiter = %v, %v after %v; want the timer, after %v", woke, err, time.Since(start), retry)
+		}
+		wt.Drain()
+		time.AfterFunc(time.Millisecond, func() { name(0); name(1) })
+		timer.Reset(retry)
+		start = time.Now()
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil || time.Since(start) != time.Millisecond {
+			t.Errorf("Wait for a new release = %v, %v after %v; want woken after 1ms", woke, err, time.Since(start))
+		}
+	})
+}

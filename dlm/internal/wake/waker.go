@@ -114,8 +114,11 @@ func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
 // and returns nil once w is closed. The caller stops the Watcher when it no
 // longer waits.
 func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
+	if id == "" {
+		need = 1 // any release announced on a broadcast channel
+	}
 	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, need: need, c: make(chan struct{}, 1),
-		heard: make([]bool, len(w.pumps))}
+		heard: make([]bool, len(w.pumps)), late: make([]bool, len(w.pumps))}
 	fresh := false
 	w.mu.Lock()
 	if w.closed {

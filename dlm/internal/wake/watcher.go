@@ -33,6 +33,11 @@ type Watcher struct {
 	nheard int
 	first  time.Time
 	resub  bool
+	// late marks the nodes that had not named the waiter when a wake-up
+	// ended its wait: the release that woke it may still reach them, and
+	// their next message until lateUntil is that release's, not a new one.
+	late      []bool
+	lateUntil time.Time
 
 	// gap is how long a wake-up must wait after the previous attempt,
 	// which a wake-up started and the nodes refused: it doubles with each
@@ -53,9 +58,17 @@ func (wt *Watcher) Woken() <-chan struct{} {
 // watches reports whether wt listens on channel.
 func (wt *Watcher) watches(channel string) bool { return slices.Contains(wt.chans, channel) }
 
-// hear records that node i named the waiter.
+// hear records that node i named the waiter, unless the message is a late
+// one of the release that woke it last (see [Watcher.late]).
 func (wt *Watcher) hear(i int) {
 	wt.mu.Lock()
+	if i < len(wt.late) && wt.late[i] {
+		wt.late[i] = false
+		if time.Now().Before(wt.lateUntil) {
+			wt.mu.Unlock()
+			return
+		}
+	}
 	if i < len(wt.heard) && !wt.heard[i] {
 		wt.heard[i] = true
 		wt.nheard++
