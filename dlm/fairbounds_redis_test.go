@@ -116,6 +116,7 @@ func waitForPlaces(t *testing.T, srvs []*redistest.Server, line string, n int64)
 		}
 	}
 }
+
 // TestManyEndedEntries fills a fair lock's line and a read lock's set of
 // readers with 10,000 entries whose places and leases ended, as a fleet of
 // waiters or readers that crashed at once leaves them (a line may be given

@@ -45,7 +45,7 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 		channel string
 		// counts are published to wake the waiter into attempts; the
 		// others must not.
-		counts bool
+		counts  bool
 		hostile []string
 	}{
 		{"reader", func(ctx context.Context, m *dlm.Manager, key string) (*dlm.Lock, error) { return m.RLock(ctx, key) },
