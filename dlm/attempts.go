@@ -15,7 +15,7 @@ import (
 // [driver.Subscriber]) and tries again when they say so: the mutex's
 // waiter when the releases that hand it the keys name it (see
 // [wake.Watcher.Wait]), a lease when any release is announced. The
-// jittered backoff remains the pace when no announcement comes, and a
+// jittered backoff remains the pace when no announcement comes, and a fair
 // waiter with a place in the nodes' lines attempts at least every third of
 // the place's life, which renews it.
 //
@@ -35,10 +35,19 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 	}
 	var last *QuorumError // of the last attempt that completed
 	for attempt = 1; ; attempt++ {
-		w.Drain()
 		if c.waiter != nil {
-			c.waiter.woken = woken
+			if woken && c.waiter.released != nil {
+				// A request of the last attempt may still hold a key
+				// that the release which woke the waiter handed to it:
+				// its release frees it first (within two node timeouts).
+				select {
+				case <-c.waiter.released:
+				case <-ctx.Done():
+				}
+			}
+			c.waiter.woken, c.waiter.life = woken, cfg.placeLife(attempt)
 		}
+		w.Drain()
 		began := time.Now()
 		l, err := m.acquire(ctx, cfg, c, true)
 		took := time.Since(began)
@@ -63,7 +72,10 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 			// Passwords and ACLs do not fix themselves.
 			return nil, attempt, err
 		}
-		if w == nil && m.waker != nil && errors.Is(err, ErrNotObtained) {
+		// A waiter listens once refused by another holder, or once it has a
+		// place in the nodes' lines, whatever kept its attempt short: a
+		// release may hand it the keys, and name it.
+		if w == nil && m.waker != nil && (errors.Is(err, ErrNotObtained) || c.waiter != nil && c.waiter.placed) {
 			if w = m.waker.Watch(c.wake(), c.waiter.waiterID(), c.quorum(len(m.nodes))); w != nil {
 				// A release announced before the subscription was made
 				// went unheard: try again at once.
@@ -75,8 +87,8 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 			}
 		}
 		wait := jitter(cfg.backoff(attempt))
-		if c.waiter != nil && c.waiter.placed {
-			wait = min(wait, cfg.maxWait()) // renew the place in time
+		if c.waiter != nil && c.waiter.placed && cfg.maxWait() > 0 {
+			wait = min(wait, cfg.maxWait()) // renew the fair place in time
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -84,7 +96,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		} else {
 			timer.Reset(wait)
 		}
-		last := wake.Attempt{Took: took, Woken: woken, Settle: cfg.timeout()}
+		last := wake.Attempt{Took: took, Woken: woken, Contended: qerr.For > 0 && errors.Is(qerr, ErrNotObtained), Settle: cfg.timeout()}
 		if woken, err = w.Wait(ctx, m.done, timer, last); err != nil {
 			if errors.Is(err, wake.ErrDone) {
 				err = ErrClosed

@@ -54,9 +54,10 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
-	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, waiting), &v, pend)
+	released := m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, waiting), &v, pend)
 	if c.waiter != nil {
 		c.waiter.placed = true // the release gives it its place back
+		c.waiter.released = released
 	}
 	qerr := c.failure(&v, opLock, len(m.nodes), q, v.Yes >= q)
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
@@ -124,14 +125,10 @@ func (c *claim) releaseRequest(cfg *config, secret string, waiting bool) *round.
 		return c.kind.releaseRequest(cfg, c.rkeys, secret, false)
 	}
 	how := script.ReleaseAttempt
-	var ticket int64
-	if w := c.waiter; w != nil {
-		ticket = w.ticket
-		if w.woken {
-			how = script.ReleaseKeepTurn
-		}
+	if c.waiter != nil && c.waiter.woken {
+		how = script.ReleaseKeepTurn
 	}
-	return releaseRequest(cfg, c.rkeys, secret, c.waiter.waiterID(), ticket, how, waiting)
+	return releaseRequest(cfg, c.rkeys, secret, c.waiter, how, waiting)
 }
 
 // failure is the error of an operation op on c's lock among nodes whose

@@ -16,27 +16,31 @@ import (
 // ([round.Round]); what follows is what package dlm asks of it.
 
 // release runs the release script on the nodes and waits for all of them:
-// each node frees the keys that hold secret (or are reserved for waiter,
-// the waiter that obtained the lock, "" for none) and hands them on to the
+// each node frees the keys that hold secret (or are reserved for the
+// waiter whose id is waiterID, which obtained the lock, "" for none) and hands them on to the
 // head of their lines. It runs even when ctx is done, each node bounded by
 // the node timeout, because a key left behind blocks every other client for
 // its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiter string) round.Vote {
-	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, 0, script.ReleaseLock, false))
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) round.Vote {
+	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false))
 	return v
 }
 
 // releaseRequest releases the lock keys that hold secret, the lock's
-// (how is [script.ReleaseLock]) or a failed attempt's, for the waiter
-// waiter ("" for none), whose ticket is ticket, as [script.Release]
-// describes. The lock's release is announced by every node, which names the
+// (how is [script.ReleaseLock]) or a failed attempt's, for the waiter w
+// (nil for none), as [script.Release] describes. The lock's release is announced by every node, which names the
 // waiter it hands a key to; a failed attempt's announces nothing. It
 // deletes a writer's intent with each key, unless waits: the release of the
 // failed attempt of a writer that waits on, whose intent must stay.
-func releaseRequest(cfg *config, rkeys []string, secret, waiter string, ticket int64, how string, waits bool) *round.Request {
+func releaseRequest(cfg *config, rkeys []string, secret string, w *waiter, how string, waits bool) *round.Request {
+	var ticket int64
+	life := DefaultPlaceExpiry
+	if w != nil {
+		ticket, life = w.ticket, w.life
+	}
 	req := &round.Request{
 		Op: opUnlock, Script: script.Release, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
-		Args: append(make([]string, 0, 7), secret, waiter, strconv.FormatInt(ticket, 10), ttlMillis(cfg.placeLife()),
+		Args: append(make([]string, 0, 7), secret, w.waiterID(), strconv.FormatInt(ticket, 10), ttlMillis(life),
 			ttlMillis(cfg.reservation()), how),
 		Want: int64(len(rkeys)), Timeout: cfg.timeout(),
 	}

@@ -31,10 +31,11 @@ func previousScript(t *testing.T, name string) *driver.Script {
 // previousClient locks as a process of the previous release does, by its
 // scripts: an attempt on every node at once, granted by a majority within
 // the validity, released on every node that may hold it; in the fair mode
-// with a place in the previous layout's line. It waits by its retry pace
-// alone (a few milliseconds), as a waiter of the previous release does when
-// no release is announced to it.
+// with a place in the previous layout's line. It listens on the key's
+// broadcast channel, where the previous release announced every release,
+// and attempts when a release is announced there, or at its retry pace.
 type previousClient struct {
+	woken            chan struct{} // a release was announced
 	nodes            []driver.Node
 	acquire, release *driver.Script
 	fair             bool
@@ -43,10 +44,19 @@ type previousClient struct {
 	ttl, nodeTimeout time.Duration
 }
 
-func newPreviousClient(t *testing.T, srvs []*redistest.Server, fair bool) *previousClient {
-	c := &previousClient{fair: fair, ttl: 2 * time.Second, nodeTimeout: 100 * time.Millisecond}
+func newPreviousClient(t *testing.T, srvs []*redistest.Server, fair bool, key string) *previousClient {
+	c := &previousClient{fair: fair, ttl: 2 * time.Second, nodeTimeout: 100 * time.Millisecond, woken: make(chan struct{}, 1)}
 	for _, s := range srvs {
-		c.nodes = append(c.nodes, respNode(t, s.Addr(), ""))
+		n := respNode(t, s.Addr(), "")
+		c.nodes = append(c.nodes, n)
+		sub, err := n.(driver.Subscriber).Subscribe(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Close() })
+		if err := sub.Subscribe(context.Background(), "redlock:{"+key+"}:wake"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.acquire, c.release = previousScript(t, "acquire"), previousScript(t, "release")
 	if fair {
@@ -55,6 +65,20 @@ func newPreviousClient(t *testing.T, srvs []*redistest.Server, fair bool) *previ
 	}
 	return c
 }
+
+// Message wakes the client for a release announced on the broadcast
+// channel (the previous release's "r<count>" or ""), not for a grant.
+func (c *previousClient) Message(_, payload string) {
+	if payload != "t" {
+		select {
+		case c.woken <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscribed does nothing.
+func (c *previousClient) Subscribed(string) {}
 
 func randomID(t *testing.T) string {
 	var b [16]byte
@@ -75,6 +99,10 @@ func (c *previousClient) lock(ctx context.Context, t *testing.T, key string) (st
 		if c.fair {
 			keys = append(keys, rk+":line", rk+":places", rk+":tickets")
 			args = append(args, c.id, "2000", strconv.FormatInt(c.ticket, 10), "1024")
+		}
+		select { // forget a release announced before this attempt
+		case <-c.woken:
+		default:
 		}
 		start := time.Now()
 		granted := make([]bool, len(c.nodes))
@@ -117,7 +145,11 @@ func (c *previousClient) lock(ctx context.Context, t *testing.T, key string) (st
 			return secret, start.Add(validity), true
 		}
 		c.unlock(t, key, secret)
-		time.Sleep(time.Duration(2+mrand.IntN(8)) * time.Millisecond)
+		select {
+		case <-c.woken:
+		case <-time.After(time.Duration(25+mrand.IntN(25)) * time.Millisecond):
+		case <-ctx.Done():
+		}
 	}
 	return "", time.Time{}, false
 }
@@ -142,9 +174,13 @@ func (c *previousClient) unlock(t *testing.T, key, secret string) {
 // managers of this one, in the default mode and in the fair mode, take
 // turns for a few seconds. The two layouts are kept apart (the previous
 // broadcast wake channel and line keys, this release's lines and manager
-// channels), and what both read is the lock key itself: no two of them
-// ever hold the lock at once, and every one of them obtains it, the previous
-// release's processes at their retry pace.
+// channels), and what both read is the lock key itself: no two of them ever
+// hold the lock at once. And every one of them obtains it: a release of this
+// one hands a key to a waiter in its line only while nobody listens on the
+// broadcast channel, where the previous release's waiters listen; with them
+// listening, it frees the key for all and announces it there, as the
+// previous release did; the waiters of this one, whom the previous
+// release's announcements do not reach, then progress at their retry pace.
 func TestUpgradeFleet(t *testing.T) {
 	t.Parallel()
 	const span = 3 * time.Second
@@ -174,7 +210,7 @@ func TestUpgradeFleet(t *testing.T) {
 			var wg sync.WaitGroup
 			grants := make([]atomic.Int64, 4)
 			for i := range 2 {
-				m := newWakeManager(t, srvs, opts...)
+				m := redisManager(t, srvs, opts...) // the default retry pace
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -190,7 +226,7 @@ func TestUpgradeFleet(t *testing.T) {
 				}()
 			}
 			for i := 2; i < 4; i++ {
-				c := newPreviousClient(t, srvs, fair)
+				c := newPreviousClient(t, srvs, fair, "fleet")
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -32,6 +32,13 @@ type waiter struct {
 	// were handed to the waiter, and the release of the attempt, if it
 	// fails, keeps them reserved for it ([script.ReleaseKeepTurn]).
 	woken bool
+	// life is how long the place its current attempt gives or renews
+	// lasts (see [config.placeLife]).
+	life time.Duration
+	// released is closed once the release of the waiter's last failed
+	// attempt has ended on every node, also those whose replies came after
+	// the attempt's outcome was known; nil before its first.
+	released <-chan struct{}
 }
 
 // newWaiter returns a waiter with an id of its own, drawn as a secret is.
@@ -60,18 +67,25 @@ func waiterArgs(cfg *config, w *waiter) []string {
 		fair = "1"
 	}
 	var ticket int64
+	life := DefaultPlaceExpiry
 	if w != nil {
-		ticket = w.ticket
+		ticket, life = w.ticket, w.life
 	}
-	return []string{w.waiterID(), ttlMillis(cfg.placeLife()), strconv.FormatInt(ticket, 10), strconv.Itoa(cfg.lineBound()), fair}
+	return []string{w.waiterID(), ttlMillis(life), strconv.FormatInt(ticket, 10), strconv.Itoa(cfg.lineBound()), fair}
 }
 
-// placeLife is how long a waiter keeps its place without an attempt.
-func (c *config) placeLife() time.Duration {
+// placeLife is how long the place of a waiter's attempt number attempt
+// lasts without another attempt: with fairness, [Fairness.Expiry], which
+// the waiter's attempts then come at least every third of; otherwise the
+// longer of [DefaultPlaceExpiry] and twice the longest wait before the
+// next attempt, so that a waiter keeps its place at its own retry pace. A
+// waiter that died without leaving keeps a place that long, and a release
+// then hands a key to it: the key waits for it for [config.reservation].
+func (c *config) placeLife(attempt int) time.Duration {
 	if c.fair != nil {
 		return c.fair.expiry()
 	}
-	return DefaultPlaceExpiry
+	return max(DefaultPlaceExpiry, 2*c.backoff(attempt))
 }
 
 // lineBound is how many waiters a line of a node has room for.
@@ -82,8 +96,14 @@ func (c *config) lineBound() int {
 	return DefaultMaxWaiters
 }
 
-// maxWait caps the pause between a waiter's attempts, which renew its place.
-func (c *config) maxWait() time.Duration { return c.placeLife() / 3 }
+// maxWait caps the pause between the attempts of a fair waiter, which
+// renew its place; 0 for no cap.
+func (c *config) maxWait() time.Duration {
+	if c.fair == nil {
+		return 0
+	}
+	return c.fair.expiry() / 3
+}
 
 // reservation is how long a key a release hands on stays reserved for the
 // waiter it names: two node timeouts, for the wake message to reach the

@@ -3,6 +3,7 @@ package round
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -161,28 +162,44 @@ func (p *Pending) Wait() {
 // returns; the nodes whose acquire failed (likely slow or unreachable) and
 // those still due are released in the background, which ends within two
 // node timeouts, so an unreachable node does not cost the caller a second
-// timeout. It runs even when ctx is done.
-func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) {
+// timeout. The returned channel is closed once the background releases
+// have ended (at once when there are none): a caller that attempts again
+// may wait for it, so that its next attempt finds what this one took
+// released. It runs even when ctx is done.
+func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) <-chan struct{} {
 	ctx = context.WithoutCancel(ctx)
 	granted := make([]bool, len(r.calls))
-	asked := false
+	asked, behind := false, false // behind: work left to the background
+	var background sync.WaitGroup
 	for i := range granted {
 		answered := p == nil || p.answered[i]
 		switch {
 		case !answered, v.SaidNo(i, answered):
 		case v.Errs != nil && v.Errs[i] != nil:
-			r.pool.Spawn(func() { r.askAlone(ctx, i, req) })
+			background.Add(1)
+			behind = true
+			r.pool.Spawn(func() {
+				defer background.Done()
+				r.askAlone(ctx, i, req)
+			})
 		default:
 			granted[i], asked = true, true
 		}
 	}
 	if p != nil {
+		background.Add(1)
+		behind = true
 		r.pool.SpawnFanOut(func(spawn func(func())) {
+			defer background.Done()
 			for p.left > 0 {
 				if rep := p.next(); rep.Err != nil || rep.Yes {
 					// At once, not after the previous one, even
 					// while the manager closes.
-					spawn(func() { r.askAlone(ctx, rep.Node, req) })
+					background.Add(1)
+					spawn(func() {
+						defer background.Done()
+						r.askAlone(ctx, rep.Node, req)
+					})
 				}
 			}
 		})
@@ -191,7 +208,23 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 		req.Only = granted
 		r.Poll(ctx, req)
 	}
+	if !behind {
+		return closed
+	}
+	done := make(chan struct{})
+	r.pool.Spawn(func() {
+		background.Wait()
+		close(done)
+	})
+	return done
 }
+
+// closed is a closed channel: no background work left.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // MayHold returns the mask of the nodes, among n, that may hold what v's
 // request wrote, with p the replies still due (nil for none): those that

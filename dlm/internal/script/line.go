@@ -69,9 +69,13 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //   - leave(i, id) takes id out of lock key i's line; a line left empty
 //     is deleted, its counter with it, so that nothing stays behind.
 //   - handOn(i, ms) hands free lock key i on to the head of its line: the
-//     key reserved for it for ms, the head out of the line and woken. It
-//     returns false, and does nothing, when the line is empty or the flag
-//     is Quiet.
+//     head out of the line and woken, and the key reserved for it for ms —
+//     unless anyone listens on the key's broadcast channel (readers,
+//     permits' waiters, or waiters of the previous release, which know
+//     nothing of reservations): then the key stays free for all of them,
+//     and handOn returns false, as it does, doing nothing, when the line is
+//     empty or the flag is Quiet; the caller then announces the release on
+//     the broadcast channel.
 const lineLua = zremAll + `
 local function lineOf(i)
   local b = lk + 3 * (i - 1)
@@ -116,13 +120,18 @@ local function headOf(i)
   dropLeft(ws, ends)
   return redis.call('ZRANGE', ws, 0, 0)[1]
 end
+local function listened(k)
+  local subs = redis.pcall('PUBSUB', numsub, k .. '` + WakeSuffix + `')
+  return type(subs) == 'table' and (tonumber(subs[2]) or 0) > 0
+end
 local function handOn(i, ms)
   if not loud then return false end
   local h = headOf(i)
   if not h then return false end
   leave(i, h)
-  redis.call('SET', KEYS[i], '` + nextPrefix + `' .. h, 'PX', ms)
   wake(KEYS[i], h)
+  if listened(KEYS[i]) then return false end
+  redis.call('SET', KEYS[i], '` + nextPrefix + `' .. h, 'PX', ms)
   return true
 end
 `

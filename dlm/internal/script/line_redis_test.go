@@ -75,7 +75,7 @@ func TestLine(t *testing.T) {
 	}
 	t.Cleanup(func() { sub.Close() })
 	chA, chB := script.ManagerChannel(lk, mgrA), script.ManagerChannel(lk, mgrB)
-	if err := sub.Subscribe(ctx, chA, chB, script.WakeChannel(lk)); err != nil {
+	if err := sub.Subscribe(ctx, chA, chB); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
@@ -151,10 +151,29 @@ func TestLine(t *testing.T) {
 	if v, _ := s.Do("EXISTS", script.LineKeys(lk)[2]); v != int64(0) {
 		t.Errorf("EXISTS of the counter of an empty line = %v; want 0: nothing stays behind", v)
 	}
+	// A client of the broadcast channel listens from now on: a reader, or
+	// a waiter of the previous release.
+	if err := sub.Subscribe(ctx, script.WakeChannel(lk)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w3, reserve, loud}); err != nil {
 		t.Fatal(err)
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
+	check("w2 takes the key", acquire("s-w2f", w2, "0", "0"), []any{int64(1), int64(1)}, "s-w2f", []string{w2}, nil)
+	check("w1 refused", acquire("s-w1f", w1, "0", "0"), []any{int64(0), int64(2)}, "s-w2f", []string{w2, w1}, nil)
+	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "1", script.ReleaseLock), int64(1), "", nil,
+		[]string{chA + " " + w1, script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
+	if err := sub.Unsubscribe(ctx, script.WakeChannel(lk)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	release("s-w1f", w1, "2", script.ReleaseLock)
+	h.take()
+	if _, err := s.Do(append([]string{"DEL"}, script.LineKeys(lk)...)...); err != nil {
+		t.Fatal(err)
+	}
 	check("a hostile ticket is not carried into a grant", acquire("s-w2e", w2, "9223372036854775807", "0"), []any{int64(1), int64(1)}, "s-w2e", []string{w2}, nil)
 	check("nor into a refusal", acquire("s-w1e", w1, "9007199254740992", "0"), []any{int64(0), int64(2)}, "s-w2e", []string{w2, w1}, nil)
 	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(3) {

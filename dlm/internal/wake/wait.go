@@ -16,6 +16,12 @@ type Attempt struct {
 	Took time.Duration
 	// Woken says that a wake-up started the attempt (Wait returned true).
 	Woken bool
+	// Contended says that some nodes granted the attempt and others
+	// refused it, holding another's key, rather than failing: the nodes
+	// that named the waiter did hand it their keys, and some key was held
+	// still. An attempt that every node refused was started by no real
+	// release (a forged one, or a stale one).
+	Contended bool
 	// Settle bounds how long a waiter that fewer than need nodes named
 	// waits for the others: the node timeout, within which a release
 	// reaches every node.
@@ -39,9 +45,12 @@ const minGap = time.Millisecond
 // after a release reaches a quorum, the waiter it names attempts within one
 // node timeout whatever the order of the announcements, and one forged
 // announcement costs it one attempt at most: a real release costs a waiter
-// one attempt beyond its timer's pace, whatever its outcome (a refused
-// attempt that a wake-up started kept its keys reserved for it, which its
-// next attempt takes). The nodes the release had not reached when the
+// one attempt beyond its timer's pace, and one more when that attempt was
+// granted by some nodes but refused by others (a request of its own earlier
+// attempt, or of another client, held a key still): a Settle later, the
+// waiter attempts once more, an attempt that no wake-up started. When every
+// node refused it (a forged message), or the nodes failed, it waits for its
+// timer. The nodes the release had not reached when the
 // waiter woke may still name it: their next message within Settle is taken
 // for that release's, not a new one's.
 //
@@ -81,6 +90,16 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		}
 	}()
 	var settled <-chan time.Time
+	retry := last.Woken && last.Contended && wt.id != ""
+	if retry {
+		// The keys were handed to the waiter, and still the attempt was
+		// refused: a request of its own, or another's, still held one of
+		// them. Its release, or the rest of the release that woke the
+		// waiter, comes within Settle: one attempt more then, which is no
+		// wake-up of its own.
+		settle = time.NewTimer(last.Settle)
+		settled = settle.C
+	}
 	for {
 		n, first, resub := wt.named()
 		switch need := wt.needed(); {
@@ -90,7 +109,11 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 				at = began.Add(max(wt.gap, wt.spread(last.Took)))
 			}
 			return wt.wake(ctx, done, timer, at, last.Settle)
-		case n > 0 && settled == nil:
+		case n > 0 && (settled == nil || retry):
+			if settle != nil {
+				settle.Stop()
+			}
+			retry = false
 			settle = time.NewTimer(max(time.Until(first.Add(last.Settle)), 0))
 			settled = settle.C
 		}
@@ -102,6 +125,10 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		case <-timer.C:
 			return false, nil
 		case <-settled:
+			if retry {
+				stopTimer(timer)
+				return false, nil
+			}
 			return wt.wake(ctx, done, timer, began.Add(wt.gap), last.Settle)
 		case <-wt.c:
 		}
@@ -109,9 +136,9 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 }
 
 // wake ends a wait that a wake-up ended, at at: it waits until then unless
-// the timer comes first, and stops the timer. The nodes that have not named
-// a named waiter yet are marked late until settle from now (see
-// [Watcher.late]).
+// the timer comes first, and stops the timer. When a release woke it, the
+// nodes that have not announced the release yet are marked late until
+// settle from now (see [Watcher.late]).
 func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time, settle time.Duration) (bool, error) {
 	if d := time.Until(at); d > 0 {
 		t := time.NewTimer(d)
@@ -128,10 +155,12 @@ func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.T
 	}
 	stopTimer(timer)
 	wt.mu.Lock()
-	for i, h := range wt.heard {
-		wt.late[i] = !h
+	if wt.nheard > 0 { // a release woke it, not a subscription made again
+		for i, h := range wt.heard {
+			wt.late[i] = !h
+		}
+		wt.lateUntil = time.Now().Add(settle)
 	}
-	wt.lateUntil = time.Now().Add(settle)
 	wt.mu.Unlock()
 	return true, nil
 }

@@ -20,8 +20,10 @@ import (
 // wait ends: at once once as many nodes as it needs named it; a settle
 // after the first of fewer; at once after its subscription was made again;
 // at its timer when nobody named it, also after an attempt a wake-up
-// started was refused; and never sooner than a gap after the previous such
-// attempt, which doubles up to the settle.
+// started that the nodes' failures cut short, and a settle after one that
+// other holders refused (no wake-up: the attempt after it starts none);
+// and never sooner than a gap after the previous such attempt, which
+// doubles up to the settle.
 func TestWaitNamed(t *testing.T) {
 	t.Parallel()
 	const (
@@ -39,6 +41,7 @@ func TestWaitNamed(t *testing.T) {
 		heard    []hearing
 		resub    time.Duration // when the subscription is made again; 0: never
 		woken    bool          // the attempt before was woken, and refused
+		held     bool          // … by other holders
 		gap      time.Duration // the gap before Wait, from earlier refused attempts
 		want     time.Duration
 		wantWoke bool
@@ -49,7 +52,8 @@ func TestWaitNamed(t *testing.T) {
 		{name: "quorum of the live subscriptions", need: 3, down: 3, heard: []hearing{{4 * time.Millisecond, 1}, {7 * time.Millisecond, 2}}, want: 7 * time.Millisecond, wantWoke: true},
 		{name: "nobody named it", need: 3, want: retry},
 		{name: "subscription made again", need: 3, resub: 9 * time.Millisecond, want: 9 * time.Millisecond, wantWoke: true},
-		{name: "after a woken attempt", need: 3, woken: true, want: retry},
+		{name: "after a woken attempt the nodes failed", need: 3, woken: true, want: retry},
+		{name: "after a woken attempt other holders refused", need: 3, woken: true, held: true, want: settle},
 		{name: "after a woken attempt, named at once", need: 3, woken: true, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: minGap, wantWoke: true},
 		{name: "gap doubles", need: 3, woken: true, gap: 8 * time.Millisecond, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: 16 * time.Millisecond, wantWoke: true},
 		{name: "gap capped at the settle", need: 3, woken: true, gap: settle, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: settle, wantWoke: true},
@@ -74,7 +78,7 @@ func TestWaitNamed(t *testing.T) {
 				}
 				timer := time.NewTimer(retry)
 				start := time.Now()
-				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Settle: settle})
+				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Contended: tc.held, Settle: settle})
 				if err != nil {
 					t.Fatal(err)
 				}
