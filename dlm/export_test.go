@@ -53,8 +53,6 @@ type ForgedCall struct {
 	Script *driver.Script
 	Keys   []string
 	Args   []string
-	// Fair marks the scripts of WithFairness, which memlock refuses.
-	Fair bool
 }
 
 // ForgedCalls returns the calls of every script that takes a holder's
@@ -73,7 +71,7 @@ func ForgedCalls(k, secret string) []ForgedCall {
 		{Name: "extend", Script: script.Extend, Keys: []string{k}, Args: []string{secret, ttl}},
 		{Name: "raise fence", Script: script.RaiseFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, "99"}},
 		{Name: "read fence", Script: script.ReadFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret}},
-		{Name: "fair acquire", Script: script.Acquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", "1", quiet}, Fair: true},
+		{Name: "fair acquire", Script: script.Acquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", "1", quiet}},
 		{Name: "failed attempt's release", Script: script.Release, Keys: append([]string{k}, line...), Args: []string{secret, "", "0", ttl, ttl, script.ReleaseAttempt, quiet}},
 	}
 }

@@ -1,0 +1,211 @@
+package memlock
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// The line of waiters of a lock key (package script's line.go), step for
+// step: the waiters by ticket, the ends of their places (ms, by the node's
+// clock) and the counter of tickets, with the functions the scripts
+// define on them. Tickets are Lua numbers, float64 here as there, so that
+// a ticket the node cannot hold exactly is rounded as the Lua rounds it.
+
+// line is the keys of one lock key's line ([script.LineKeys]).
+type line struct{ waiters, ends, next string }
+
+// lineAt is the line of the lock key i (from 0) of a script whose lines
+// start at keys[lk], as the Lua's lineOf(i + 1).
+func lineAt(keys []string, lk, i int) line {
+	b := lk + 3*i
+	return line{keys[b], keys[b+1], keys[b+2]}
+}
+
+// lockCount is the number of lock keys of a script whose KEYS are, for each
+// lock key, per keys in all; a count the Lua would read as a fraction is an
+// error reply.
+func lockCount(keys []string, per int) (int, error) {
+	if len(keys)%per != 0 {
+		return 0, errors.New("ERR memlock: " + strconv.Itoa(len(keys)) + " keys are not " + strconv.Itoa(per) + " for each lock key")
+	}
+	return len(keys) / per, nil
+}
+
+// fenceLimit is [script.FenceLimit] as the Lua compares with it.
+const fenceLimit = float64(script.FenceLimit)
+
+// dropLeft is the line's dropLeft: the places that ended by now removed
+// from both sets.
+func (n *Node) dropLeft(l line, now int64) {
+	var gone []string
+	for m, end := range n.zset(l.ends) {
+		if end <= now {
+			gone = append(gone, m)
+		}
+	}
+	for _, m := range gone {
+		n.zrem(l.waiters, m)
+		n.zrem(l.ends, m)
+	}
+}
+
+// place is the line's place(i, id, life, held, bound, keep, back): it gives
+// waiter id a place, or renews it, for life ms under the larger of its
+// ticket there (a new one when it has none) and held when below
+// [script.FenceLimit]; back gives it held itself as its place back. The
+// counter of tickets is raised to the ticket, and the line's keys live at
+// least keep ms more. It returns the ticket, or -1 when the line holds
+// bound waiters already (bound below 0: none). The Lua's errors on a nil
+// argument come where the Lua meets them.
+func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back bool, now int64) (float64, error) {
+	n.dropLeft(l, now)
+	score, placed := n.zset(l.waiters)[id]
+	mine := float64(score)
+	if !placed {
+		b, err := bound.num("the bound of a line")
+		if err != nil {
+			return 0, err
+		}
+		if b >= 0 && float64(len(n.zset(l.waiters))) >= b {
+			return -1, nil
+		}
+		given := false
+		if back {
+			h, err := held.num("the ticket held")
+			if err != nil {
+				return 0, err
+			}
+			if h > 0 && h < fenceLimit {
+				mine, given = h, true
+			}
+		}
+		if !given {
+			c, err := n.incr(l.next)
+			if err != nil {
+				return 0, err
+			}
+			mine = float64(c)
+		}
+	}
+	h, err := held.num("the ticket held")
+	if err != nil {
+		return 0, err
+	}
+	if h > mine && h < fenceLimit {
+		mine = h
+	}
+	cur := luaNumber{0, true}
+	if v, ok := n.get(l.next); ok {
+		cur = tonumber(v)
+	}
+	c, err := cur.num("the counter of tickets")
+	if err != nil {
+		return 0, err
+	}
+	if mine > c {
+		n.set(l.next, strconv.FormatFloat(mine, 'f', 0, 64), 0)
+	}
+	t, err := whole(mine, "a ticket")
+	if err != nil {
+		return 0, err
+	}
+	n.zadd(l.waiters, id, t)
+	lf, err := life.num("the life of a place")
+	if err != nil {
+		return 0, err
+	}
+	end, err := whole(float64(now)+lf, "the end of a place")
+	if err != nil {
+		return 0, err
+	}
+	n.zadd(l.ends, id, end)
+	for _, k := range []string{l.next, l.waiters, l.ends} {
+		kp, err := keep.num("how long the line's keys live")
+		if err != nil {
+			return 0, err
+		}
+		if float64(n.pttl(k)) < kp {
+			ms, err := whole(kp, "PEXPIRE")
+			if err != nil {
+				return 0, errNotInteger
+			}
+			n.pexpire(k, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	return mine, nil
+}
+
+// leave is the line's leave(i, id): id out of the line.
+func (n *Node) leave(l line, id string) {
+	n.zrem(l.waiters, id)
+	n.zrem(l.ends, id)
+}
+
+// headOf is the line's headOf(i): the waiter of the lowest ticket once the
+// places that ended are dropped, and false for an empty line.
+func (n *Node) headOf(l line, now int64) (string, bool) {
+	n.dropLeft(l, now)
+	return n.zfirst(l.waiters)
+}
+
+// handOn is the line's handOn(i, ms): free lock key key handed on to the
+// head of its line l, reserved for it for ms, the head out of the line and
+// woken. It returns false, and does nothing, when the line is empty or the
+// flag is Quiet.
+func (n *Node) handOn(key string, l line, ms luaNumber, a announcer, now int64) (bool, error) {
+	if !a.loud() {
+		return false, nil
+	}
+	h, ok := n.headOf(l, now)
+	if !ok {
+		return false, nil
+	}
+	n.leave(l, h)
+	if err := n.reserve(key, h, ms); err != nil {
+		return false, err
+	}
+	a.wake(key, h)
+	return true, nil
+}
+
+// leaveLines is the Leave script: KEYS the lock keys then their lines;
+// ARGV the waiter's id, how long a key handed on stays reserved (ms) and
+// announce's flag. The waiter leaves every line, and each key reserved for
+// it is handed on to the next in line, or freed and broadcast.
+func (n *Node) leaveLines(keys, args []string) (any, error) {
+	lk, err := lockCount(keys, 4)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		return nil, errNilArgument
+	}
+	a, now := n.announcerOf(args), nowMillis()
+	me, ms := args[0], argNumber(args, 1)
+	for i, k := range keys[:lk] {
+		l := lineAt(keys, lk, i)
+		n.leave(l, me)
+		if v, ok := n.get(k); ok && v == script.ReservedFor(me) {
+			delete(n.keys, k)
+			handed, err := n.handOn(k, l, ms, a, now)
+			if err != nil {
+				return nil, err
+			}
+			if !handed {
+				a.broadcast(k)
+			}
+		}
+	}
+	return int64(1), nil
+}
+
+// argNumber is tonumber(ARGV[i + 1]): nil past the last argument.
+func argNumber(args []string, i int) luaNumber {
+	if i >= len(args) {
+		return luaNumber{}
+	}
+	return tonumber(args[i])
+}
