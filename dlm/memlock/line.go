@@ -58,7 +58,7 @@ func (n *Node) dropLeft(l line, now int64) {
 // [script.FenceLimit]; back gives it held itself as its place back. The
 // counter of tickets is raised to the ticket, and the line's keys live at
 // least keep ms more. It returns the ticket, or -1 when the line holds
-// bound waiters already (bound below 0: none). The Lua's errors on a nil
+// bound waiters and a holder's place already (bound below 0: none). The Lua's errors on a nil
 // argument come where the Lua meets them.
 func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back bool, now int64) (float64, error) {
 	n.dropLeft(l, now)
@@ -69,7 +69,7 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 		if err != nil {
 			return 0, err
 		}
-		if b >= 0 && float64(len(n.zset(l.waiters))) >= b {
+		if b >= 0 && float64(len(n.zset(l.waiters))) > b {
 			return -1, nil
 		}
 		given := false
@@ -138,10 +138,15 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 	return mine, nil
 }
 
-// leave is the line's leave(i, id): id out of the line.
+// leave is the line's leave(i, id): id out of the line, and a line left
+// empty deleted, its counter with it.
 func (n *Node) leave(l line, id string) {
 	n.zrem(l.waiters, id)
 	n.zrem(l.ends, id)
+	if len(n.zset(l.waiters)) == 0 {
+		delete(n.keys, l.ends)
+		delete(n.keys, l.next)
+	}
 }
 
 // headOf is the line's headOf(i): the waiter of the lowest ticket once the
@@ -152,9 +157,10 @@ func (n *Node) headOf(l line, now int64) (string, bool) {
 }
 
 // handOn is the line's handOn(i, ms): free lock key key handed on to the
-// head of its line l, reserved for it for ms, the head out of the line and
-// woken. It returns false, and does nothing, when the line is empty or the
-// flag is Quiet.
+// head of its line l, the head out of the line and woken, and the key
+// reserved for it for ms unless anyone listens on its broadcast channel.
+// It returns whether it reserved the key; false, doing nothing, when the
+// line is empty or the flag is Quiet.
 func (n *Node) handOn(key string, l line, ms luaNumber, a announcer, now int64) (bool, error) {
 	if !a.loud() {
 		return false, nil
@@ -164,10 +170,13 @@ func (n *Node) handOn(key string, l line, ms luaNumber, a announcer, now int64) 
 		return false, nil
 	}
 	n.leave(l, h)
+	a.wake(key, h)
+	if a.listeners(script.WakeChannel(key)) > 0 {
+		return false, nil
+	}
 	if err := n.reserve(key, h, ms); err != nil {
 		return false, err
 	}
-	a.wake(key, h)
 	return true, nil
 }
 

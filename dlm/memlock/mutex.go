@@ -106,16 +106,25 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 			return nil, err
 		}
 	}
+	var t float64
 	for i, k := range keys[:cnt] {
 		n.set(k, args[0], ttl)
 		if me != "" {
-			n.leave(lineAt(keys, lk, i), me)
+			keep, err := luaMax(life, tonumber(args[1]))
+			if err != nil {
+				return nil, err
+			}
+			p, err := n.place(lineAt(keys, lk, i), me, life, held, luaNumber{-1, true}, keep, true, now)
+			if err != nil {
+				return nil, err
+			}
+			t = max(t, p)
 		}
 		if a.flag.Grants {
 			a.broadcastPayload(k, script.WakeGrant)
 		}
 	}
-	return []any{r, int64(0)}, nil
+	return []any{r, reply(t)}, nil
 }
 
 // luaMax is math.max of two numbers read with tonumber, which fails on nil.

@@ -55,13 +55,19 @@ var parityKeys = slices.Concat([]string{
 // compared exactly, not as readings of the clock.
 var ticketKeys = []string{script.LineKeys(pk)[0], script.LineKeys(pk2)[0]}
 
-// parityChannels are the wake channels every case listens on: the lock
-// keys' broadcast channels and their managers' channels.
-var parityChannels = []string{
-	script.WakeChannel(pk), script.WakeChannel(pk2), script.WakeChannel(permits),
+// managerChannels are the channels on which the releases name the waiters
+// of the cases' two managers.
+var managerChannels = []string{
 	script.ManagerChannel(pk, mgrA), script.ManagerChannel(pk, mgrB),
 	script.ManagerChannel(pk2, mgrA), script.ManagerChannel(pk2, mgrB),
 }
+
+// parityChannels are the wake channels every case listens on in its first
+// run: the lock keys' broadcast channels and their managers' channels. A
+// release hands a key to a waiter only while nobody listens on its
+// broadcast channel, so every case runs again listening on the managers'
+// channels alone.
+var parityChannels = append([]string{script.WakeChannel(pk), script.WakeChannel(pk2), script.WakeChannel(permits)}, managerChannels...)
 
 // preset is a key a case sets before running its script, on both nodes.
 type preset struct {
@@ -91,13 +97,6 @@ type parityCase struct {
 	clock bool
 	// id marks the server-id script, whose reply is each server's own.
 	id bool
-	// luaBug marks a case where the script's Lua fails, with an error
-	// that contains luaBug, where its doc comment says what it does: memlock
-	// follows the doc comment. Redis' writes before the failure are
-	// compared; what memlock announces is not, since Redis fails before it
-	// announces. Once the Lua is fixed, the case fails until luaBug is
-	// removed.
-	luaBug string
 }
 
 func str(key, val string, ttl int64) preset { return preset{key: key, val: val, ttl: ttl} }
@@ -153,6 +152,8 @@ type parityNode struct {
 	// mark publishes endMark on channel.
 	mark  func(t *testing.T, channel string)
 	heard *heard
+	// channels are the channels it listens on.
+	channels []string
 }
 
 // heard collects what a subscription hears.
@@ -191,27 +192,27 @@ func take(t *testing.T, c <-chan string, n int, what string) {
 	}
 }
 
-// listen subscribes p to the wake channels.
-func (p *parityNode) listen(t *testing.T) {
-	p.heard = newHeard()
+// listen subscribes p to channels.
+func (p *parityNode) listen(t *testing.T, channels []string) {
+	p.heard, p.channels = newHeard(), channels
 	sub, err := p.node.(driver.Subscriber).Subscribe(context.Background(), p.heard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Close() })
-	if err := sub.Subscribe(context.Background(), parityChannels...); err != nil {
+	if err := sub.Subscribe(context.Background(), channels...); err != nil {
 		t.Fatal(err)
 	}
-	take(t, p.heard.subs, len(parityChannels), "subscription confirmation")
+	take(t, p.heard.subs, len(channels), "subscription confirmation")
 }
 
 // published returns what p heard since the last call, once the end marks
 // published after the script came back.
 func (p *parityNode) published(t *testing.T) []string {
-	for _, ch := range parityChannels {
+	for _, ch := range p.channels {
 		p.mark(t, ch)
 	}
-	take(t, p.heard.ends, len(parityChannels), "end mark")
+	take(t, p.heard.ends, len(p.channels), "end mark")
 	p.heard.mu.Lock()
 	defer p.heard.mu.Unlock()
 	msgs := p.heard.msgs
@@ -344,11 +345,29 @@ func (p preset) value(now int64) string {
 // channels. Values read from the clock (PTTLs, scores, counters started from
 // the clock) may differ by the time the case took from the first script's
 // start to the last read.
+//
+// Every case runs twice: with clients listening on the keys' broadcast
+// channels and the managers' channels, and on the managers' channels alone,
+// where a release hands a key on to the head of its line.
 func TestScriptParity(t *testing.T) {
 	t.Parallel()
+	for _, listening := range []struct {
+		name     string
+		channels []string
+	}{{"broadcast listened", parityChannels}, {"named only", managerChannels}} {
+		t.Run(listening.name, func(t *testing.T) {
+			t.Parallel()
+			runParity(t, listening.channels)
+		})
+	}
+}
+
+// runParity runs every parity case on a memlock Node and a redis-server
+// listening on channels.
+func runParity(t *testing.T, channels []string) {
 	sides := []*parityNode{redisParityNode(t), memParityNode(t)}
 	for _, p := range sides {
-		p.listen(t)
+		p.listen(t, channels)
 	}
 	covered := map[*driver.Script]bool{}
 	for _, tc := range parityCases() {
@@ -383,11 +402,6 @@ func TestScriptParity(t *testing.T) {
 			}
 			tol := time.Since(start).Milliseconds() + 2
 			switch {
-			case tc.luaBug != "":
-				if errs[0] == nil || !strings.Contains(errs[0].Error(), tc.luaBug) || errs[1] != nil {
-					t.Fatalf("Eval: redis %v, memlock %v; want redis to fail with %q (the Lua's known bug; remove luaBug once it is fixed), memlock nil", errs[0], errs[1], tc.luaBug)
-				}
-				t.Logf("redis fails (%v) where the doc comment says what the script does, which memlock does", errs[0])
 			case errs[0] != nil || errs[1] != nil:
 				t.Fatalf("Eval: redis %v, memlock %v; want both nil", errs[0], errs[1])
 			default:
@@ -402,7 +416,7 @@ func TestScriptParity(t *testing.T) {
 				}
 			}
 			r, m := sides[0].published(t), sides[1].published(t)
-			if tc.luaBug == "" && !slices.Equal(r, m) {
+			if !slices.Equal(r, m) {
 				t.Errorf("published: redis %q, memlock %q; want the same", r, m)
 			}
 		})

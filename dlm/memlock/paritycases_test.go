@@ -19,10 +19,6 @@ var (
 	sharded   = script.Flag{Mode: script.Sharded}.Arg()
 )
 
-// announceBug is the error of a script that calls announce, which package
-// script no longer defines.
-const announceBug = "nonexistent global variable 'announce'"
-
 // held is key k held by v for 5 s.
 func held(k, v string) preset { return str(k, v, 5000) }
 
@@ -156,8 +152,8 @@ func otherCases() []parityCase {
 		// The Lua calls announce, which package script defines no more
 		// (its broadcast took its place): a release of a permit held
 		// fails once the permit is removed.
-		{name: "permit release/last", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{secret: 5000})}, luaBug: announceBug},
-		{name: "permit release/one of two", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 9000, map[string]int64{secret: 9000, other: 5000})}, luaBug: announceBug},
+		{name: "permit release/last", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{secret: 5000})}},
+		{name: "permit release/one of two", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 9000, map[string]int64{secret: 9000, other: 5000})}},
 		{name: "permit release/not held", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000})}},
 	}
 }
