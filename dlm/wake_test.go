@@ -285,6 +285,7 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	awaitHeld(t, srvs, key) // by every node, not only the quorum TryLock returned at
 	res := lockAsync(waiterM, key)
 	awaitListening(t, srvs, key)
 	awaitWaiting(t, srvs, key, 1)

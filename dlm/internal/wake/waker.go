@@ -195,7 +195,8 @@ func (w *Waker) malformed(channel string, length int) {
 // answer records that node i confirmed channel, or failed to subscribe to
 // it. A confirmation that comes after the channel was ready is a
 // subscription made again after a failure: releases may have been missed
-// meanwhile, so its watchers are woken to try again.
+// meanwhile, so its watchers are woken to try again; so are the watchers
+// that stopped waiting for the channel to be ready before it was.
 func (w *Waker) answer(i int, channel string, confirmed bool) {
 	w.mu.Lock()
 	wc := w.chans[channel]
@@ -207,6 +208,17 @@ func (w *Waker) answer(i int, channel string, confirmed bool) {
 		wc.answered[i] = true
 		if wc.left--; wc.left == 0 {
 			close(wc.ready)
+			// A watcher that stopped waiting for the subscriptions
+			// (Ready's bound) attempted without them: a release between
+			// that attempt and now went unheard.
+			for wt := range wc.watchers {
+				if wt.unready.Swap(false) {
+					wt.mu.Lock()
+					wt.resub = true
+					wt.mu.Unlock()
+					signal(wt.c)
+				}
+			}
 		}
 		w.mu.Unlock()
 		return

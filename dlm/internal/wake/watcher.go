@@ -39,6 +39,10 @@ type Watcher struct {
 	late      []bool
 	lateUntil time.Time
 
+	// unready is set when Ready gave up before the channels were
+	// confirmed: the waker wakes the watcher once they are.
+	unready atomic.Bool
+
 	// gap is how long a wake-up must wait after the previous attempt,
 	// which a wake-up started and the nodes refused: it doubles with each
 	// such attempt in a row, so that forged wake messages cost a waiter a
@@ -82,7 +86,9 @@ func (wt *Watcher) hear(i int) {
 
 // Ready waits until every node has confirmed the watcher's channels (or
 // failed to), for at most bound or until ctx ends; a release published
-// after that wakes the watcher.
+// after that wakes the watcher. When bound passes first, the watcher is
+// woken once the channels are ready: a release published meanwhile may
+// have gone unheard.
 func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -93,6 +99,14 @@ func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 		select {
 		case <-ready:
 		case <-timer.C:
+			wt.unready.Store(true)
+			wt.w.mu.Lock()
+			select {
+			case <-ready: // ready meanwhile, before the waker could wake it
+				wt.unready.Store(false)
+			default:
+			}
+			wt.w.mu.Unlock()
 			return
 		case <-ctx.Done():
 			return
