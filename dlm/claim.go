@@ -54,7 +54,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
-	released := m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, waiting), &v, pend)
+	released := m.rounds.ReleaseAttempt(ctx, c.releaseRequest(ctx, cfg, secret, waiting), &v, pend)
 	if c.waiter != nil {
 		c.waiter.placed = true // the release gives it its place back
 		c.waiter.released = released
@@ -117,18 +117,26 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 // instead of the retry delay, for as long as the holder keeps the lock.
 // The mutex's waiter keeps its place in line, and, when a wake-up started
 // the attempt, the keys the nodes handed it stay reserved for it
-// ([script.ReleaseKeepTurn]). A writer that waits on keeps its intent: the
+// ([script.ReleaseKeepTurn]). When ctx ended, the caller stops waiting: the
+// attempt is released as a lock is, which hands the keys on to the next in
+// line and takes the waiter out of the lines. A writer that waits on keeps its intent: the
 // nodes that granted this attempt must not let new readers in while it
 // waits.
-func (c *claim) releaseRequest(cfg *config, secret string, waiting bool) *round.Request {
+func (c *claim) releaseRequest(ctx context.Context, cfg *config, secret string, waiting bool) *round.Request {
 	if c.kind != nil {
 		return c.kind.releaseRequest(cfg, c.rkeys, secret, false)
 	}
-	how := script.ReleaseAttempt
-	if c.waiter != nil && c.waiter.woken {
+	w, how := c.waiter, script.ReleaseAttempt
+	switch {
+	case w != nil && ctx.Err() != nil:
+		// The caller stops waiting: it leaves the lines, and what the
+		// attempt took, or a release handed to it, goes to the next in
+		// line, as the lock's release would.
+		how, waiting = script.ReleaseLock, false
+	case w != nil && w.woken:
 		how = script.ReleaseKeepTurn
 	}
-	return releaseRequest(cfg, c.rkeys, secret, c.waiter, how, waiting)
+	return releaseRequest(cfg, c.rkeys, secret, w, how, waiting)
 }
 
 // failure is the error of an operation op on c's lock among nodes whose
