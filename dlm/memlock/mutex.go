@@ -109,7 +109,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	var t float64
 	for i, k := range keys[:cnt] {
 		n.set(k, args[0], ttl)
-		if me != "" {
+		if me != "" && (fair || len(n.zset(lineAt(keys, lk, i).waiters)) > 0) {
 			keep, err := luaMax(life, tonumber(args[1]))
 			if err != nil {
 				return nil, err

@@ -130,7 +130,9 @@ func TestLine(t *testing.T) {
 		}
 	}
 
-	check("holder takes a free key, placed", acquire("s-holder", w3, "0", "0"), []any{int64(1), int64(1)}, "s-holder", []string{w3}, nil)
+	check("uncontended, not fair: no place", acquire("s-free", w2, "0", "0"), []any{int64(1), int64(0)}, "s-free", nil, nil)
+	check("its release", release("s-free", w2, "0", script.ReleaseLock), int64(1), "", nil, nil)
+	check("fair: the holder takes a free key, placed", acquire("s-holder", w3, "0", "1"), []any{int64(1), int64(1)}, "s-holder", []string{w3}, nil)
 	check("w1 refused, placed", acquire("s-w1", w1, "0", "0"), []any{int64(0), int64(2)}, "s-holder", []string{w3, w1}, nil)
 	check("w2 refused, placed behind", acquire("s-w2", w2, "0", "0"), []any{int64(0), int64(3)}, "s-holder", []string{w3, w1, w2}, nil)
 	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0)}, "s-holder", []string{w3, w1, w2}, nil)
@@ -161,7 +163,7 @@ func TestLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
-	check("w2 takes the key", acquire("s-w2f", w2, "0", "0"), []any{int64(1), int64(1)}, "s-w2f", []string{w2}, nil)
+	check("w2 takes the key, fair", acquire("s-w2f", w2, "0", "1"), []any{int64(1), int64(1)}, "s-w2f", []string{w2}, nil)
 	check("w1 refused", acquire("s-w1f", w1, "0", "0"), []any{int64(0), int64(2)}, "s-w2f", []string{w2, w1}, nil)
 	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "1", script.ReleaseLock), int64(1), "", nil,
 		[]string{chA + " " + w1, script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
@@ -174,7 +176,7 @@ func TestLine(t *testing.T) {
 	if _, err := s.Do(append([]string{"DEL"}, script.LineKeys(lk)...)...); err != nil {
 		t.Fatal(err)
 	}
-	check("a hostile ticket is not carried into a grant", acquire("s-w2e", w2, "9223372036854775807", "0"), []any{int64(1), int64(1)}, "s-w2e", []string{w2}, nil)
+	check("a hostile ticket is not carried into a grant", acquire("s-w2e", w2, "9223372036854775807", "1"), []any{int64(1), int64(1)}, "s-w2e", []string{w2}, nil)
 	check("nor into a refusal", acquire("s-w1e", w1, "9007199254740992", "0"), []any{int64(0), int64(2)}, "s-w2e", []string{w2, w1}, nil)
 	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(3) {
 		t.Errorf("INCR of the counter of tickets = %v; want 3", v)

@@ -35,12 +35,14 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // free key only by the head of its line, or by anyone while the line is
 // empty. A grant sets every key to the secret with the TTL, leaves a
 // writer's intent in place, as SET NX does (the release deletes it), and,
-// when the flag asks for it, announces [WakeGrant]; it gives the waiter a
-// place in each key's line too, under the ticket it carries if it has one,
-// which it keeps while it holds the lock: this node's grant is only a
-// vote, and if the attempt fails all the same (too few grants, or too
-// late) the waiter is still where it was for its next attempt, ahead of
-// everyone who asked after it. The lock's release gives the place up. A
+// when the flag asks for it, announces [WakeGrant]; with fairness, or when
+// others wait in a key's line, it gives the waiter a place in the line too,
+// under the ticket it carries if it has one, which it keeps while it holds
+// the lock: this node's grant is only a vote, and if the attempt fails all
+// the same (too few grants, or too late) the waiter is still where it was
+// for its next attempt, ahead of everyone who asked after it. The lock's
+// release gives the place up. (An uncontended grant without fairness
+// writes no line.) A
 // refusal gives the waiter a place in each key's line, or renews it (see
 // [lineLua]), and records a waiting writer's intent where readers hold a
 // key (see [Flag]). Reply: {the grant (1, or the new fencing counter) or 0,
@@ -146,7 +148,7 @@ end
 local r = take()
 local t = 0
 for i = 1, n do
-  if me ~= '' then
+  if me ~= '' and (fair or redis.call('EXISTS', (lineOf(i))) == 1) then
     local p = place(i, me, life, held, -1, math.max(life, tonumber(ARGV[2])), true)
     if p > t then t = p end
   end
