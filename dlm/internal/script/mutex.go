@@ -148,7 +148,7 @@ end
 local r = take()
 local t = 0
 for i = 1, n do
-  if me ~= '' and (fair or redis.call('EXISTS', (lineOf(i))) == 1) then
+  if me ~= '' and (fair or redis.call('ZCARD', (lineOf(i))) > 0) then
     local p = place(i, me, life, held, -1, math.max(life, tonumber(ARGV[2])), true)
     if p > t then t = p end
   end
