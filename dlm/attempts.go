@@ -76,9 +76,11 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		// place in the nodes' lines, whatever kept its attempt short: a
 		// release may hand it the keys, and name it.
 		if w == nil && m.waker != nil && (errors.Is(err, ErrNotObtained) || c.waiter != nil && c.waiter.placed) {
-			if w = m.waker.Watch(c.wake(), c.waiter.waiterID(), c.quorum(len(m.nodes))); w != nil {
+			if w = m.waker.Watch(c.wake(), c.waiter.waiterID(), c.quorum(len(m.nodes))); w != nil && !w.ListeningSince(began) {
 				// A release announced before the subscription was made
-				// went unheard: try again at once.
+				// went unheard: try again at once. (Channels the manager
+				// listened on before this attempt began, as another
+				// caller's or a lingering one, missed nothing.)
 				if w.Ready(ctx, cfg.timeout()); ctx.Err() != nil {
 					return nil, attempt, stopped(ctx.Err(), qerr)
 				}

@@ -69,6 +69,7 @@ type wakeChan struct {
 	answered []bool
 	left     int
 	ready    chan struct{}
+	readyAt  time.Time // when ready was closed
 }
 
 // New returns a Waker for the nodes, or nil when none can subscribe. id is
@@ -175,6 +176,7 @@ func (w *Waker) newChan(named bool) *wakeChan {
 	}
 	if wc.left == 0 {
 		close(wc.ready)
+		wc.readyAt = time.Now()
 	}
 	return wc
 }
@@ -208,6 +210,7 @@ func (w *Waker) answer(i int, channel string, confirmed bool) {
 		wc.answered[i] = true
 		if wc.left--; wc.left == 0 {
 			close(wc.ready)
+			wc.readyAt = time.Now()
 			// A watcher that stopped waiting for the subscriptions
 			// (Ready's bound) attempted without them: a release between
 			// that attempt and now went unheard.

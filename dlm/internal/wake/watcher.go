@@ -114,6 +114,21 @@ func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 	}
 }
 
+// ListeningSince reports whether every channel of wt has been subscribed
+// to on every node (or failed to be) since before t: a release that named
+// the waiter after t was heard.
+func (wt *Watcher) ListeningSince(t time.Time) bool {
+	wt.w.mu.Lock()
+	defer wt.w.mu.Unlock()
+	for _, ch := range wt.chans {
+		wc := wt.w.chans[ch]
+		if wc == nil || wc.readyAt.IsZero() || !wc.readyAt.Before(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // Drain forgets what was heard, before a new attempt: what is heard from
 // now on is about releases the attempt may not have seen.
 func (wt *Watcher) Drain() {
