@@ -19,10 +19,18 @@ import (
 // waiters' retries (at most a third of it) are far slower than a wake-up.
 var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
 
-// lineLen returns how many waiters s keeps in key's line.
+// lineLen returns how many waiters s keeps in key's line whose places have
+// not ended (a place that ended is dropped when the line is next read for
+// its head).
 func lineLen(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := s.Do("ZCARD", "redlock:{"+key+"}:waiters")
+	now, err := s.Do("TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, _ := strconv.ParseInt(now.([]any)[0].(string), 10, 64)
+	usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
+	v, err := s.Do("ZCOUNT", "redlock:{"+key+"}:waiters:end", "("+strconv.FormatInt(sec*1000+usec/1000, 10), "+inf")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,36 +53,36 @@ func (n *Node) dropLeft(l line, now int64) {
 }
 
 // place is the line's place(i, id, life, held, bound, keep, back): it gives
-// waiter id a place, or renews it, for life ms under the larger of its
-// ticket there (a new one when it has none) and held when below
-// [script.FenceLimit]; back gives it held itself as its place back. The
-// counter of tickets is raised to the ticket, and the line's keys live at
-// least keep ms more. It returns the ticket, or -1 when the line holds
-// bound waiters and a holder's place already (bound below 0: none). The Lua's errors on a nil
-// argument come where the Lua meets them.
+// waiter id a place, or renews it, for life ms under its ticket there (a new
+// one when it has none), or held when held is carried (from 1 to below
+// [script.FenceLimit]) and not below it; back gives it held itself as its
+// place back. A carried ticket raises the counter of tickets. The line's
+// keys live keep ms more. It returns the ticket, or -1 when the line holds
+// bound waiters and a holder's place already, once the places that ended
+// are dropped (bound below 0: none). The Lua's errors on a nil argument
+// come where the Lua meets them.
 func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back bool, now int64) (float64, error) {
-	n.dropLeft(l, now)
 	score, placed := n.zset(l.waiters)[id]
 	mine := float64(score)
+	h, err := held.num("the ticket held")
+	if err != nil {
+		return 0, err
+	}
+	carried := h > 0 && h < fenceLimit
 	if !placed {
 		b, err := bound.num("the bound of a line")
 		if err != nil {
 			return 0, err
 		}
 		if b >= 0 && float64(len(n.zset(l.waiters))) > b {
-			return -1, nil
-		}
-		given := false
-		if back {
-			h, err := held.num("the ticket held")
-			if err != nil {
-				return 0, err
-			}
-			if h > 0 && h < fenceLimit {
-				mine, given = h, true
+			n.dropLeft(l, now)
+			if float64(len(n.zset(l.waiters))) > b {
+				return -1, nil
 			}
 		}
-		if !given {
+		if back && carried {
+			mine = h
+		} else {
 			c, err := n.incr(l.next)
 			if err != nil {
 				return 0, err
@@ -90,23 +90,19 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 			mine = float64(c)
 		}
 	}
-	h, err := held.num("the ticket held")
-	if err != nil {
-		return 0, err
-	}
-	if h > mine && h < fenceLimit {
+	if carried && h >= mine {
 		mine = h
-	}
-	cur := luaNumber{0, true}
-	if v, ok := n.get(l.next); ok {
-		cur = tonumber(v)
-	}
-	c, err := cur.num("the counter of tickets")
-	if err != nil {
-		return 0, err
-	}
-	if mine > c {
-		n.set(l.next, strconv.FormatFloat(mine, 'f', 0, 64), 0)
+		cur := luaNumber{0, true}
+		if v, ok := n.get(l.next); ok {
+			cur = tonumber(v)
+		}
+		c, err := cur.num("the counter of tickets")
+		if err != nil {
+			return 0, err
+		}
+		if mine > c {
+			n.set(l.next, strconv.FormatFloat(mine, 'f', 0, 64), 0)
+		}
 	}
 	t, err := whole(mine, "a ticket")
 	if err != nil {
@@ -122,18 +118,16 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 		return 0, err
 	}
 	n.zadd(l.ends, id, end)
-	for _, k := range []string{l.next, l.waiters, l.ends} {
-		kp, err := keep.num("how long the line's keys live")
-		if err != nil {
-			return 0, err
-		}
-		if float64(n.pttl(k)) < kp {
-			ms, err := whole(kp, "PEXPIRE")
-			if err != nil {
-				return 0, errNotInteger
-			}
-			n.pexpire(k, time.Duration(ms)*time.Millisecond)
-		}
+	kp, err := keep.num("how long the line's keys live")
+	if err != nil {
+		return 0, err
+	}
+	ms, err := whole(kp, "PEXPIRE")
+	if err != nil {
+		return 0, errNotInteger
+	}
+	for _, k := range []string{l.waiters, l.ends, l.next} {
+		n.pexpire(k, time.Duration(ms)*time.Millisecond)
 	}
 	return mine, nil
 }
@@ -141,7 +135,9 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 // leave is the line's leave(i, id): id out of the line, and a line left
 // empty deleted, its counter with it.
 func (n *Node) leave(l line, id string) {
-	n.zrem(l.waiters, id)
+	if n.zrem(l.waiters, id) == 0 {
+		return
+	}
 	n.zrem(l.ends, id)
 	if len(n.zset(l.waiters)) == 0 {
 		delete(n.keys, l.ends)

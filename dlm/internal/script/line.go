@@ -65,7 +65,10 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //     has one, as its place back after it was handed a key it failed to
 //     take. It returns the ticket, or -1 when the line holds bound waiters
 //     and a holder's place already (bound below 0: no bound). The line's
-//     keys live at least keep ms more.
+//     keys live keep ms more (one waiter's keep can shorten another's:
+//     that one then places itself again at its next attempt). Places that
+//     ended are dropped when the line is read for its head, and when the
+//     bound is reached.
 //   - leave(i, id) takes id out of lock key i's line; a line left empty
 //     is deleted, its counter with it, so that nothing stays behind.
 //   - handOn(i, ms) hands free lock key i on to the head of its line: the
@@ -88,30 +91,35 @@ local function dropLeft(ws, ends)
 end
 local function place(i, id, life, held, bound, keep, back)
   local ws, ends, nxt = lineOf(i)
-  dropLeft(ws, ends)
   local mine = tonumber(redis.call('ZSCORE', ws, id))
+  local carried = held > 0 and held < ` + fenceLimitLua + `
   if not mine then
-    if bound >= 0 and redis.call('ZCARD', ws) > bound then return -1 end
-    if back and held > 0 and held < ` + fenceLimitLua + ` then
+    if bound >= 0 and redis.call('ZCARD', ws) > bound then
+      dropLeft(ws, ends)
+      if redis.call('ZCARD', ws) > bound then return -1 end
+    end
+    if back and carried then
       mine = held
     else
       mine = redis.call('INCR', nxt)
     end
   end
-  if held > mine and held < ` + fenceLimitLua + ` then mine = held end
-  if mine > tonumber(redis.call('GET', nxt) or '0') then
-    redis.call('SET', nxt, string.format('%.0f', mine))
+  if carried and held >= mine then
+    mine = held
+    if mine > tonumber(redis.call('GET', nxt) or '0') then
+      redis.call('SET', nxt, string.format('%.0f', mine))
+    end
   end
   redis.call('ZADD', ws, mine, id)
   redis.call('ZADD', ends, now + life, id)
-  for _, k in ipairs({nxt, ws, ends}) do
-    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
-  end
+  redis.call('PEXPIRE', ws, keep)
+  redis.call('PEXPIRE', ends, keep)
+  redis.call('PEXPIRE', nxt, keep)
   return mine
 end
 local function leave(i, id)
   local ws, ends, nxt = lineOf(i)
-  redis.call('ZREM', ws, id)
+  if redis.call('ZREM', ws, id) == 0 then return end
   redis.call('ZREM', ends, id)
   if redis.call('ZCARD', ws) == 0 then redis.call('DEL', ends, nxt) end
 end

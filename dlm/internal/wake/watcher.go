@@ -114,6 +114,17 @@ func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 	}
 }
 
+// Hears reports whether the waiter hears as many nodes as it needs: a
+// named waiter, a quorum of them; false for a nil wt.
+func (wt *Watcher) Hears() bool {
+	if wt == nil {
+		return false
+	}
+	wt.w.mu.Lock()
+	defer wt.w.mu.Unlock()
+	return wt.w.liveLocked() >= wt.need
+}
+
 // ListeningSince reports whether every channel of wt has been subscribed
 // to on every node (or failed to be) since before t: a release that named
 // the waiter after t was heard.
