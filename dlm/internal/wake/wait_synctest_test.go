@@ -219,3 +219,42 @@ func TestLateNamingIgnored(t *testing.T) {
 		}
 	})
 }
+
+// TestListening checks what a watcher says of its subscriptions: it hears
+// as many nodes as it needs while enough of them are up, and it listens
+// since a moment only when every channel was subscribed before it.
+func TestListening(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		w := testWaker(3)
+		before := time.Now()
+		time.Sleep(time.Millisecond)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		ch := script.ManagerChannel("k", testManager)
+		if wt.ListeningSince(time.Now()) {
+			t.Errorf("ListeningSince(now) before any node confirmed; want false")
+		}
+		for i := range 3 {
+			w.answer(i, ch, true)
+		}
+		if wt.ListeningSince(before) {
+			t.Errorf("ListeningSince(before the channel was subscribed) = true; want false")
+		}
+		time.Sleep(time.Millisecond)
+		if !wt.ListeningSince(time.Now()) {
+			t.Errorf("ListeningSince(after every node confirmed) = false; want true")
+		}
+		if !wt.Hears() {
+			t.Errorf("Hears with 3 of 3 nodes up = false; want true")
+		}
+		w.failed(0)
+		w.failed(1)
+		if wt.Hears() {
+			t.Errorf("Hears with 1 of 3 nodes up, needing 2 = true; want false")
+		}
+		var none *Watcher
+		if none.Hears() {
+			t.Errorf("Hears of a nil watcher = true; want false")
+		}
+	})
+}
