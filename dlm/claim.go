@@ -89,8 +89,8 @@ func (c *claim) quorum(n int) int {
 
 // settle does what c's vote v calls for before it is judged, and returns
 // the fencing token of a grant (0 without fencing). For the mutex: a
-// refusal marks the keys contended (no SET NX for a while), and the waiter
-// has a place in line and keeps the highest ticket the nodes gave it; with
+// refusal marks the keys contended (no SET NX for a while), and gives the
+// waiter a place in line; with
 // fencing a quorum of grants counts only once a quorum holds its token,
 // which may lower v.Yes. Leases have nothing to settle.
 func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret string, v *round.Vote, q int) (token int64) {
@@ -102,7 +102,6 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	}
 	if w := c.waiter; w != nil && (v.No > 0 || v.Ticket > 0) {
 		w.placed = true
-		w.ticket = max(w.ticket, v.Ticket)
 	}
 	if cfg.fencing && v.Yes >= q {
 		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)

@@ -21,9 +21,8 @@ import (
 // place, and the shared leases, which wait for any release, have none.
 type waiter struct {
 	id string
-	// ticket is the largest ticket a node gave the waiter: passed to every
-	// node on the next attempt, it puts the waiter at the same place in
-	// every line.
+	// ticket orders the waiter in every line alike: when it began to wait,
+	// in microseconds of the wall clock.
 	ticket int64
 	// placed says that a node refused an attempt, and so may hold a place
 	// for the waiter, which it must give up if it stops waiting.
@@ -48,7 +47,7 @@ func (m *Manager) newWaiter() (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen]}, nil
+	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: m.wallNow().UnixMicro()}, nil
 }
 
 // waiterID is w's id, "" for none.

@@ -55,7 +55,7 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 // deletes the key and hands it on to the head of its line, a writer, or,
 // with nobody in line, broadcasts the release. n.mu is held.
 func (n *Node) readRelease(keys, args []string) (any, error) {
-	if len(keys) < 5 || len(args) == 0 {
+	if len(keys) < 4 || len(args) == 0 {
 		return nil, errTooFewArgs
 	}
 	a, now := n.announcerOf(args), nowMillis()

@@ -15,13 +15,13 @@ import (
 // a ticket the node cannot hold exactly is rounded as the Lua rounds it.
 
 // line is the keys of one lock key's line ([script.LineKeys]).
-type line struct{ waiters, ends, next string }
+type line struct{ waiters, ends string }
 
 // lineAt is the line of the lock key i (from 0) of a script whose lines
 // start at keys[lk], as the Lua's lineOf(i + 1).
 func lineAt(keys []string, lk, i int) line {
-	b := lk + 3*i
-	return line{keys[b], keys[b+1], keys[b+2]}
+	b := lk + 2*i
+	return line{keys[b], keys[b+1]}
 }
 
 // lockCount is the number of lock keys of a script whose KEYS are, for each
@@ -52,63 +52,33 @@ func (n *Node) dropLeft(l line, now int64) {
 	}
 }
 
-// place is the line's place(i, id, life, held, bound, keep, back): it gives
-// waiter id a place, or renews it, for life ms under its ticket there (a new
-// one when it has none), or held when held is carried (from 1 to below
-// [script.FenceLimit]) and not below it; back gives it held itself as its
-// place back. A carried ticket raises the counter of tickets. The line's
-// keys live keep ms more. It returns the ticket, or -1 when the line holds
-// bound waiters and a holder's place already, once the places that ended
-// are dropped (bound below 0: none). The Lua's errors on a nil argument
-// come where the Lua meets them.
-func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back bool, now int64) (float64, error) {
-	score, placed := n.zset(l.waiters)[id]
-	mine := float64(score)
-	h, err := held.num("the ticket held")
+// place is the line's place(i, id, life, ticket, bound, keep): it gives
+// waiter id a place, or renews it, for life ms under ticket — the node's
+// clock in microseconds when ticket is no number from 1 to below
+// [script.FenceLimit]. The line's keys live keep ms more. It returns the
+// ticket, or -1 when the line holds bound waiters and a holder's place
+// already, once the places that ended are dropped (bound below 0: none).
+// The Lua's errors on a nil argument come where the Lua meets them.
+func (n *Node) place(l line, id string, life, ticket, bound, keep luaNumber, now int64) (float64, error) {
+	t := ticket.v
+	if !ticket.ok || !(t >= 1 && t < fenceLimit) {
+		t = float64(now) * 1000
+	}
+	b, err := bound.num("the bound of a line")
 	if err != nil {
 		return 0, err
 	}
-	carried := h > 0 && h < fenceLimit
-	if !placed {
-		b, err := bound.num("the bound of a line")
-		if err != nil {
-			return 0, err
-		}
-		if b >= 0 && float64(len(n.zset(l.waiters))) > b {
-			n.dropLeft(l, now)
-			if float64(len(n.zset(l.waiters))) > b {
-				return -1, nil
-			}
-		}
-		if back && carried {
-			mine = h
-		} else {
-			c, err := n.incr(l.next)
-			if err != nil {
-				return 0, err
-			}
-			mine = float64(c)
+	if _, placed := n.zset(l.waiters)[id]; b >= 0 && !placed && float64(len(n.zset(l.waiters))) > b {
+		n.dropLeft(l, now)
+		if float64(len(n.zset(l.waiters))) > b {
+			return -1, nil
 		}
 	}
-	if carried && h >= mine {
-		mine = h
-		cur := luaNumber{0, true}
-		if v, ok := n.get(l.next); ok {
-			cur = tonumber(v)
-		}
-		c, err := cur.num("the counter of tickets")
-		if err != nil {
-			return 0, err
-		}
-		if mine > c {
-			n.set(l.next, strconv.FormatFloat(mine, 'f', 0, 64), 0)
-		}
-	}
-	t, err := whole(mine, "a ticket")
+	score, err := whole(t, "a ticket")
 	if err != nil {
 		return 0, err
 	}
-	n.zadd(l.waiters, id, t)
+	n.zadd(l.waiters, id, score)
 	lf, err := life.num("the life of a place")
 	if err != nil {
 		return 0, err
@@ -126,14 +96,14 @@ func (n *Node) place(l line, id string, life, held, bound, keep luaNumber, back 
 	if err != nil {
 		return 0, errNotInteger
 	}
-	for _, k := range []string{l.waiters, l.ends, l.next} {
+	for _, k := range []string{l.waiters, l.ends} {
 		n.pexpire(k, time.Duration(ms)*time.Millisecond)
 	}
-	return mine, nil
+	return t, nil
 }
 
 // leave is the line's leave(i, id): id out of the line, and a line left
-// empty deleted, its counter with it.
+// empty deleted.
 func (n *Node) leave(l line, id string) {
 	if n.zrem(l.waiters, id) == 0 {
 		return
@@ -141,7 +111,6 @@ func (n *Node) leave(l line, id string) {
 	n.zrem(l.ends, id)
 	if len(n.zset(l.waiters)) == 0 {
 		delete(n.keys, l.ends)
-		delete(n.keys, l.next)
 	}
 }
 
@@ -181,7 +150,7 @@ func (n *Node) handOn(key string, l line, ms luaNumber, a announcer, now int64) 
 // announce's flag. The waiter leaves every line, and each key reserved for
 // it is handed on to the next in line, or freed and broadcast.
 func (n *Node) leaveLines(keys, args []string) (any, error) {
-	lk, err := lockCount(keys, 4)
+	lk, err := lockCount(keys, 3)
 	if err != nil {
 		return nil, err
 	}

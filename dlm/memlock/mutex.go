@@ -37,9 +37,9 @@ var errTooFewArgs = errors.New("ERR memlock: too few arguments for the script")
 // [script.WakeGrant]; a refusal gives the waiter a place in every line.
 // Reply: {the grant (1 or the counter) or 0, the ticket}. n.mu is held.
 func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
-	per, lines := 4, 1
+	per, lines := 3, 1
 	if fenced {
-		per, lines = 5, 2
+		per, lines = 4, 2
 	}
 	cnt, err := lockCount(keys, per)
 	if err != nil {
@@ -51,7 +51,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	a, now := n.announcerOf(args), nowMillis()
 	lk := cnt * lines
 	wa := len(args) - 6
-	me, life, held, bound := args[wa], tonumber(args[wa+1]), tonumber(args[wa+2]), tonumber(args[wa+3])
+	me, life, ticket, bound := args[wa], tonumber(args[wa+1]), tonumber(args[wa+2]), tonumber(args[wa+3])
 	fair := args[wa+4] == "1"
 	mark := script.ReservedFor(me)
 	mayTake := func(i int, v string, ok bool) bool {
@@ -85,7 +85,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		}
 		var t float64
 		for j := range cnt {
-			p, err := n.place(lineAt(keys, lk, j), me, life, held, bound, keep, false, now)
+			p, err := n.place(lineAt(keys, lk, j), me, life, ticket, bound, keep, now)
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +114,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			p, err := n.place(lineAt(keys, lk, i), me, life, held, luaNumber{-1, true}, keep, true, now)
+			p, err := n.place(lineAt(keys, lk, i), me, life, ticket, luaNumber{-1, true}, keep, now)
 			if err != nil {
 				return nil, err
 			}
@@ -150,7 +150,7 @@ func luaMax(x, y luaNumber) (luaNumber, error) {
 // announces nothing, and gives the waiter its place back under its ticket.
 // Reply: the number of keys that held the secret. n.mu is held.
 func (n *Node) release(keys, args []string) (any, error) {
-	cnt, err := lockCount(keys, 4)
+	cnt, err := lockCount(keys, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 		return nil, errTooFewArgs
 	}
 	a, now := n.announcerOf(args), nowMillis()
-	me, held, life, ms, how := args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4]), args[5]
+	me, ticket, life, ms, how := args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4]), args[5]
 	mark := script.ReservedFor(me)
 	var deleted int64
 	for i, k := range keys[:cnt] {
@@ -201,7 +201,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 			}
 		}
 		if me != "" {
-			if _, err := n.place(l, me, life, held, luaNumber{-1, true}, life, true, now); err != nil {
+			if _, err := n.place(l, me, life, ticket, luaNumber{-1, true}, life, now); err != nil {
 				return nil, err
 			}
 		}

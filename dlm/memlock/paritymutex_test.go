@@ -36,11 +36,11 @@ func guarded(keys []string) []string { return append(slices.Clone(keys), script.
 // ticket held, in a line of the default bound, without fairness; nobody's
 // are a TryLock's, which takes no place; fairly's are those of a fair
 // waiter.
-func waiting(id, held string) []string { return []string{id, life, held, bound, "0"} }
+func waiting(id, ticket string) []string { return []string{id, life, ticket, bound, "0"} }
 
 var nobody = waiting("", "0")
 
-func fairly(id, held string) []string { return []string{id, life, held, bound, "1"} }
+func fairly(id, ticket string) []string { return []string{id, life, ticket, bound, "1"} }
 
 // acq is an acquire's ARGV: pre (the secret, the TTL, the counters'
 // expiry, the guard's window), the waiter's arguments and the flag.
@@ -76,17 +76,17 @@ func mutexCases() []parityCase {
 		{name: "acquire/expired", script: script.Acquire, keys: mkeys(pk), args: acq(plain, nobody, loud), setup: []preset{{key: pk, val: other, expired: true}}},
 		{name: "acquire/readers, writer waits", script: script.Acquire, keys: mkeys(pk), args: acq(plain, nobody, quietWait), setup: readersIn(map[string]int64{other: 5000})},
 		{name: "acquire/readers, writer waits, loud", script: script.Acquire, keys: mkeys(pk), args: acq(plain, nobody, waits), setup: readersIn(map[string]int64{other: 5000})},
-		{name: "acquire/readers, writer waits, placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "0"), quietWait), setup: readersIn(map[string]int64{other: 5000})},
+		{name: "acquire/readers, writer waits, placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), quietWait), setup: readersIn(map[string]int64{other: 5000})},
 		{name: "acquire/readers, writer does not wait", script: script.Acquire, keys: mkeys(pk), args: acq(plain, nobody, loud), setup: readersIn(map[string]int64{other: 5000})},
-		{name: "acquire/another's key, writer waits", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "0"), quietWait), setup: []preset{held(pk, other)}},
+		{name: "acquire/another's key, writer waits", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), quietWait), setup: []preset{held(pk, other)}},
 		{name: "acquire/intent present", script: script.Acquire, keys: mkeys(pk), args: acq(plain, nobody, loud), setup: []preset{intent}},
 		{name: "acquire/forged readers mark", script: script.Acquire, keys: mkeys(pk), args: acq([]string{script.ReadersMark, ttl}, nobody, loud), setup: []preset{str(pk, script.ReadersMark, 5000)}},
 		{name: "acquire/forged reservation", script: script.Acquire, keys: mkeys(pk), args: acq([]string{script.ReservedFor(w1), ttl}, nobody, loud), setup: []preset{reservedFor(w1)}},
-		{name: "acquire/forged reservation, another waiter", script: script.Acquire, keys: mkeys(pk), args: acq([]string{script.ReservedFor(w1), ttl}, waiting(w2, "0"), loud), setup: []preset{reservedFor(w1)}},
+		{name: "acquire/forged reservation, another waiter", script: script.Acquire, keys: mkeys(pk), args: acq([]string{script.ReservedFor(w1), ttl}, waiting(w2, "50"), loud), setup: []preset{reservedFor(w1)}},
 		{name: "acquire/two keys free", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, nobody, grants)},
 		{name: "acquire/two keys, second held", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, nobody, loud), setup: []preset{held(pk2, other)}},
-		{name: "acquire/refused, waiter placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "0"), loud), setup: []preset{held(pk, other)}},
-		{name: "acquire/granted, waiter", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "0"), loud)},
+		{name: "acquire/refused, waiter placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud), setup: []preset{held(pk, other)}},
+		{name: "acquire/granted, waiter", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud)},
 
 		// FencedAcquire: KEYS locks, counters, lines; ARGV secret, TTL,
 		// expiry, the waiter's five, flag.
@@ -98,14 +98,14 @@ func mutexCases() []parityCase {
 		{name: "fenced acquire/expiry, counter present", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fencedFx, nobody, loud), setup: []preset{str(script.FenceKey(pk), "7", 5000)}},
 		{name: "fenced acquire/expiry, counter expired", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fencedFx, nobody, loud), setup: []preset{{key: script.FenceKey(pk), val: "7", expired: true}}, clock: true},
 		{name: "fenced acquire/two keys, counters apart", script: script.FencedAcquire, keys: fkeys(pk, pk2), args: acq(fenced, nobody, grants), setup: []preset{fc("3"), str(script.FenceKey(pk2), "9", 0)}},
-		{name: "fenced acquire/readers, writer waits", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "0"), quietWait), setup: readersIn(map[string]int64{other: 5000})},
+		{name: "fenced acquire/readers, writer waits", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "50"), quietWait), setup: readersIn(map[string]int64{other: 5000})},
 		{name: "fenced acquire/intent present", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, nobody, quiet), setup: []preset{intent}},
-		{name: "fenced acquire/refused, waiter placed", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "0"), quiet), setup: append([]preset{held(pk, other), fc("41")}, lineOf(pk, 4, spot{w2, 4, 3000})...)},
-		{name: "fenced acquire/reserved for the waiter", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "3"), quiet), setup: append([]preset{reservedFor(w1), fc("41")}, lineOf(pk, 4, spot{w2, 4, 3000})...)},
+		{name: "fenced acquire/refused, waiter placed", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "50"), quiet), setup: append([]preset{held(pk, other), fc("41")}, lineOf(pk, spot{w2, 4, 3000})...)},
+		{name: "fenced acquire/reserved for the waiter", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "3"), quiet), setup: append([]preset{reservedFor(w1), fc("41")}, lineOf(pk, spot{w2, 4, 3000})...)},
 		{name: "fenced acquire/reserved for another", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, waiting(w1, "3"), quiet), setup: []preset{reservedFor(w2), fc("41")}},
-		{name: "fenced acquire/fair, refused to one behind the head", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, fairly(w1, "0"), quiet), setup: append([]preset{fc("41")}, lineOf(pk, 1, spot{w2, 1, 3000})...)},
-		{name: "fenced acquire/fair, head takes it", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fencedFx, fairly(w2, "1"), quiet), setup: append([]preset{str(script.FenceKey(pk), "41", 5000)}, lineOf(pk, 2, spot{w2, 1, 3000}, spot{w1, 2, 3000})...)},
-		{name: "fenced acquire/two keys, placed in both lines", script: script.FencedAcquire, keys: fkeys(pk, pk2), args: acq(fenced, waiting(w1, "0"), quiet), setup: append(lineOf(pk, 3), append(lineOf(pk2, 9), held(pk2, other))...)},
+		{name: "fenced acquire/fair, refused to one behind the head", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fenced, fairly(w1, "50"), quiet), setup: append([]preset{fc("41")}, lineOf(pk, spot{w2, 1, 3000})...)},
+		{name: "fenced acquire/fair, head takes it", script: script.FencedAcquire, keys: fkeys(pk), args: acq(fencedFx, fairly(w2, "1"), quiet), setup: append([]preset{str(script.FenceKey(pk), "41", 5000)}, lineOf(pk, spot{w2, 1, 3000}, spot{w1, 2, 3000})...)},
+		{name: "fenced acquire/two keys, placed in both lines", script: script.FencedAcquire, keys: fkeys(pk, pk2), args: acq(fenced, waiting(w1, "50"), quiet), setup: append(lineOf(pk), append(lineOf(pk2), held(pk2, other))...)},
 
 		// GuardedAcquire: KEYS locks, lines, the guard; ARGV secret, TTL,
 		// window, the waiter's five, flag.
@@ -113,19 +113,19 @@ func mutexCases() []parityCase {
 		{name: "guarded acquire/guard passed, held by other", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, nobody, loud), setup: []preset{guardAt(-hour), held(pk, other)}},
 		{name: "guarded acquire/guard ahead", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, nobody, loud), setup: []preset{guardAt(hour)}},
 		{name: "guarded acquire/guard ahead, held by same", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, nobody, loud), setup: []preset{guardAt(hour), held(pk, secret)}},
-		{name: "guarded acquire/guard passed, waiter placed", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "0"), loud), setup: append([]preset{guardAt(-hour), held(pk, other)}, lineOf(pk, 1, spot{w2, 1, 3000})...)},
-		{name: "guarded acquire/guard ahead, no place", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "0"), loud), setup: append([]preset{guardAt(hour), held(pk, other)}, lineOf(pk, 1, spot{w2, 1, 3000})...)},
-		{name: "guarded acquire/guard passed, reserved for the waiter", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "0"), grants), setup: []preset{guardAt(-hour), reservedFor(w1)}},
-		{name: "guarded acquire/guard passed, fair, refused to one behind the head", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, fairly(w1, "0"), loud), setup: append([]preset{guardAt(-hour)}, lineOf(pk, 1, spot{w2, 1, 3000})...)},
-		{name: "guarded acquire/guard passed, two keys", script: script.GuardedAcquire, keys: guarded(mkeys(pk, pk2)), args: acq(guard, waiting(w1, "0"), loud), setup: append([]preset{guardAt(-hour), held(pk, other)}, lineOf(pk2, 5)...)},
+		{name: "guarded acquire/guard passed, waiter placed", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "50"), loud), setup: append([]preset{guardAt(-hour), held(pk, other)}, lineOf(pk, spot{w2, 1, 3000})...)},
+		{name: "guarded acquire/guard ahead, no place", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "50"), loud), setup: append([]preset{guardAt(hour), held(pk, other)}, lineOf(pk, spot{w2, 1, 3000})...)},
+		{name: "guarded acquire/guard passed, reserved for the waiter", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, waiting(w1, "50"), grants), setup: []preset{guardAt(-hour), reservedFor(w1)}},
+		{name: "guarded acquire/guard passed, fair, refused to one behind the head", script: script.GuardedAcquire, keys: guarded(mkeys(pk)), args: acq(guard, fairly(w1, "50"), loud), setup: append([]preset{guardAt(-hour)}, lineOf(pk, spot{w2, 1, 3000})...)},
+		{name: "guarded acquire/guard passed, two keys", script: script.GuardedAcquire, keys: guarded(mkeys(pk, pk2)), args: acq(guard, waiting(w1, "50"), loud), setup: append([]preset{guardAt(-hour), held(pk, other)}, lineOf(pk2)...)},
 
 		// GuardedFencedAcquire: KEYS locks, counters, lines, the guard;
 		// ARGV secret, TTL, expiry, window, the waiter's five, flag.
 		{name: "guarded fenced acquire/guard passed", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, nobody, loud), setup: []preset{guardAt(-hour), fc("5")}},
 		{name: "guarded fenced acquire/guard passed, expiry", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFencedFx, nobody, loud), setup: []preset{guardAt(-hour), fc("5")}},
 		{name: "guarded fenced acquire/guard ahead", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, nobody, loud), setup: []preset{guardAt(hour), fc("5")}},
-		{name: "guarded fenced acquire/guard passed, waiter placed", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, waiting(w1, "6"), loud), setup: append([]preset{guardAt(-hour), fc("5"), held(pk, other)}, lineOf(pk, 2, spot{w2, 2, 3000})...)},
-		{name: "guarded fenced acquire/guard passed, reserved for the waiter", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, fairly(w1, "6"), loud), setup: append([]preset{guardAt(-hour), fc("5"), reservedFor(w1)}, lineOf(pk, 2, spot{w2, 2, 3000})...)},
+		{name: "guarded fenced acquire/guard passed, waiter placed", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, waiting(w1, "6"), loud), setup: append([]preset{guardAt(-hour), fc("5"), held(pk, other)}, lineOf(pk, spot{w2, 2, 3000})...)},
+		{name: "guarded fenced acquire/guard passed, reserved for the waiter", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, fairly(w1, "6"), loud), setup: append([]preset{guardAt(-hour), fc("5"), reservedFor(w1)}, lineOf(pk, spot{w2, 2, 3000})...)},
 		{name: "guarded fenced acquire/guard ahead, reserved for the waiter", script: script.GuardedFencedAcquire, keys: guarded(fkeys(pk)), args: acq(guardFenced, waiting(w1, "6"), loud), setup: []preset{guardAt(hour), fc("5"), reservedFor(w1)}},
 
 		// Release: KEYS the lock keys, their lines; ARGV secret, waiter,

@@ -25,8 +25,6 @@ const (
 	// PlacesSuffix names the end of each place in a lock key's line (node
 	// time, ms), by waiter.
 	PlacesSuffix = ":waiters:end"
-	// TicketsSuffix names a lock key's counter of the last ticket given.
-	TicketsSuffix = ":waiters:next"
 )
 
 // ReadersMark is the value of a lock key held by readers. A writer's secret
@@ -60,17 +58,16 @@ func IntentKey(k string) string { return k + IntentSuffix }
 // WakeChannel returns the broadcast wake channel of lock key k.
 func WakeChannel(k string) string { return k + WakeSuffix }
 
-// LineKeys returns the keys of the line of lock key k: its waiters, the
-// ends of their places and its counter of tickets, in the order the
-// scripts take them.
+// LineKeys returns the keys of the line of lock key k: its waiters and the
+// ends of their places, in the order the scripts take them.
 func LineKeys(k string) []string {
-	return []string{k + WaitersSuffix, k + PlacesSuffix, k + TicketsSuffix}
+	return []string{k + WaitersSuffix, k + PlacesSuffix}
 }
 
 // LinesOf returns the keys of the lines of the lock keys rkeys, one line
 // after the other.
 func LinesOf(rkeys []string) []string {
-	out := make([]string, 0, 3*len(rkeys))
+	out := make([]string, 0, 2*len(rkeys))
 	for _, k := range rkeys {
 		out = append(out, LineKeys(k)...)
 	}

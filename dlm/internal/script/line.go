@@ -8,22 +8,23 @@ import (
 
 // Each lock key has, on each node, a line of the waiters that a node
 // refused it to: two sorted sets, the waiters by ticket and the ends of
-// their places (ms, by the node's clock), and a counter of tickets
-// ([LineKeys]). A release that frees a key hands it on to the head of its
-// line: the key then holds [ReservedFor] that waiter, with a short TTL, and
-// the waiter is named on its manager's channel and leaves the line. Only
-// that waiter may take a key reserved for it; anyone else is refused there,
-// as by a holder. So the lock passes from a holder to the longest waiter
-// without a race between the waiters, or with the releaser asking again at
-// once, and a release wakes one waiter, not all of them. A reservation that
-// nobody takes (its waiter died) expires, and the key is free again.
+// their places (ms, by the node's clock) ([LineKeys]). A release that frees
+// a key hands it on to the head of its line: the key then holds
+// [ReservedFor] that waiter, with a short TTL, and the waiter is named on
+// its manager's channel and leaves the line. Only that waiter may take a
+// key reserved for it; anyone else is refused there, as by a holder. So the
+// lock passes from a holder to the longest waiter without a race between
+// the waiters, or with the releaser asking again at once, and a release
+// wakes one waiter, not all of them. A reservation that nobody takes (its
+// waiter died) expires, and the key is free again.
 //
-// A waiter carries the largest ticket any node gave it to every node on its
-// next attempt, so every line orders it alike; a new waiter's ticket is
-// above every ticket its node holds, since the counter is raised to each
-// ticket carried in. With [WithFairness] only the head of a line (or the
-// waiter a key is reserved for) may take a key whose line is not empty;
-// otherwise a waiter may take a free key whatever its place.
+// A waiter's ticket is its own, the same on every node: the time it began
+// to wait, in microseconds of its own clock. Every line therefore orders
+// the waiters alike at once, and what one node says cannot change the order
+// of another (a ticket that is no positive integer below [FenceLimit] is
+// taken as the node's own clock). With [WithFairness] only the head of a
+// line (or the waiter a key is reserved for) may take a key whose line is
+// not empty; otherwise a waiter may take a free key whatever its place.
 
 // Lengths of a waiter's id: a manager's id, then the waiter's own part,
 // both of URL-safe base64 characters. The releases name the waiter on the
@@ -58,19 +59,15 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 // number of KEYS before the first line's keys), now and announce's
 // functions:
 //
-//   - place(i, id, life, held, bound, keep, back) gives waiter id a place in
-//     lock key i's line, or renews it, for life ms, under the larger of its
-//     ticket there (a new one when it has none) and held, the ticket it
-//     carries (only below [FenceLimit]); back gives it held itself, when it
-//     has one, as its place back after it was handed a key it failed to
-//     take. It returns the ticket, or -1 when the line holds bound waiters
-//     and a holder's place already (bound below 0: no bound). The line's
-//     keys live keep ms more (one waiter's keep can shorten another's:
-//     that one then places itself again at its next attempt). Places that
-//     ended are dropped when the line is read for its head, and when the
-//     bound is reached.
+//   - place(i, id, life, ticket, bound, keep) gives waiter id a place in
+//     lock key i's line under ticket, or renews it, for life ms. It returns
+//     the ticket, or -1 when the line holds bound waiters and a holder's
+//     place already, once the places that ended are dropped (bound below
+//     0: no bound). The line's keys live keep ms more (one waiter's keep
+//     can shorten another's: that one places itself again at its next
+//     attempt).
 //   - leave(i, id) takes id out of lock key i's line; a line left empty
-//     is deleted, its counter with it, so that nothing stays behind.
+//     is deleted, so that nothing stays behind.
 //   - handOn(i, ms) hands free lock key i on to the head of its line: the
 //     head out of the line and woken, and the key reserved for it for ms —
 //     unless anyone listens on the key's broadcast channel (readers,
@@ -79,49 +76,37 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //     and handOn returns false, as it does, doing nothing, when the line is
 //     empty or the flag is Quiet; the caller then announces the release on
 //     the broadcast channel.
+//
+// Places that ended are dropped when the line is read for its head, and
+// when the bound is reached.
 const lineLua = zremAll + `
 local function lineOf(i)
-  local b = lk + 3 * (i - 1)
-  return KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
+  local b = lk + 2 * (i - 1)
+  return KEYS[b + 1], KEYS[b + 2]
 end
 local function dropLeft(ws, ends)
   local gone = redis.call('ZRANGEBYSCORE', ends, '-inf', now)
   zremAll(ws, gone)
   zremAll(ends, gone)
 end
-local function place(i, id, life, held, bound, keep, back)
-  local ws, ends, nxt = lineOf(i)
-  local mine = tonumber(redis.call('ZSCORE', ws, id))
-  local carried = held > 0 and held < ` + fenceLimitLua + `
-  if not mine then
-    if bound >= 0 and redis.call('ZCARD', ws) > bound then
-      dropLeft(ws, ends)
-      if redis.call('ZCARD', ws) > bound then return -1 end
-    end
-    if back and carried then
-      mine = held
-    else
-      mine = redis.call('INCR', nxt)
-    end
+local function place(i, id, life, ticket, bound, keep)
+  local ws, ends = lineOf(i)
+  if not ticket or not (ticket >= 1 and ticket < ` + fenceLimitLua + `) then ticket = now * 1000 end
+  if bound >= 0 and not redis.call('ZSCORE', ws, id) and redis.call('ZCARD', ws) > bound then
+    dropLeft(ws, ends)
+    if redis.call('ZCARD', ws) > bound then return -1 end
   end
-  if carried and held >= mine then
-    mine = held
-    if mine > tonumber(redis.call('GET', nxt) or '0') then
-      redis.call('SET', nxt, string.format('%.0f', mine))
-    end
-  end
-  redis.call('ZADD', ws, mine, id)
+  redis.call('ZADD', ws, ticket, id)
   redis.call('ZADD', ends, now + life, id)
   redis.call('PEXPIRE', ws, keep)
   redis.call('PEXPIRE', ends, keep)
-  redis.call('PEXPIRE', nxt, keep)
-  return mine
+  return ticket
 end
 local function leave(i, id)
-  local ws, ends, nxt = lineOf(i)
+  local ws, ends = lineOf(i)
   if redis.call('ZREM', ws, id) == 0 then return end
   redis.call('ZREM', ends, id)
-  if redis.call('ZCARD', ws) == 0 then redis.call('DEL', ends, nxt) end
+  if redis.call('ZCARD', ws) == 0 then redis.call('DEL', ends) end
 end
 local function headOf(i)
   local ws, ends = lineOf(i)
@@ -151,7 +136,7 @@ end
 // KEYS: the lock keys, then their lines ([LinesOf]). ARGV: the waiter's
 // id, how long a key handed on stays reserved (ms), announce's flag.
 // Reply: 1.
-var Leave = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 4
+var Leave = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 3
 ` + lineLua + `
 local me = ARGV[1]
 for i = 1, lk do

@@ -130,28 +130,32 @@ func TestLine(t *testing.T) {
 		}
 	}
 
-	check("uncontended, not fair: no place", acquire("s-free", w2, "0", "0"), []any{int64(1), int64(0)}, "s-free", nil, nil)
-	check("its release", release("s-free", w2, "0", script.ReleaseLock), int64(1), "", nil, nil)
-	check("fair: the holder takes a free key, placed", acquire("s-holder", w3, "0", "1"), []any{int64(1), int64(1)}, "s-holder", []string{w3}, nil)
-	check("w1 refused, placed", acquire("s-w1", w1, "0", "0"), []any{int64(0), int64(2)}, "s-holder", []string{w3, w1}, nil)
-	check("w2 refused, placed behind", acquire("s-w2", w2, "0", "0"), []any{int64(0), int64(3)}, "s-holder", []string{w3, w1, w2}, nil)
+	// Tickets: w3 asked first (10), then w1 (20), then w2 (30); the
+	// releaser asking again has a new one (40).
+	check("uncontended, not fair: no place", acquire("s-free", w2, "5", "0"), []any{int64(1), int64(0)}, "s-free", nil, nil)
+	check("its release", release("s-free", w2, "5", script.ReleaseLock), int64(1), "", nil, nil)
+	check("fair: the holder takes a free key, placed", acquire("s-holder", w3, "10", "1"), []any{int64(1), int64(10)}, "s-holder", []string{w3}, nil)
+	check("w2 refused, placed", acquire("s-w2", w2, "30", "0"), []any{int64(0), int64(30)}, "s-holder", []string{w3, w2}, nil)
+	check("w1 refused, placed by its ticket, ahead of w2", acquire("s-w1", w1, "20", "0"), []any{int64(0), int64(20)}, "s-holder", []string{w3, w1, w2}, nil)
 	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0)}, "s-holder", []string{w3, w1, w2}, nil)
-	check("release hands the key to w1", release("s-holder", w3, "1", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
-	check("the releaser is refused, placed last", acquire("s-holder2", w3, "0", "0"), []any{int64(0), int64(4)}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "3", "0"), []any{int64(0), int64(3)}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w1 takes its reservation, placed back", acquire("s-w1", w1, "2", "0"), []any{int64(1), int64(2)}, "s-w1", []string{w1, w2, w3}, nil)
-	check("w1's failed attempt keeps its turn", release("s-w1", w1, "2", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
-	check("w1 takes it again", acquire("s-w1c", w1, "2", "0"), []any{int64(1), int64(2)}, "s-w1c", []string{w1, w2, w3}, nil)
-	check("w1's failed attempt", release("s-w1c", w1, "2", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
-	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "3", "1"), []any{int64(0), int64(3)}, "", []string{w1, w2, w3}, nil)
-	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "3", "0"), []any{int64(1), int64(3)}, "s-w2d", []string{w1, w2, w3}, nil)
-	check("w2's release hands it to w1", release("s-w2d", w2, "3", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
+	check("release hands the key to w1", release("s-holder", w3, "10", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
+	check("the releaser is refused, placed last", acquire("s-holder2", w3, "40", "0"), []any{int64(0), int64(40)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "30", "0"), []any{int64(0), int64(30)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w1 takes its reservation, placed back", acquire("s-w1", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1", []string{w1, w2, w3}, nil)
+	check("w1's failed attempt keeps its turn", release("s-w1", w1, "20", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
+	check("w1 takes it again", acquire("s-w1c", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1c", []string{w1, w2, w3}, nil)
+	check("w1's failed attempt", release("s-w1c", w1, "20", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
+	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "30", "1"), []any{int64(0), int64(30)}, "", []string{w1, w2, w3}, nil)
+	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "30", "0"), []any{int64(1), int64(30)}, "s-w2d", []string{w1, w2, w3}, nil)
+	check("w2's release hands it to w1", release("s-w2d", w2, "30", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w1, reserve, loud}); err != nil {
 		t.Fatal(err)
 	}
 	check("w1 leaves: w3 gets the key", nil, nil, script.ReservedFor(w3), nil, []string{chA + " " + w3})
-	if v, _ := s.Do("EXISTS", script.LineKeys(lk)[2]); v != int64(0) {
-		t.Errorf("EXISTS of the counter of an empty line = %v; want 0: nothing stays behind", v)
+	for _, k := range script.LineKeys(lk) {
+		if v, _ := s.Do("EXISTS", k); v != int64(0) {
+			t.Errorf("EXISTS %s of an empty line = %v; want 0: nothing stays behind", k, v)
+		}
 	}
 	// A client of the broadcast channel listens from now on: a reader, or
 	// a waiter of the previous release.
@@ -163,23 +167,30 @@ func TestLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
-	check("w2 takes the key, fair", acquire("s-w2f", w2, "0", "1"), []any{int64(1), int64(1)}, "s-w2f", []string{w2}, nil)
-	check("w1 refused", acquire("s-w1f", w1, "0", "0"), []any{int64(0), int64(2)}, "s-w2f", []string{w2, w1}, nil)
-	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "1", script.ReleaseLock), int64(1), "", nil,
+	check("w2 takes the key, fair", acquire("s-w2f", w2, "30", "1"), []any{int64(1), int64(30)}, "s-w2f", []string{w2}, nil)
+	check("w1 refused", acquire("s-w1f", w1, "20", "0"), []any{int64(0), int64(20)}, "s-w2f", []string{w1, w2}, nil)
+	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "30", script.ReleaseLock), int64(1), "", nil,
 		[]string{chA + " " + w1, script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
 	if err := sub.Unsubscribe(ctx, script.WakeChannel(lk)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	release("s-w1f", w1, "2", script.ReleaseLock)
+	release("s-w1f", w1, "20", script.ReleaseLock)
 	h.take()
-	if _, err := s.Do(append([]string{"DEL"}, script.LineKeys(lk)...)...); err != nil {
-		t.Fatal(err)
-	}
-	check("a hostile ticket is not carried into a grant", acquire("s-w2e", w2, "9223372036854775807", "1"), []any{int64(1), int64(1)}, "s-w2e", []string{w2}, nil)
-	check("nor into a refusal", acquire("s-w1e", w1, "9007199254740992", "0"), []any{int64(0), int64(2)}, "s-w2e", []string{w2, w1}, nil)
-	if v, _ := s.Do("INCR", script.LineKeys(lk)[2]); v != int64(3) {
-		t.Errorf("INCR of the counter of tickets = %v; want 3", v)
+	// A ticket that is no positive integer below 2^53 reads as the node's
+	// clock in microseconds: behind every waiter whose ticket was taken
+	// earlier.
+	check("w1 takes the key, fair", acquire("s-w1g", w1, "20", "1"), []any{int64(1), int64(20)}, "s-w1g", []string{w1}, nil)
+	for _, bad := range []string{"9223372036854775807", "9007199254740992", "0", "-5", "x"} {
+		v := acquire("s-w2g", w2, bad, "0")
+		pair, _ := v.([]any)
+		tk, _ := pair[1].(int64)
+		if len(pair) != 2 || pair[0] != int64(0) || tk < 1e15 || tk >= 1<<53 {
+			t.Errorf("acquire with ticket %s = %v; want refused, under the node's clock in µs", bad, v)
+		}
+		if got := line(); strings.Join(got, ",") != w1+","+w2 {
+			t.Errorf("line after a ticket %s: %v; want %s then %s", bad, got, w1, w2)
+		}
 	}
 }
 

@@ -27,8 +27,8 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // counters), the lines of the lock keys ([LinesOf]), and, under the restart
 // guard, the guard key last. ARGV ends with the waiter's arguments before
 // announce's flag: its id ("" for a call that takes no place, TryLock's),
-// the life of its place (ms), the largest ticket it holds from the nodes,
-// the bound of a line ([Fairness.MaxWaiters]), and "1" for fairness.
+// the life of its place (ms), its ticket (see [lineLua]), the bound of a
+// line ([Fairness.MaxWaiters]), and "1" for fairness.
 //
 // A key may be taken when it is free, holds the secret already (the script
 // is safe to run twice), or is reserved for the waiter; with fairness, a
@@ -37,8 +37,7 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // writer's intent in place, as SET NX does (the release deletes it), and,
 // when the flag asks for it, announces [WakeGrant]; with fairness, or when
 // others wait in a key's line, it gives the waiter a place in the line too,
-// under the ticket it carries if it has one, which it keeps while it holds
-// the lock: this node's grant is only a vote, and if the attempt fails all
+// under its ticket, which it keeps while it holds the lock: this node's grant is only a vote, and if the attempt fails all
 // the same (too few grants, or too late) the waiter is still where it was
 // for its next attempt, ahead of everyone who asked after it. The lock's
 // release gives the place up. (An uncontended grant without fairness
@@ -66,7 +65,7 @@ func acquireScript(fenced bool, guardArg int) *driver.Script {
 	if guardArg > 0 {
 		g = 1
 	}
-	src := announce + nodeNow + fmt.Sprintf("local n = (#KEYS - %d) / %d\nlocal lk = n * %d\n", g, 4+f, 1+f)
+	src := announce + nodeNow + fmt.Sprintf("local n = (#KEYS - %d) / %d\nlocal lk = n * %d\n", g, 3+f, 1+f)
 	if guardArg > 0 {
 		src += guardCheck(guardArg)
 	}
@@ -120,7 +119,7 @@ return f
 // and defined take() and the line's functions.
 const acquireBody = `
 local wa = #ARGV - 5
-local me, life, held, bound = ARGV[wa], tonumber(ARGV[wa + 1]), tonumber(ARGV[wa + 2]), tonumber(ARGV[wa + 3])
+local me, life, ticket, bound = ARGV[wa], tonumber(ARGV[wa + 1]), tonumber(ARGV[wa + 2]), tonumber(ARGV[wa + 3])
 local fair = ARGV[wa + 4] == '1'
 local mark = '` + nextPrefix + `' .. me
 local function mayTake(i, v)
@@ -138,7 +137,7 @@ for i = 1, n do
     local keep = math.max(life, tonumber(ARGV[2]))
     local t = 0
     for j = 1, n do
-      local p = place(j, me, life, held, bound, keep, false)
+      local p = place(j, me, life, ticket, bound, keep)
       if p < 0 then return {0, -1} end
       if p > t then t = p end
     end
@@ -149,7 +148,7 @@ local r = take()
 local t = 0
 for i = 1, n do
   if me ~= '' and (fair or redis.call('ZCARD', (lineOf(i))) > 0) then
-    local p = place(i, me, life, held, -1, math.max(life, tonumber(ARGV[2])), true)
+    local p = place(i, me, life, ticket, -1, math.max(life, tonumber(ARGV[2])))
     if p > t then t = p end
   end
   if grants then broadcast(KEYS[i], '` + WakeGrant + `') end
@@ -194,10 +193,10 @@ const (
 // long a key handed on stays reserved (ms), how (ReleaseLock,
 // ReleaseAttempt or ReleaseKeepTurn), announce's flag. Reply: the number
 // of keys that held the secret.
-var Release = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 4
+var Release = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 3
 local n = lk
 ` + lineLua + owns + waitsLua + `
-local me, held, life, ms, how = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local me, ticket, life, ms, how = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local mark = '` + nextPrefix + `' .. me
 local deleted = 0
 for i = 1, n do
@@ -223,7 +222,7 @@ for i = 1, n do
         if not waits then clearIntent(k) end
       end
     end
-    if me ~= '' then place(i, me, life, held, -1, life, true) end
+    if me ~= '' then place(i, me, life, ticket, -1, life) end
   end
 end
 return deleted
