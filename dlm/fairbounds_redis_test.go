@@ -32,12 +32,13 @@ func (n *hostileTicketNode) Eval(ctx context.Context, s *driver.Script, keys, ar
 }
 
 // TestFairTicketFromHostileNode has one node of three answer fair acquires
-// with a ticket of 2^63-1 while a fair waiter queues behind a holder. The
-// waiter carries the largest ticket a node gave it to every node, so the
-// honest nodes would have stored it in their counter of tickets, which INCR
-// then refuses for every new waiter. A ticket that no script writes (2^53
-// or more) is that node's failure: the honest nodes' counters stay
-// integers, a new waiter still gets a place, and the lock goes on to the
+// with a ticket of 2^63-1 while fair waiters queue behind a holder. A
+// waiter used to carry the largest ticket a node gave it to every node,
+// and the honest nodes stored it in their counter of tickets, which INCR
+// then refused for every new waiter. A ticket now is the waiter's own, the
+// same on every node, and a reply's ticket that no script writes (2^53 or
+// more) is that node's failure: the honest nodes' lines hold each waiter
+// under its own ticket, in the order they asked, and the lock goes to both
 // waiters once its holder releases it.
 func TestFairTicketFromHostileNode(t *testing.T) {
 	t.Parallel()
@@ -75,13 +76,17 @@ func TestFairTicketFromHostileNode(t *testing.T) {
 	waitForPlaces(t, srvs[1:], line[0], 1)
 	time.Sleep(200 * time.Millisecond)
 	for _, s := range srvs[1:] {
-		v, err := s.Do("GET", line[2])
+		v, err := s.Do("ZRANGE", line[0], "0", "-1", "WITHSCORES")
 		if err != nil {
 			t.Fatal(err)
 		}
-		text, _ := v.(string)
-		if n, err := strconv.ParseInt(text, 10, 64); err != nil || n >= script.FenceLimit || n <= 0 {
-			t.Errorf("node %s: GET %s = %q; want a ticket, an integer below 2^53", s.Addr(), line[2], text)
+		pair, _ := v.([]any)
+		var score int64
+		if len(pair) == 2 {
+			score, _ = strconv.ParseInt(pair[1].(string), 10, 64)
+		}
+		if len(pair) != 2 || score <= 0 || score >= script.FenceLimit {
+			t.Errorf("node %s: ZRANGE %s = %q; want the waiter under its own ticket, below 2^53", s.Addr(), line[0], pair)
 		}
 	}
 	// A new waiter still takes a place on the honest nodes, and both obtain

@@ -192,7 +192,7 @@ func TestFairLineExpires(t *testing.T) {
 	srvs := redistest.StartServers(t, 3)
 	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: expiry}), dlm.WithTTL(ttl), dlm.WithNodeTimeout(expiry / 5)}
 	ctx := context.Background()
-	lineKeys := []string{"redlock:{q}:waiters:next", "redlock:{q}:waiters", "redlock:{q}:waiters:end"}
+	lineKeys := []string{"redlock:{q}:waiters", "redlock:{q}:waiters:end"}
 	pttls := func(key string) []int64 {
 		t.Helper()
 		out := make([]int64, len(srvs))
