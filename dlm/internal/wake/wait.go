@@ -16,11 +16,10 @@ type Attempt struct {
 	Took time.Duration
 	// Woken says that a wake-up started the attempt (Wait returned true).
 	Woken bool
-	// Contended says that some nodes granted the attempt and others
-	// refused it, holding another's key, rather than failing: the nodes
-	// that named the waiter did hand it their keys, and some key was held
-	// still. An attempt that every node refused was started by no real
-	// release (a forged one, or a stale one).
+	// Contended says that some nodes granted the attempt, yet it failed:
+	// the nodes that named the waiter did hand it their keys, and another
+	// key was held still, or a node failed. An attempt that no node granted
+	// was started by no real release (a forged one, or a stale one).
 	Contended bool
 	// Settle bounds how long a waiter that fewer than need nodes named
 	// waits for the others: the node timeout, within which a release
@@ -45,11 +44,11 @@ const minGap = time.Millisecond
 // after a release reaches a quorum, the waiter it names attempts within one
 // node timeout whatever the order of the announcements, and one forged
 // announcement costs it one attempt at most: a real release costs a waiter
-// one attempt beyond its timer's pace, and one more when that attempt was
-// granted by some nodes but refused by others (a request of its own earlier
-// attempt, or of another client, held a key still): a Settle later, the
-// waiter attempts once more, an attempt that no wake-up started. When every
-// node refused it (a forged message), or the nodes failed, it waits for its
+// one attempt beyond its timer's pace, and one more when some nodes granted
+// that attempt and it failed all the same (a request of its own earlier
+// attempt, or of another client, held a key still, or a node failed): a
+// Settle later, the waiter attempts once more, an attempt that no wake-up
+// started. When no node granted it (a forged message), it waits for its
 // timer. The nodes the release had not reached when the
 // waiter woke may still name it: their next message within Settle is taken
 // for that release's, not a new one's.
