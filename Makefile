@@ -42,17 +42,24 @@ REPORT      := $(BIN)/report
 timed = start=$$(date +%s); rc=0; ( $(1) ) || rc=$$?; \
 	echo "$@ $$(( $$(date +%s) - start )) $$rc" >> $(REPORT)/steps; exit $$rc
 
-# make test runs in two phases, and prints at its end one table: each package
-# and step with its seconds and tests, and the total. First the steps that
-# compute (vet, staticcheck, the release check, and the build of every test
-# binary) at once; then the tests, whose suites wait far more than they
-# compute, with nothing else competing for the cores. It fails when any step
-# did.
+# make test runs every step at once, and prints at its end one table: each
+# package and step with its seconds and tests, and the total. The tests
+# wait on TTLs, expiries and failovers far more than they compute, so the
+# steps that only compute (vet, staticcheck, the release check) run beside
+# them at the lowest priority (LOW), taking the cores the tests leave idle,
+# and the go test steps build their test binaries at a lower priority than
+# the tests run (GOTEST's -toolexec): a running test's timing never waits
+# for a compiler. It fails when any step did.
 test: deps
 	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
-	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line vet staticcheck release-check build-tests || rc=$$?; \
-	  $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line $(UNIT_STEPS) vet staticcheck release-check || rc=$$?; \
 	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
+
+# LOW runs a step that only computes at the lowest CPU priority, and
+# BUILD_LOW the compiler and linker of the go test steps below the tests
+# they build, above LOW (nice is relative within a session's group).
+LOW       := nice -n 19
+BUILD_LOW := nice -n 10
 
 deps: $(BIN)/staticcheck $(BIN)/testreport
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
@@ -78,14 +85,20 @@ covered:
 	for m in $(MODULES); do case "$$used" in *" $${m#./} "*) ;; \
 	  *) echo "module $${m#./} is neither in go.work nor in OWN_WORK: make test would not test it" >&2; exit 1;; esac; done
 
+# vet and staticcheck build the race-enabled packages the tests build
+# (-race; staticcheck through GOFLAGS, for the export data it asks go list
+# for): they then share one compilation of every package with the go test
+# steps instead of each compiling everything once more without -race. They
+# check what the tests run; the one file left out is a !race constant of
+# cmd/redlock's tests.
 vet: covered
-	@mkdir -p $(REPORT); $(call timed,echo "== vet"; $(GO) vet $(WORKSPACE) && \
-	  for m in $(OWN_WORK); do (cd $$m && $(GO) vet ./...) || exit 1; done && \
+	@mkdir -p $(REPORT); $(call timed,echo "== vet"; $(LOW) $(GO) vet -race $(WORKSPACE) && \
+	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(GO) vet -race ./...) || exit 1; done && \
 	  { test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; })
 
 staticcheck: $(BIN)/staticcheck
-	@mkdir -p $(REPORT); $(call timed,echo "== staticcheck"; $(BIN)/staticcheck $(WORKSPACE) && \
-	  for m in $(OWN_WORK); do (cd $$m && $(BIN)/staticcheck ./...) || exit 1; done)
+	@mkdir -p $(REPORT); $(call timed,echo "== staticcheck"; export GOFLAGS="$$GOFLAGS -race"; $(LOW) $(BIN)/staticcheck $(WORKSPACE) && \
+	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(BIN)/staticcheck ./...) || exit 1; done)
 
 # unit: every module's race-enabled tests, the workspace's in one go test and
 # the benchmark harness's (its unit tests and a seconds-long smoke run of
@@ -98,15 +111,23 @@ unit: deps
 	@rm -f $(BIN)/chaos-figures.txt; mkdir -p $(REPORT)
 	@rc=0; $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
 
-GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
+GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL) -toolexec '$(BUILD_LOW)'
+# go test starts its packages in the order they are named, TEST_P at a
+# time: the packages whose tests take longest (measured by make test's
+# table) come first, so that none of them starts last and runs alone; the
+# workspace pattern then names every other package once.
+SLOW_FIRST := internal/chaos backends/valkeygo backends/rueidis backends/goredis dlm dlm/dlmtest \
+	backends/redigo cmd/redlock examples/mixed dlm/memlock examples/longjob dlm/internal/wake
+WORKSPACE_TESTS := $(addprefix github.com/dlmgo/redlock/,$(SLOW_FIRST)) $(WORKSPACE)
 # build-tests compiles every test binary of the unit steps (running none of
 # their tests), so that they later find their packages in the build cache.
+# make test does not need it: its go test steps build as they go.
 build-tests:
 	@mkdir -p $(REPORT); $(call timed,echo "== build tests"; $(GO) test -race -count=1 -run '^$$' $(WORKSPACE) >/dev/null && \
 	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done && \
 	  cd internal/bench && $(GO) test -race -count=1 -run '^$$' github.com/dlmgo/redlock/backends/goredis >/dev/null)
 unit-workspace:
-	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
+	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE_TESTS) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
 unit-bench:
 	@$(call timed,echo "== test internal/bench"; cd internal/bench && $(GOTEST) ./... | $(BIN)/testreport -stream -o $(REPORT)/bench.json)
 unit-release:
@@ -194,7 +215,7 @@ soak: deps
 # needed. RELEASE_REF=v0.2.0 checks a tag or another commit.
 RELEASE_REF ?= HEAD
 release-check:
-	@mkdir -p $(REPORT); $(call timed,echo "== release-check"; cd internal/release && $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF))
+	@mkdir -p $(REPORT); $(call timed,echo "== release-check"; cd internal/release && $(LOW) $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF))
 
 # make test-load: every module's race-enabled tests while LOAD_HOGS busy
 # loops (one per core by default) keep every core busy: the timing tests
