@@ -42,24 +42,29 @@ REPORT      := $(BIN)/report
 timed = start=$$(date +%s); rc=0; ( $(1) ) || rc=$$?; \
 	echo "$@ $$(( $$(date +%s) - start )) $$rc" >> $(REPORT)/steps; exit $$rc
 
-# make test runs every step at once, and prints at its end one table: each
-# package and step with its seconds and tests, and the total. The tests
-# wait on TTLs, expiries and failovers far more than they compute, so the
-# steps that only compute (vet, staticcheck, the release check) run beside
-# them at the lowest priority (LOW), taking the cores the tests leave idle,
-# and the go test steps build their test binaries at a lower priority than
-# the tests run (GOTEST's -toolexec): a running test's timing never waits
-# for a compiler. It fails when any step did.
+# make test prints at its end one table: each package and step with its
+# seconds and tests, and the total. It fails when any step did. The steps
+# that only compute run beside the tests at the lowest CPU priority (LOW),
+# in the cores the tests, which wait on TTLs, expiries and failovers far
+# more than they compute, leave idle: a test never waits for them. First
+# the build of every test binary (build-tests), beside the release check;
+# then the tests (UNIT_STEPS), which find their binaries built, beside vet
+# and staticcheck, which find the packages compiled (see vet).
 test: deps
 	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
-	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line $(UNIT_STEPS) vet staticcheck release-check || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line release-check test-steps || rc=$$?; \
 	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
 
-# LOW runs a step that only computes at the lowest CPU priority, and
-# BUILD_LOW the compiler and linker of the go test steps below the tests
-# they build, above LOW (nice is relative within a session's group).
-LOW       := nice -n 19
-BUILD_LOW := nice -n 10
+# test-steps: make test's steps after build-tests. The tests run even when
+# a test binary failed to build, so that the table shows every package.
+.PHONY: test-steps
+test-steps:
+	@rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
+	  $(MAKE) --no-print-directory -k -j 8 --output-sync=line $(UNIT_STEPS) vet staticcheck || rc=$$?; exit $$rc
+
+# LOW runs a step that only computes at the lowest CPU priority: whatever
+# else of the session's wants a core gets it first.
+LOW := nice -n 19
 
 deps: $(BIN)/staticcheck $(BIN)/testreport
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
@@ -85,12 +90,11 @@ covered:
 	for m in $(MODULES); do case "$$used" in *" $${m#./} "*) ;; \
 	  *) echo "module $${m#./} is neither in go.work nor in OWN_WORK: make test would not test it" >&2; exit 1;; esac; done
 
-# vet and staticcheck build the race-enabled packages the tests build
-# (-race; staticcheck through GOFLAGS, for the export data it asks go list
-# for): they then share one compilation of every package with the go test
-# steps instead of each compiling everything once more without -race. They
-# check what the tests run; the one file left out is a !race constant of
-# cmd/redlock's tests.
+# vet and staticcheck use the race-enabled packages the tests build (-race;
+# staticcheck through GOFLAGS, for the export data it asks go list for):
+# after build-tests they find every package compiled, instead of compiling
+# everything once more without -race. They check what the tests run; the
+# one file left out is a !race constant of cmd/redlock's tests.
 vet: covered
 	@mkdir -p $(REPORT); $(call timed,echo "== vet"; $(LOW) $(GO) vet -race $(WORKSPACE) && \
 	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(GO) vet -race ./...) || exit 1; done && \
@@ -102,16 +106,17 @@ staticcheck: $(BIN)/staticcheck
 
 # unit: every module's race-enabled tests, the workspace's in one go test and
 # the benchmark harness's (its unit tests and a seconds-long smoke run of
-# every case; make bench is the real measurement) in another, at once. The
-# chaos suite appends its figures (operations checked, faults injected,
+# every case; make bench is the real measurement) in another, at once,
+# after build-tests. The chaos suite appends its figures (operations checked, faults injected,
 # violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
 UNIT_STEPS := unit-workspace unit-bench unit-release unit-refusal
 chaos_figures = if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
 unit: deps
 	@rm -f $(BIN)/chaos-figures.txt; mkdir -p $(REPORT)
-	@rc=0; $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
+	@rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
+	  $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
 
-GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL) -toolexec '$(BUILD_LOW)'
+GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
 # go test starts its packages in the order they are named, TEST_P at a
 # time: the packages whose tests take longest (measured by make test's
 # table) come first, so that none of them starts last and runs alone; the
@@ -119,9 +124,9 @@ GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
 SLOW_FIRST := internal/chaos backends/valkeygo backends/rueidis backends/goredis dlm dlm/dlmtest \
 	backends/redigo cmd/redlock examples/mixed dlm/memlock examples/longjob dlm/internal/wake
 WORKSPACE_TESTS := $(addprefix github.com/dlmgo/redlock/,$(SLOW_FIRST)) $(WORKSPACE)
-# build-tests compiles every test binary of the unit steps (running none of
-# their tests), so that they later find their packages in the build cache.
-# make test does not need it: its go test steps build as they go.
+# build-tests compiles and links every test binary of the unit steps
+# (running none of their tests) into the build cache, where the unit steps
+# find them: no test runs while a compiler competes with it for the cores.
 build-tests:
 	@mkdir -p $(REPORT); $(call timed,echo "== build tests"; $(GO) test -race -count=1 -run '^$$' $(WORKSPACE) >/dev/null && \
 	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done && \
