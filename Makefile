@@ -107,8 +107,9 @@ staticcheck: $(BIN)/staticcheck
 # unit: every module's race-enabled tests, the workspace's in one go test and
 # the benchmark harness's (its unit tests and a seconds-long smoke run of
 # every case; make bench is the real measurement) in another, at once,
-# after build-tests. The chaos suite appends its figures (operations checked, faults injected,
-# violations, recovery times) to CHAOS_FIGURES; they are printed at the end.
+# after build-tests. The chaos suite appends its figures (operations
+# checked, faults injected, violations, recovery times) to CHAOS_FIGURES;
+# they are printed at the end.
 UNIT_STEPS := unit-workspace unit-bench unit-release unit-refusal
 chaos_figures = if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
 unit: deps
@@ -120,15 +121,15 @@ GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
 # go test starts its packages in the order they are named, TEST_P at a
 # time: the packages whose tests take longest (measured by make test's
 # table) come first, so that none of them starts last and runs alone; the
-# rest of the workspace follows. internal/chaos comes fifth, to start when
-# the first of the four before it ends: its clients work to 100 ms node
-# timeouts through in-process proxies under nine clients' contention,
-# which holds beside busy loops (make test-load) and the smaller packages
-# but not beside all the backends' suites at once, whose clusters and
-# failovers keep every core's run queue long (TestChaosFast got no grant
-# in 25 s there).
-SLOW_FIRST := backends/valkeygo backends/rueidis backends/goredis dlm internal/chaos dlm/dlmtest \
-	backends/redigo cmd/redlock examples/mixed dlm/memlock examples/longjob dlm/internal/wake
+# rest of the workspace follows. The three backends whose suites run on
+# Redis Clusters start beside backends/redigo, whose suite is short, and
+# dlm and internal/chaos follow as slots free up: dlm beside all three
+# cluster suites, or internal/chaos beside more than two, left the
+# machine's run queues long enough under make test-load that 500 ms node
+# timeouts expired, and TestChaosFast, whose clients work to 100 ms node
+# timeouts through in-process proxies, got no grant in 25 s.
+SLOW_FIRST := backends/valkeygo backends/rueidis backends/goredis backends/redigo dlm internal/chaos \
+	dlm/dlmtest cmd/redlock examples/mixed dlm/memlock examples/longjob dlm/internal/wake
 WORKSPACE_TESTS := $(addprefix github.com/dlmgo/redlock/,$(SLOW_FIRST)) $(WORKSPACE)
 # build-tests compiles and links every test binary of the unit steps
 # (running none of their tests) into the build cache, where the unit steps
