@@ -117,7 +117,7 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 }
 
 // run executes the script called name; f.mu is held. The acquire and
-// release scripts take the lines of the lock keys after them (three keys
+// release scripts take the lines of the lock keys after them (two keys
 // for each), which the fake node keeps no waiters in: only the lock keys
 // count.
 func (f *fakeNode) run(name string, keys, args []string) (any, error) {
@@ -126,7 +126,7 @@ func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 	}
 	secret := args[0]
 	if name != "extend" {
-		keys = keys[:len(keys)/4]
+		keys = keys[:len(keys)/3]
 	}
 	switch name {
 	case "acquire", "extend":
