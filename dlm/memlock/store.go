@@ -58,28 +58,6 @@ func (n *Node) pexpire(key string, d time.Duration) {
 	n.keys[key] = e
 }
 
-// incr is INCR: the integer at key plus one, stored with the key's TTL
-// kept (a missing key counts as 0 and gets none). A value Redis does not
-// read as an integer (string2ll: decimal, canonical, within int64) is an
-// error reply, as is an overflow.
-func (n *Node) incr(key string) (int64, error) {
-	v, ok := n.get(key)
-	var c int64
-	if ok {
-		var err error
-		if c, err = strconv.ParseInt(v, 10, 64); err != nil || strconv.FormatInt(c, 10) != v {
-			return 0, errNotInteger
-		}
-		if c == math.MaxInt64 {
-			return 0, errors.New("ERR increment or decrement would overflow")
-		}
-	}
-	e := n.keys[key]
-	e.val, e.set = strconv.FormatInt(c+1, 10), nil
-	n.keys[key] = e
-	return c + 1, nil
-}
-
 // counter returns the integer at key, 0 when none.
 func (n *Node) counter(key string) int64 {
 	v, _ := n.get(key)
