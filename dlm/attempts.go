@@ -16,11 +16,14 @@ import (
 // waiter when the releases that hand it the keys name it (see
 // [wake.Watcher.Wait]), a lease when any release is announced. The
 // jittered backoff remains the pace when no announcement comes, but for a
-// waiter with a place in the nodes' lines: it attempts every sixth to third
-// of the place's life, which renews it, when its manager hears a quorum of
-// the nodes (the releases name it), and at least that often otherwise
-// with fairness. Polling is what a hand-off by name saves: 64 processes
-// waiting at the backoff's pace made most of the servers' work.
+// waiter with a place in the nodes' lines: refused by a holder while its
+// manager hears a quorum of the nodes (the releases name it), it attempts
+// every sixth to third of the place's life, which renews it, and with
+// fairness at least that often whatever refused it; a refused waiter
+// attempts again no later than when the refusing keys run out (a crashed
+// holder announces nothing, see [waiter.untilTurn]).
+// Polling is what a hand-off by name saves: 64 processes waiting at the
+// backoff's pace made most of the servers' work.
 //
 // It stops at the first error that is no [QuorumError] (a lock or nil
 // error, ErrClosed, a bad option), when ctx ends (a *waitError that wraps
@@ -96,12 +99,8 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 			if cfg.maxWait() > 0 {
 				wait = min(wait, cfg.maxWait()) // renew the fair place in time
 			}
-			if w.Hears() {
-				// The release that hands the keys to the waiter names
-				// it: the timer only renews its place, and stands in for
-				// what no release announces (a holder that crashed, a
-				// waiter ahead that died).
-				wait = max(wait, jitter(cfg.placeLife(attempt)/3))
+			if qerr.Against > 0 {
+				wait = c.waiter.untilTurn(cfg, attempt, wait, w.Hears())
 			}
 		}
 		if timer == nil {

@@ -100,8 +100,11 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	if v.No > 0 {
 		m.contend(c.rkeys)
 	}
-	if w := c.waiter; w != nil && (v.No > 0 || v.Ticket > 0) {
-		w.placed = true
+	if w := c.waiter; w != nil {
+		if v.No > 0 || v.Ticket > 0 {
+			w.placed = true
+		}
+		w.heldFor = time.Duration(v.Left) * time.Millisecond
 	}
 	if cfg.fencing && v.Yes >= q {
 		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)

@@ -251,6 +251,49 @@ func TestReleaseReachesAWaiter(t *testing.T) {
 	}
 }
 
+// TestWaiterTakesCrashedHoldersKeys checks that a waiter whose manager
+// hears the releases, and whose retry pace is far slower than the TTL,
+// obtains a lock whose holder crashed (it never releases: nothing is
+// announced) within a few node timeouts of the keys running out: a refusal
+// says how long the refusing key lives. A waiter used to try again only at
+// its retry pace then (15 to 30 s here), or later.
+func TestWaiterTakesCrashedHoldersKeys(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl         = time.Second
+		nodeTimeout = 200 * time.Millisecond
+		bound       = 5 * nodeTimeout
+	)
+	for _, nodes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartServers(t, nodes)
+			holder, _ := counted(t, srvs)
+			waiter, _ := counted(t, srvs, dlm.WithRetry(0, dlm.FixedBackoff(30*time.Second)), dlm.WithNodeTimeout(nodeTimeout))
+			ctx := context.Background()
+			// The crashed holder: it neither extends nor releases.
+			held, err := holder.Lock(ctx, "crash", dlm.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runsOut := held.Until()
+			wctx, cancel := context.WithTimeout(ctx, ttl+10*bound)
+			defer cancel()
+			r := <-lockAsyncCtx(wctx, waiter, "crash")
+			if r.err != nil {
+				t.Fatalf("the waiter's Lock = %v; want the lock, once the crashed holder's keys ran out at %v", r.err, runsOut.Format(time.StampMilli))
+			}
+			defer r.l.Unlock(ctx)
+			// Until is the end of the holder's validity, the TTL less
+			// the drift, from when its attempt began: the keys themselves
+			// run out up to a drift and a node timeout later.
+			if late := r.at.Sub(runsOut); late > bound {
+				t.Errorf("the waiter obtained the lock %v after the crashed holder's validity ended; want it within %v", late, bound)
+			}
+		})
+	}
+}
+
 // slowRelease is a node whose release script runs d after it was sent.
 type slowRelease struct {
 	driver.Node

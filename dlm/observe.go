@@ -86,7 +86,7 @@ type leaderRead struct {
 func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out chan<- Observation) {
 	var wake <-chan struct{}
 	if m.waker != nil {
-		if w := m.waker.Watch([]string{rkey}, "", 0); w != nil {
+		if w := m.waker.Watch([]string{rkey}, "", 1); w != nil {
 			defer w.Stop()
 			wake = w.Woken()
 			// A change announced before the subscriptions were made is in

@@ -3,6 +3,7 @@ package dlm
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
@@ -27,6 +28,11 @@ type waiter struct {
 	// placed says that a node refused an attempt, and so may hold a place
 	// for the waiter, which it must give up if it stops waiting.
 	placed bool
+	// heldFor is how long the holder that refused the last attempt keeps
+	// the keys if it neither extends nor releases them (the shortest PTTL
+	// the refusals carried); 0 when none said. A holder that crashed
+	// announces nothing: the waiter tries again once the keys ran out.
+	heldFor time.Duration
 	// woken says that a wake-up started the current attempt: the keys
 	// were handed to the waiter, and the release of the attempt, if it
 	// fails, keeps them reserved for it ([script.ReleaseKeepTurn]).
@@ -47,7 +53,25 @@ func (m *Manager) newWaiter() (*waiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: m.wallNow().UnixMicro()}, nil
+	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: nextTicket(m.wallNow())}, nil
+}
+
+// lastTicket is the last ticket a waiter of this process was given.
+var lastTicket atomic.Int64
+
+// nextTicket returns a ticket for a waiter that begins to wait at now: its
+// µs of the wall clock, or one more than the process's last ticket when
+// that is as late, so that the waiters of one process are ordered as they
+// asked even within one µs (or when a test holds the clock still).
+func nextTicket(now time.Time) int64 {
+	t := now.UnixMicro()
+	for {
+		last := lastTicket.Load()
+		next := max(t, last+1)
+		if lastTicket.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // waiterID is w's id, "" for none.
@@ -85,6 +109,24 @@ func (c *config) placeLife(attempt int) time.Duration {
 		return c.fair.expiry()
 	}
 	return max(DefaultPlaceExpiry, 2*c.backoff(attempt))
+}
+
+// untilTurn is how long a placed waiter refused by a holder waits before
+// its next attempt, number attempt, which its retry pace alone would begin
+// after wait. When its manager hears the releases, which name the
+// waiter when they hand it the keys, the attempt only renews its place: it
+// comes a sixth to a third of the place's life later, if that is longer.
+// Either way it comes no later than when the refusing holder's keys run
+// out unless extended (and a millisecond, the PTTL's rounding): a holder
+// that crashed announces nothing, and its keys are free then.
+func (w *waiter) untilTurn(cfg *config, attempt int, wait time.Duration, hears bool) time.Duration {
+	if hears {
+		wait = max(wait, jitter(cfg.placeLife(attempt)/3))
+	}
+	if w.heldFor > 0 {
+		wait = min(wait, w.heldFor+time.Millisecond)
+	}
+	return wait
 }
 
 // lineBound is how many waiters a line of a node has room for.

@@ -77,6 +77,7 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 				res <- lockResult{l, err, time.Now()}
 			}()
 			awaitListening(t, srvs, key)
+			attempts.awaitQuiet(t, 3*nodeTimeout, slowRetry/5)
 			channel := fmt.Sprintf(tc.channel, key)
 			if strings.HasSuffix(channel, "*") {
 				v, err := srvs[0].Do("PUBSUB", "CHANNELS", channel)

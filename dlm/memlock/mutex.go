@@ -35,7 +35,9 @@ var errTooFewArgs = errors.New("ERR memlock: too few arguments for the script")
 // while the line is empty. A grant sets every key (and counter), takes the
 // waiter out of the lines and, when the flag asks, announces
 // [script.WakeGrant]; a refusal gives the waiter a place in every line.
-// Reply: {the grant (1 or the counter) or 0, the ticket}. n.mu is held.
+// Reply: {the grant (1 or the counter) or 0, the ticket}, and a refusal's
+// third element, the PTTL of the key that refused (0 when free). n.mu is
+// held.
 func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	per, lines := 3, 1
 	if fenced {
@@ -71,13 +73,15 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		if mayTake(i, v, ok) {
 			continue
 		}
+		var left int64
 		if ok {
 			if err := a.readersHold(k, v, args[1]); err != nil {
 				return nil, err
 			}
+			left = max(n.pttl(k), 0)
 		}
 		if me == "" {
-			return []any{int64(0), int64(0)}, nil
+			return []any{int64(0), int64(0), left}, nil
 		}
 		keep, err := luaMax(life, tonumber(args[1]))
 		if err != nil {
@@ -90,11 +94,11 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 				return nil, err
 			}
 			if p < 0 {
-				return []any{int64(0), int64(-1)}, nil
+				return []any{int64(0), int64(-1), left}, nil
 			}
 			t = max(t, p)
 		}
-		return []any{int64(0), reply(t)}, nil
+		return []any{int64(0), reply(t), left}, nil
 	}
 	ttl, err := millis(args[1])
 	if err != nil {

@@ -147,7 +147,12 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 	case script.ReadFence:
 		return n.readFence(keys, args[0]), nil
 	case script.Status:
-		return []any{n.pttl(keys[0]), n.counter(keys[1])}, nil
+		v, _ := n.get(keys[0])
+		var reserved int64
+		if strings.HasPrefix(v, script.ReservedFor("")) {
+			reserved = 1
+		}
+		return []any{n.pttl(keys[0]), n.counter(keys[1]), reserved}, nil
 	case script.ServerID:
 		return n.id, nil
 	case script.ServerProbe:

@@ -485,16 +485,25 @@ func compareReply(tc parityCase, r, m any, tol int64) string {
 		}
 		return ""
 	}
-	if tc.clockTicket && len(ra) == 2 && len(ma) == 2 {
+	if len(ra) != len(ma) {
+		return "want arrays of one length"
+	}
+	// A refusal of the mutex's acquire ends with the PTTL of the key that
+	// refused.
+	left := script.ShapeOf(tc.script).Ticketed && len(ra) == 3
+	if left {
+		if msg := comparePTTL(ra[2].(int64), ma[2].(int64), tol); msg != "" {
+			return "the refusing key's " + msg
+		}
+		ra, ma = ra[:2], ma[:2]
+	}
+	if tc.clockTicket && len(ra) == 2 {
 		rt, _ := ra[1].(int64)
 		mt, _ := ma[1].(int64)
 		if ra[0] != ma[0] || rt < 1e15 || abs(rt-mt) > tol*1000 {
 			return fmt.Sprintf("want the same grant, and tickets that are clock readings in µs within %d ms", tol)
 		}
 		return ""
-	}
-	if len(ra) != len(ma) {
-		return "want arrays of one length"
 	}
 	for i := range ra {
 		if slices.Contains(tc.near, i) {

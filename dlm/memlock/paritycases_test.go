@@ -80,6 +80,8 @@ func otherCases() []parityCase {
 		{name: "status/absent", script: script.Status, keys: fenced, near: []int{0}},
 		{name: "status/held, fenced", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
 		{name: "status/held without TTL", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{str(pk, secret, 0)}},
+		{name: "status/reserved for a waiter", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{reservedFor(w1), str(script.FenceKey(pk), "5", 0)}},
+		{name: "status/held by a value like a reservation's", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, "dlm:nex")}},
 
 		// Leader: KEYS the election's lock key; ARGV the longest value read.
 		{name: "leader/absent", script: script.Leader, keys: []string{pk}, args: leaderMax},

@@ -274,13 +274,20 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 		return Reply{Node: i, Err: r.nodeErr(i, err)}
 	}
 	shape := script.ShapeOf(req.Script)
-	var ticket int64
-	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) == 2 {
+	var ticket, left int64
+	if pair, ok := res.([]any); ok && shape.Ticketed && (len(pair) == 2 || len(pair) == 3) {
 		res, ticket = pair[0], asInt(pair[1])
 		if ticket < -1 || ticket >= script.FenceLimit {
 			// Written by no script of ours: the waiter passes its
 			// ticket on to every node, whose line it must not break.
 			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: ticket out of range", req.Op))}
+		}
+		if len(pair) == 3 {
+			// Only paces the waiter's next attempt: a value out of
+			// range is read as none.
+			if left = asInt(pair[2]); left < 0 || left > maxLeft {
+				left = 0
+			}
 		}
 	}
 	got, ok := res.(int64)
@@ -295,10 +302,15 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 			// Written by no script of ours: a token must stay exact.
 			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: fencing counter not below 2^53", req.Op))}
 		}
-		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket}
+		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket, Left: left}
 	}
-	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket}
+	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket, Left: left}
 }
+
+// maxLeft is the longest PTTL a refusal's reply is believed for: a day, in
+// ms. A hostile node could otherwise hold a waiter's next attempt back for
+// good; a longer one paces it as a refusal without one does.
+const maxLeft = 24 * 60 * 60 * 1000
 
 // asInt returns v as an int64, or 0 when it is none.
 func asInt(v any) int64 {

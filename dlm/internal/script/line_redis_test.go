@@ -135,17 +135,17 @@ func TestLine(t *testing.T) {
 	check("uncontended, not fair: no place", acquire("s-free", w2, "5", "0"), []any{int64(1), int64(0)}, "s-free", nil, nil)
 	check("its release", release("s-free", w2, "5", script.ReleaseLock), int64(1), "", nil, nil)
 	check("fair: the holder takes a free key, placed", acquire("s-holder", w3, "10", "1"), []any{int64(1), int64(10)}, "s-holder", []string{w3}, nil)
-	check("w2 refused, placed", acquire("s-w2", w2, "30", "0"), []any{int64(0), int64(30)}, "s-holder", []string{w3, w2}, nil)
-	check("w1 refused, placed by its ticket, ahead of w2", acquire("s-w1", w1, "20", "0"), []any{int64(0), int64(20)}, "s-holder", []string{w3, w1, w2}, nil)
-	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0)}, "s-holder", []string{w3, w1, w2}, nil)
+	check("w2 refused, placed", acquire("s-w2", w2, "30", "0"), []any{int64(0), int64(30), heldFor}, "s-holder", []string{w3, w2}, nil)
+	check("w1 refused, placed by its ticket, ahead of w2", acquire("s-w1", w1, "20", "0"), []any{int64(0), int64(20), heldFor}, "s-holder", []string{w3, w1, w2}, nil)
+	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0), heldFor}, "s-holder", []string{w3, w1, w2}, nil)
 	check("release hands the key to w1", release("s-holder", w3, "10", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
-	check("the releaser is refused, placed last", acquire("s-holder2", w3, "40", "0"), []any{int64(0), int64(40)}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "30", "0"), []any{int64(0), int64(30)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("the releaser is refused, placed last", acquire("s-holder2", w3, "40", "0"), []any{int64(0), int64(40), reservedFor}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "30", "0"), []any{int64(0), int64(30), reservedFor}, script.ReservedFor(w1), []string{w2, w3}, nil)
 	check("w1 takes its reservation, placed back", acquire("s-w1", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1", []string{w1, w2, w3}, nil)
 	check("w1's failed attempt keeps its turn", release("s-w1", w1, "20", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
 	check("w1 takes it again", acquire("s-w1c", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1c", []string{w1, w2, w3}, nil)
 	check("w1's failed attempt", release("s-w1c", w1, "20", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
-	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "30", "1"), []any{int64(0), int64(30)}, "", []string{w1, w2, w3}, nil)
+	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "30", "1"), []any{int64(0), int64(30), int64(0)}, "", []string{w1, w2, w3}, nil)
 	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "30", "0"), []any{int64(1), int64(30)}, "s-w2d", []string{w1, w2, w3}, nil)
 	check("w2's release hands it to w1", release("s-w2d", w2, "30", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w1, reserve, loud}); err != nil {
@@ -168,7 +168,7 @@ func TestLine(t *testing.T) {
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
 	check("w2 takes the key, fair", acquire("s-w2f", w2, "30", "1"), []any{int64(1), int64(30)}, "s-w2f", []string{w2}, nil)
-	check("w1 refused", acquire("s-w1f", w1, "20", "0"), []any{int64(0), int64(20)}, "s-w2f", []string{w1, w2}, nil)
+	check("w1 refused", acquire("s-w1f", w1, "20", "0"), []any{int64(0), int64(20), heldFor}, "s-w2f", []string{w1, w2}, nil)
 	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "30", script.ReleaseLock), int64(1), "", nil,
 		[]string{chA + " " + w1, script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
 	if err := sub.Unsubscribe(ctx, script.WakeChannel(lk)); err != nil {
@@ -185,7 +185,7 @@ func TestLine(t *testing.T) {
 		v := acquire("s-w2g", w2, bad, "0")
 		pair, _ := v.([]any)
 		tk, _ := pair[1].(int64)
-		if len(pair) != 2 || pair[0] != int64(0) || tk < 1e15 || tk >= 1<<53 {
+		if len(pair) != 3 || pair[0] != int64(0) || tk < 1e15 || tk >= 1<<53 || !equal(pair[2], heldFor) {
 			t.Errorf("acquire with ticket %s = %v; want refused, under the node's clock in µs", bad, v)
 		}
 		if got := line(); strings.Join(got, ",") != w1+","+w2 {
@@ -194,8 +194,21 @@ func TestLine(t *testing.T) {
 	}
 }
 
-// equal compares two replies.
+// A pttlUpTo in a wanted reply stands for a PTTL (the refusing key's)
+// above 0 and at most its value, in ms.
+type pttlUpTo int64
+
+const (
+	heldFor     = pttlUpTo(10000) // ttl: a key a holder holds
+	reservedFor = pttlUpTo(500)   // reserve: a key handed to a waiter
+)
+
+// equal compares two replies; b may hold pttlUpTo elements.
 func equal(a, b any) bool {
+	if up, ok := b.(pttlUpTo); ok {
+		v, ok := a.(int64)
+		return ok && v > 0 && v <= int64(up)
+	}
 	as, aok := a.([]any)
 	bs, bok := b.([]any)
 	if aok != bok {

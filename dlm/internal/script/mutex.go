@@ -37,17 +37,19 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // writer's intent in place, as SET NX does (the release deletes it), and,
 // when the flag asks for it, announces [WakeGrant]; with fairness, or when
 // others wait in a key's line, it gives the waiter a place in the line too,
-// under its ticket, which it keeps while it holds the lock: this node's grant is only a vote, and if the attempt fails all
-// the same (too few grants, or too late) the waiter is still where it was
-// for its next attempt, ahead of everyone who asked after it. The lock's
-// release gives the place up. (An uncontended grant without fairness
-// writes no line.) A
+// under its ticket, which it keeps while it holds the lock: this node's
+// grant is only a vote, and if the attempt fails all the same (too few
+// grants, or too late) the waiter is still where it was for its next
+// attempt, ahead of everyone who asked after it. The lock's release gives
+// the place up. (An uncontended grant without fairness writes no line.) A
 // refusal gives the waiter a place in each key's line, or renews it (see
 // [lineLua]), and records a waiting writer's intent where readers hold a
 // key (see [Flag]). Reply: {the grant (1, or the new fencing counter) or 0,
 // the waiter's ticket}: a ticket of 0 for a caller without an id, -1 when a
-// line is full. The guarded forms reply -1 while the node may not count
-// yet.
+// line is full; a refusal adds a third element, the PTTL (ms) of the key
+// that refused, 0 when it was free (another waiter's turn), so that a
+// waiter knows when a holder that never releases lets go. The guarded
+// forms reply -1 while the node may not count yet.
 var (
 	Acquire              = acquireScript(false, 0)
 	FencedAcquire        = acquireScript(true, 0)
@@ -133,15 +135,17 @@ for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if not mayTake(i, v) then
     readersHold(KEYS[i], v)
-    if me == '' then return {0, 0} end
+    local left = 0
+    if v then left = math.max(redis.call('PTTL', KEYS[i]), 0) end
+    if me == '' then return {0, 0, left} end
     local keep = math.max(life, tonumber(ARGV[2]))
     local t = 0
     for j = 1, n do
       local p = place(j, me, life, ticket, bound, keep)
-      if p < 0 then return {0, -1} end
+      if p < 0 then return {0, -1, left} end
       if p > t then t = p end
     end
-    return {0, t}
+    return {0, t, left}
   end
 end
 local r = take()
@@ -305,7 +309,11 @@ return out
 // holder's secret.
 //
 // KEYS: the lock key, its fencing counter. ARGV: none. Reply: {PTTL of the
-// key (-2 when absent), the counter or 0}.
+// key (-2 when absent), the counter or 0, 1 when the key is reserved for a
+// waiter a release handed it to (see [ReservedFor]), else 0}.
 var Status = driver.NewScript(`
-return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+local v = redis.call('GET', KEYS[1])
+local reserved = 0
+if v and string.sub(v, 1, ` + strconv.Itoa(len(nextPrefix)) + `) == '` + nextPrefix + `' then reserved = 1 end
+return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0'), reserved}
 `)

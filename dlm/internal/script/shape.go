@@ -11,7 +11,8 @@ type Shape struct {
 	// reply is a yes.
 	Counter bool
 	// Ticketed: the reply is a pair, {the reply as above, the waiter's
-	// ticket}; a plain integer (the SET NX path's) carries no ticket.
+	// ticket}, which a refusal follows with the PTTL of the key that
+	// refused; a plain integer (the SET NX path's) carries neither.
 	Ticketed bool
 }
 

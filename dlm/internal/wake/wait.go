@@ -53,11 +53,12 @@ const minGap = time.Millisecond
 // waiter woke may still name it: their next message within Settle is taken
 // for that release's, not a new one's.
 //
-// A waiter without an id is woken by every release announced on the
-// broadcast channels, by whichever node announces it first, after a spread
-// wait when other clients heard it too (see [Watcher.spread]); the other
-// nodes' announcements of the same release, within Settle, wake it no
-// more.
+// A waiter without an id is woken alike by the releases announced on the
+// broadcast channels, once as many nodes as it needs announced one (or
+// Settle after the first did), after a spread wait when other clients heard
+// it too (see [Watcher.spread]): woken by the first node alone, its attempt
+// would often come before the release reached a quorum, and the other
+// nodes' announcements of that release are not a new one's.
 //
 // Either way, a wake-up after a refused attempt that a wake-up started
 // comes no sooner than a gap after Wait began, which doubles with each such

@@ -23,7 +23,9 @@ import (
 // started that the nodes' failures cut short, and a settle after one that
 // other holders refused (no wake-up: the attempt after it starts none);
 // and never sooner than a gap after the previous such attempt, which
-// doubles up to the settle.
+// doubles up to the settle. A waiter of the broadcast channels (a lease's)
+// is woken alike by the nodes that announce a release: only once as many
+// as it needs did, or a settle after the first.
 func TestWaitNamed(t *testing.T) {
 	t.Parallel()
 	const (
@@ -35,16 +37,17 @@ func TestWaitNamed(t *testing.T) {
 		node int
 	}
 	for _, tc := range []struct {
-		name     string
-		need     int
-		down     int // pumps down, of five
-		heard    []hearing
-		resub    time.Duration // when the subscription is made again; 0: never
-		woken    bool          // the attempt before was woken, and refused
-		held     bool          // … by other holders
-		gap      time.Duration // the gap before Wait, from earlier refused attempts
-		want     time.Duration
-		wantWoke bool
+		name      string
+		broadcast bool // a waiter without an id, on the broadcast channels
+		need      int
+		down      int // pumps down, of five
+		heard     []hearing
+		resub     time.Duration // when the subscription is made again; 0: never
+		woken     bool          // the attempt before was woken, and refused
+		held      bool          // … by other holders
+		gap       time.Duration // the gap before Wait, from earlier refused attempts
+		want      time.Duration
+		wantWoke  bool
 	}{
 		{name: "quorum named", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {3 * time.Millisecond, 4}}, want: 3 * time.Millisecond, wantWoke: true},
 		{name: "one node twice", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}, {3 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
@@ -57,6 +60,9 @@ func TestWaitNamed(t *testing.T) {
 		{name: "after a woken attempt, named at once", need: 3, woken: true, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: minGap, wantWoke: true},
 		{name: "gap doubles", need: 3, woken: true, gap: 8 * time.Millisecond, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: 16 * time.Millisecond, wantWoke: true},
 		{name: "gap capped at the settle", need: 3, woken: true, gap: settle, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: settle, wantWoke: true},
+		{name: "broadcast: a quorum announced", broadcast: true, need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {4 * time.Millisecond, 4}}, want: 4 * time.Millisecond, wantWoke: true},
+		{name: "broadcast: fewer than the quorum", broadcast: true, need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
+		{name: "broadcast: one node twice", broadcast: true, need: 2, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
 		{name: "gap forgotten after a timer's attempt", need: 3, gap: settle, heard: []hearing{{time.Millisecond, 0}, {time.Millisecond, 1}, {time.Millisecond, 2}}, want: time.Millisecond, wantWoke: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,12 +72,15 @@ func TestWaitNamed(t *testing.T) {
 				for i := range tc.down {
 					w.pumps[i].down = true
 				}
-				wt := w.Watch([]string{"k"}, testWaiter, tc.need)
+				id, ch, payload := testWaiter, script.ManagerChannel("k", testManager), testWaiter
+				if tc.broadcast {
+					id, ch, payload = "", script.WakeChannel("k"), "r1"
+				}
+				wt := w.Watch([]string{"k"}, id, tc.need)
 				wt.gap = tc.gap
-				ch := script.ManagerChannel("k", testManager)
 				h := func(i int) handler { return handler{w: w, i: i} }
 				for _, hr := range tc.heard {
-					time.AfterFunc(hr.at, func() { h(hr.node).Message(ch, testWaiter) })
+					time.AfterFunc(hr.at, func() { h(hr.node).Message(ch, payload) })
 				}
 				if tc.resub > 0 {
 					time.AfterFunc(tc.resub, func() { w.resubscribed(ch) })

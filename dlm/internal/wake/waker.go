@@ -109,15 +109,15 @@ func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
 // Watch registers interest in the release of the lock keys rkeys. A waiter
 // with an id ([ValidWaiterID], beginning with the manager's id) listens on
 // its manager's channel of each key, where the releases that hand it a key
-// name it; need is how many nodes must name it for [Watcher.Wait] to end at
-// once (the quorum). A waiter without an id (id "") listens on the keys'
-// broadcast channels. Watch makes sure the pumps subscribe to the channels,
-// and returns nil once w is closed. The caller stops the Watcher when it no
-// longer waits.
+// name it; a waiter without an id (id "") listens on the keys' broadcast
+// channels, where the releases that hand a key to no waiter announce it.
+// need is how many nodes must name the waiter, or announce a release, for
+// [Watcher.Wait] to end at once: the quorum of the waiter's attempts, so
+// that the attempt comes once the release reached enough nodes. Watch
+// makes sure the pumps subscribe to the channels, and returns nil once w
+// is closed. The caller stops the Watcher when it no longer waits.
 func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
-	if id == "" {
-		need = 1 // any release announced on a broadcast channel
-	}
+	need = max(need, 1)
 	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, need: need, c: make(chan struct{}, 1),
 		heard: make([]bool, len(w.pumps)), late: make([]bool, len(w.pumps))}
 	fresh := false
