@@ -94,6 +94,11 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 				continue
 			}
 		}
+		if c.waiter != nil && c.waiter.unnamed {
+			// Others wait on the broadcast channels, whose releases may
+			// name nobody: hear those too.
+			m.waker.Widen(w, c.wake())
+		}
 		wait := jitter(cfg.backoff(attempt))
 		if c.waiter != nil && c.waiter.placed {
 			if cfg.maxWait() > 0 {

@@ -104,7 +104,7 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		if v.No > 0 || v.Ticket > 0 {
 			w.placed = true
 		}
-		w.heldFor = time.Duration(v.Left) * time.Millisecond
+		w.heldFor, w.unnamed = time.Duration(v.Left)*time.Millisecond, v.Open
 	}
 	if cfg.fencing && v.Yes >= q {
 		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)

@@ -9,11 +9,9 @@ import (
 // The zero value uses the defaults.
 type Fairness struct {
 	// MaxWaiters bounds each lock's line on each node (default
-	// [DefaultMaxWaiters]): it has room for that many waiters besides the
-	// place of the holder, which keeps its place until it releases the
-	// lock. A waiter that finds the line full keeps retrying at its backoff
-	// without a place until there is room; it cannot jump the line
-	// meanwhile.
+	// [DefaultMaxWaiters]): it has room for that many waiters. A waiter
+	// that finds the line full keeps retrying at its backoff without a
+	// place until there is room; it cannot jump the line meanwhile.
 	MaxWaiters int
 	// Expiry is how long a waiter keeps its place without renewing it
 	// (default [DefaultPlaceExpiry]). Waiters renew their places at each

@@ -109,7 +109,7 @@ func TestFairOrder(t *testing.T) {
 			granted <- i
 			l.Unlock(ctx)
 		}()
-		awaitLine(t, srvs, "fifo", int64(i+2)) // in line, behind the holder's place, before the next one asks
+		awaitLine(t, srvs, "fifo", int64(i+1)) // in line before the next one asks
 	}
 	released := time.Now()
 	if err := held.Unlock(ctx); err != nil {
@@ -139,7 +139,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	}
 	awaitHeld(t, srvs, "turns")
 	res := lockAsync(b, "turns")
-	awaitLine(t, srvs, "turns", 2) // behind the holder's place
+	awaitLine(t, srvs, "turns", 1)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -217,13 +217,13 @@ func TestFairLineBound(t *testing.T) {
 	for i := range 3 {
 		results = append(results, lockAsync(newWakeManager(t, srvs, opts...), "bounded"))
 		if i < 2 {
-			awaitLine(t, srvs, "bounded", int64(i+2)) // behind the holder's place
+			awaitLine(t, srvs, "bounded", int64(i+1))
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // the third retries about ten times
 	for i, s := range srvs {
-		if n := lineLen(t, s, "bounded"); n != 3 {
-			t.Errorf("node %d keeps %d places in a line bounded to 2 waiters and the holder's place", i, n)
+		if n := lineLen(t, s, "bounded"); n != 2 {
+			t.Errorf("node %d keeps %d places in a line bounded to 2 waiters", i, n)
 		}
 	}
 	held.Unlock(ctx)
@@ -351,9 +351,9 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 			}
 			if tc.held {
 				go lockThenUnlock(first, "first")
-				awaitLine(t, srvs, "kept", 2) // behind the holder's place
+				awaitLine(t, srvs, "kept", 1)
 				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
-				awaitLine(t, srvs, "kept", 3)
+				awaitLine(t, srvs, "kept", 2)
 				for _, n := range late {
 					n.delay.Store(int64(1500 * time.Millisecond))
 				}

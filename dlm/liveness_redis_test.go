@@ -57,9 +57,26 @@ func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) (*dlm.M
 func TestNoSelfWake(t *testing.T) {
 	t.Parallel()
 	const window = time.Second
-	lacks := func(t *testing.T, s *redistest.Server, key string) {
+	// lacks deletes key on the last of srvs once the others hold it: a
+	// grant returns at a quorum, and its request to the third node may
+	// still be on its way.
+	lacks := func(t *testing.T, srvs []*redistest.Server, key string) {
 		t.Helper()
-		if _, err := s.Do("DEL", key); err != nil {
+		for _, s := range srvs[:len(srvs)-1] {
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+				n, err := s.Do("EXISTS", key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == int64(1) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not on %s 10s after its grant", key, s.Addr())
+				}
+			}
+		}
+		if _, err := srvs[len(srvs)-1].Do("DEL", key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +91,7 @@ func TestNoSelfWake(t *testing.T) {
 			if _, err := holder.Lock(context.Background(), "rw", dlm.WithTTL(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
-			lacks(t, srvs[2], "redlock:{rw}")
+			lacks(t, srvs, "redlock:{rw}")
 			ctx, cancel := context.WithTimeout(context.Background(), window)
 			defer cancel()
 			if _, err := m.RLock(ctx, "rw"); !errors.Is(err, context.DeadlineExceeded) {
@@ -90,7 +107,7 @@ func TestNoSelfWake(t *testing.T) {
 			if _, err := hs.Acquire(context.Background(), dlm.WithTTL(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
-			lacks(t, srvs[2], "redlock:{sem}"+script.PermitsSuffix)
+			lacks(t, srvs, "redlock:{sem}"+script.PermitsSuffix)
 			s, err := m.Semaphore("sem", 1)
 			if err != nil {
 				t.Fatal(err)
@@ -103,13 +120,14 @@ func TestNoSelfWake(t *testing.T) {
 			return 0
 		}},
 		{"fair waiter behind a holder lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
-			// The holder's place ends within the window: the waiter then
-			// heads the line.
+			// The holder takes no place: the waiter heads the line.
 			fair := dlm.WithFairness(dlm.Fairness{Expiry: 400 * time.Millisecond})
-			if _, err := holder.Lock(context.Background(), "fair", dlm.WithTTL(time.Minute), fair); err != nil {
+			// (Its expiry suits its longer node timeout.)
+			holderFair := dlm.WithFairness(dlm.Fairness{Expiry: 5 * time.Second})
+			if _, err := holder.Lock(context.Background(), "fair", dlm.WithTTL(time.Minute), holderFair); err != nil {
 				t.Fatal(err)
 			}
-			lacks(t, srvs[2], "redlock:{fair}")
+			lacks(t, srvs, "redlock:{fair}")
 			ctx, cancel := context.WithTimeout(context.Background(), window)
 			defer cancel()
 			if _, err := m.Lock(ctx, "fair", fair); !errors.Is(err, context.DeadlineExceeded) {
@@ -149,7 +167,9 @@ func TestNoSelfWake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, tc.nodes)
-			holder, _ := counted(t, srvs)
+			// The holder waits for every node: its grant is on all of
+			// them, however busy the machine.
+			holder, _ := counted(t, srvs, dlm.WithNodeTimeout(2*time.Second))
 			m, attempts := counted(t, srvs)
 			extra := tc.run(t, srvs, m, holder)
 			if got, bound := attempts.n.Load(), paceBound(window)+extra; got > bound {
@@ -387,15 +407,10 @@ func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
 				l, err := firstM.Lock(firstCtx, "turn")
 				first <- lockResult{l, err, time.Now()}
 			}()
-			// A fair holder keeps a place in line; in the default mode an
-			// uncontended grant takes none.
-			var holderPlace int64
-			if len(tc.opts) > 0 {
-				holderPlace = 1
-			}
-			awaitWaiting(t, srvs, "turn", holderPlace+1)
+			// A grant takes no place in line, fair or not.
+			awaitWaiting(t, srvs, "turn", 1)
 			second := lockAsync(newWakeManager(t, srvs, opts...), "turn")
-			awaitWaiting(t, srvs, "turn", holderPlace+2)
+			awaitWaiting(t, srvs, "turn", 2)
 			if tc.releaseFirst {
 				if err := held.Unlock(ctx); err != nil {
 					t.Fatal(err)

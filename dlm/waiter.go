@@ -33,6 +33,10 @@ type waiter struct {
 	// the refusals carried); 0 when none said. A holder that crashed
 	// announces nothing: the waiter tries again once the keys ran out.
 	heldFor time.Duration
+	// unnamed says that a node that refused the last attempt had others
+	// listening on the key's broadcast channel: a process of the previous
+	// release may hold or wait for the key, and its release names nobody.
+	unnamed bool
 	// woken says that a wake-up started the current attempt: the keys
 	// were handed to the waiter, and the release of the attempt, if it
 	// fails, keeps them reserved for it ([script.ReleaseKeepTurn]).
@@ -115,12 +119,14 @@ func (c *config) placeLife(attempt int) time.Duration {
 // its next attempt, number attempt, which its retry pace alone would begin
 // after wait. When its manager hears the releases, which name the
 // waiter when they hand it the keys, the attempt only renews its place: it
-// comes a sixth to a third of the place's life later, if that is longer.
-// Either way it comes no later than when the refusing holder's keys run
+// comes a sixth to a third of the place's life later, if that is longer;
+// but not while others listen on the broadcast channel, whose releases may
+// name nobody (a fleet in the middle of an upgrade): the waiter keeps its
+// retry pace then. Either way it comes no later than when the refusing holder's keys run
 // out unless extended (and a millisecond, the PTTL's rounding): a holder
 // that crashed announces nothing, and its keys are free then.
 func (w *waiter) untilTurn(cfg *config, attempt int, wait time.Duration, hears bool) time.Duration {
-	if hears {
+	if hears && !w.unnamed {
 		wait = max(wait, jitter(cfg.placeLife(attempt)/3))
 	}
 	if w.heldFor > 0 {

@@ -56,8 +56,8 @@ func (n *Node) dropLeft(l line, now int64) {
 // waiter id a place, or renews it, for life ms under ticket — the node's
 // clock in microseconds when ticket is no number from 1 to below
 // [script.FenceLimit]. The line's keys live keep ms more. It returns the
-// ticket, or -1 when the line holds bound waiters and a holder's place
-// already, once the places that ended are dropped (bound below 0: none).
+// ticket, or -1 when the line holds bound waiters already, once the places
+// that ended are dropped (bound below 0: none).
 // The Lua's errors on a nil argument come where the Lua meets them.
 func (n *Node) place(l line, id string, life, ticket, bound, keep luaNumber, now int64) (float64, error) {
 	t := ticket.v
@@ -68,9 +68,9 @@ func (n *Node) place(l line, id string, life, ticket, bound, keep luaNumber, now
 	if err != nil {
 		return 0, err
 	}
-	if _, placed := n.zset(l.waiters)[id]; b >= 0 && !placed && float64(len(n.zset(l.waiters))) > b {
+	if _, placed := n.zset(l.waiters)[id]; b >= 0 && !placed && float64(len(n.zset(l.waiters))) >= b {
 		n.dropLeft(l, now)
-		if float64(len(n.zset(l.waiters))) > b {
+		if float64(len(n.zset(l.waiters))) >= b {
 			return -1, nil
 		}
 	}

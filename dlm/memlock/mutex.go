@@ -32,12 +32,13 @@ var errTooFewArgs = errors.New("ERR memlock: too few arguments for the script")
 //
 // A key may be taken when it is free, holds the secret, or is reserved for
 // the waiter; with fairness a free key only by the head of its line or
-// while the line is empty. A grant sets every key (and counter), takes the
-// waiter out of the lines and, when the flag asks, announces
-// [script.WakeGrant]; a refusal gives the waiter a place in every line.
+// while the line is empty. A grant sets every key (and counter), writes no
+// line and, when the flag asks, announces [script.WakeGrant]; a refusal
+// gives the waiter a place in every line.
 // Reply: {the grant (1 or the counter) or 0, the ticket}, and a refusal's
-// third element, the PTTL of the key that refused (0 when free). n.mu is
-// held.
+// third element, the PTTL of the key that refused (0 when free), and for a
+// waiter with an id a fourth, 1 when anyone listens on the key's broadcast
+// channel. n.mu is held.
 func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	per, lines := 3, 1
 	if fenced {
@@ -83,6 +84,10 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		if me == "" {
 			return []any{int64(0), int64(0), left}, nil
 		}
+		var open int64
+		if a.n.listeners(script.WakeChannel(k)) > 0 && a.flag.Mode != script.Sharded {
+			open = 1
+		}
 		keep, err := luaMax(life, tonumber(args[1]))
 		if err != nil {
 			return nil, err
@@ -94,11 +99,11 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 				return nil, err
 			}
 			if p < 0 {
-				return []any{int64(0), int64(-1), left}, nil
+				return []any{int64(0), int64(-1), left, open}, nil
 			}
 			t = max(t, p)
 		}
-		return []any{int64(0), reply(t), left}, nil
+		return []any{int64(0), reply(t), left, open}, nil
 	}
 	ttl, err := millis(args[1])
 	if err != nil {
@@ -110,25 +115,15 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 			return nil, err
 		}
 	}
-	var t float64
-	for i, k := range keys[:cnt] {
+	for _, k := range keys[:cnt] {
 		n.set(k, args[0], ttl)
-		if me != "" && (fair || len(n.zset(lineAt(keys, lk, i).waiters)) > 0) {
-			keep, err := luaMax(life, tonumber(args[1]))
-			if err != nil {
-				return nil, err
-			}
-			p, err := n.place(lineAt(keys, lk, i), me, life, ticket, luaNumber{-1, true}, keep, now)
-			if err != nil {
-				return nil, err
-			}
-			t = max(t, p)
-		}
-		if a.flag.Grants {
+	}
+	if a.flag.Grants {
+		for _, k := range keys[:cnt] {
 			a.broadcastPayload(k, script.WakeGrant)
 		}
 	}
-	return []any{r, reply(t)}, nil
+	return []any{r, int64(0)}, nil
 }
 
 // luaMax is math.max of two numbers read with tonumber, which fails on nil.

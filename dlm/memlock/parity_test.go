@@ -488,12 +488,14 @@ func compareReply(tc parityCase, r, m any, tol int64) string {
 	if len(ra) != len(ma) {
 		return "want arrays of one length"
 	}
-	// A refusal of the mutex's acquire ends with the PTTL of the key that
-	// refused.
-	left := script.ShapeOf(tc.script).Ticketed && len(ra) == 3
-	if left {
+	// A refusal of the mutex's acquire adds the PTTL of the key that
+	// refused, and may add whether its broadcast channel had listeners.
+	if script.ShapeOf(tc.script).Ticketed && len(ra) >= 3 {
 		if msg := comparePTTL(ra[2].(int64), ma[2].(int64), tol); msg != "" {
 			return "the refusing key's " + msg
+		}
+		if len(ra) == 4 && ra[3] != ma[3] {
+			return "element 3, whether anyone listens on the broadcast channel, differs"
 		}
 		ra, ma = ra[:2], ma[:2]
 	}

@@ -275,20 +275,22 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 	}
 	shape := script.ShapeOf(req.Script)
 	var ticket, left int64
-	if pair, ok := res.([]any); ok && shape.Ticketed && (len(pair) == 2 || len(pair) == 3) {
+	var open bool
+	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) >= 2 && len(pair) <= 4 {
 		res, ticket = pair[0], asInt(pair[1])
 		if ticket < -1 || ticket >= script.FenceLimit {
 			// Written by no script of ours: the waiter passes its
 			// ticket on to every node, whose line it must not break.
 			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: ticket out of range", req.Op))}
 		}
-		if len(pair) == 3 {
+		if len(pair) >= 3 {
 			// Only paces the waiter's next attempt: a value out of
 			// range is read as none.
 			if left = asInt(pair[2]); left < 0 || left > maxLeft {
 				left = 0
 			}
 		}
+		open = len(pair) == 4 && asInt(pair[3]) != 0
 	}
 	got, ok := res.(int64)
 	if !ok {
@@ -302,9 +304,9 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 			// Written by no script of ours: a token must stay exact.
 			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: fencing counter not below 2^53", req.Op))}
 		}
-		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket, Left: left}
+		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket, Left: left, Open: open}
 	}
-	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket, Left: left}
+	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket, Left: left, Open: open}
 }
 
 // maxLeft is the longest PTTL a refusal's reply is believed for: a day, in

@@ -15,6 +15,10 @@ type Vote struct {
 	// for the keys that refused them: when the first holder's keys run out
 	// unless they are extended or released; 0 when none said.
 	Left int64
+	// Open says that some refusal of the mutex's acquire found others
+	// listening on the broadcast channel of its key: releases there may
+	// name no waiter (see [script.Acquire]).
+	Open bool
 	// Cut is set when the caller's context ended before the outcome was
 	// known: the nodes still due were counted as failed with its error, so
 	// the vote says nothing of the lock or the nodes.
@@ -28,6 +32,7 @@ type Reply struct {
 	Val    int64
 	Ticket int64
 	Left   int64 // a refusal's PTTL of the key that refused, in ms; 0 for none
+	Open   bool  // a refusal found listeners on the key's broadcast channel
 	Err    error
 }
 
@@ -43,6 +48,7 @@ func (v *Vote) Count(r Reply, nodes int) {
 	if r.Left > 0 && (v.Left == 0 || r.Left < v.Left) {
 		v.Left = r.Left
 	}
+	v.Open = v.Open || r.Open
 	switch {
 	case r.Err != nil:
 		v.Failed++

@@ -117,6 +117,8 @@ func ParseFlag(arg string) Flag {
 //     listens;
 //   - wake(key, id), which names the waiter id on the channel of its
 //     manager ([ManagerChannel]);
+//   - listeners(key), the number of subscribers of key's broadcast channel
+//     (0 when PUBSUB fails), whatever the flag's mode asks of the rest;
 //   - readersHold(key, value), which an acquire refused by value calls: when
 //     value is ReadersMark (readers hold the key) and the flag's
 //     WriterWaits is set, it records the writer's intent, which keeps new
@@ -163,6 +165,10 @@ local function broadcast(k, payload)
   local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
   if listening == 0 then return end
   redis.pcall(pub, ch, '` + WakeRelease + `' .. (listening or 0))
+end
+local function listeners(k)
+  local subs = redis.pcall('PUBSUB', numsub, k .. '` + WakeSuffix + `')
+  return type(subs) == 'table' and tonumber(subs[2]) or 0
 end
 local function wake(k, id)
   if not loud then return end

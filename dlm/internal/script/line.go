@@ -61,9 +61,8 @@ local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
 //
 //   - place(i, id, life, ticket, bound, keep) gives waiter id a place in
 //     lock key i's line under ticket, or renews it, for life ms. It returns
-//     the ticket, or -1 when the line holds bound waiters and a holder's
-//     place already, once the places that ended are dropped (bound below
-//     0: no bound). The line's keys live keep ms more (one waiter's keep
+//     the ticket, or -1 when the line holds bound waiters already, once
+//     the places that ended are dropped (bound below 0: no bound). The line's keys live keep ms more (one waiter's keep
 //     can shorten another's: that one places itself again at its next
 //     attempt).
 //   - leave(i, id) takes id out of lock key i's line; a line left empty
@@ -92,9 +91,9 @@ end
 local function place(i, id, life, ticket, bound, keep)
   local ws, ends = lineOf(i)
   if not ticket or not (ticket >= 1 and ticket < ` + fenceLimitLua + `) then ticket = now * 1000 end
-  if bound >= 0 and not redis.call('ZSCORE', ws, id) and redis.call('ZCARD', ws) > bound then
+  if bound >= 0 and not redis.call('ZSCORE', ws, id) and redis.call('ZCARD', ws) >= bound then
     dropLeft(ws, ends)
-    if redis.call('ZCARD', ws) > bound then return -1 end
+    if redis.call('ZCARD', ws) >= bound then return -1 end
   end
   redis.call('ZADD', ws, ticket, id)
   redis.call('ZADD', ends, now + life, id)

@@ -134,19 +134,19 @@ func TestLine(t *testing.T) {
 	// releaser asking again has a new one (40).
 	check("uncontended, not fair: no place", acquire("s-free", w2, "5", "0"), []any{int64(1), int64(0)}, "s-free", nil, nil)
 	check("its release", release("s-free", w2, "5", script.ReleaseLock), int64(1), "", nil, nil)
-	check("fair: the holder takes a free key, placed", acquire("s-holder", w3, "10", "1"), []any{int64(1), int64(10)}, "s-holder", []string{w3}, nil)
-	check("w2 refused, placed", acquire("s-w2", w2, "30", "0"), []any{int64(0), int64(30), heldFor}, "s-holder", []string{w3, w2}, nil)
-	check("w1 refused, placed by its ticket, ahead of w2", acquire("s-w1", w1, "20", "0"), []any{int64(0), int64(20), heldFor}, "s-holder", []string{w3, w1, w2}, nil)
-	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0), heldFor}, "s-holder", []string{w3, w1, w2}, nil)
+	check("fair: the holder takes a free key, no place", acquire("s-holder", w3, "10", "1"), []any{int64(1), int64(0)}, "s-holder", nil, nil)
+	check("w2 refused, placed", acquire("s-w2", w2, "30", "0"), []any{int64(0), int64(30), heldFor, int64(0)}, "s-holder", []string{w2}, nil)
+	check("w1 refused, placed by its ticket, ahead of w2", acquire("s-w1", w1, "20", "0"), []any{int64(0), int64(20), heldFor, int64(0)}, "s-holder", []string{w1, w2}, nil)
+	check("TryLock refused, no place", acquire("s-try", "", "0", "0"), []any{int64(0), int64(0), heldFor}, "s-holder", []string{w1, w2}, nil)
 	check("release hands the key to w1", release("s-holder", w3, "10", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w2}, []string{chA + " " + w1})
-	check("the releaser is refused, placed last", acquire("s-holder2", w3, "40", "0"), []any{int64(0), int64(40), reservedFor}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "30", "0"), []any{int64(0), int64(30), reservedFor}, script.ReservedFor(w1), []string{w2, w3}, nil)
-	check("w1 takes its reservation, placed back", acquire("s-w1", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1", []string{w1, w2, w3}, nil)
-	check("w1's failed attempt keeps its turn", release("s-w1", w1, "20", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
-	check("w1 takes it again", acquire("s-w1c", w1, "20", "0"), []any{int64(1), int64(20)}, "s-w1c", []string{w1, w2, w3}, nil)
+	check("the releaser is refused, placed last", acquire("s-holder2", w3, "40", "0"), []any{int64(0), int64(40), reservedFor, int64(0)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w2 refused by w1's reservation", acquire("s-w2b", w2, "30", "0"), []any{int64(0), int64(30), reservedFor, int64(0)}, script.ReservedFor(w1), []string{w2, w3}, nil)
+	check("w1 takes its reservation, out of the line", acquire("s-w1", w1, "20", "0"), []any{int64(1), int64(0)}, "s-w1", []string{w2, w3}, nil)
+	check("w1's failed attempt keeps its turn, back in line by its ticket", release("s-w1", w1, "20", script.ReleaseKeepTurn), int64(1), script.ReservedFor(w1), []string{w1, w2, w3}, nil)
+	check("w1 takes it again, keeping its place", acquire("s-w1c", w1, "20", "0"), []any{int64(1), int64(0)}, "s-w1c", []string{w1, w2, w3}, nil)
 	check("w1's failed attempt", release("s-w1c", w1, "20", script.ReleaseAttempt), int64(1), "", []string{w1, w2, w3}, nil)
-	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "30", "1"), []any{int64(0), int64(30), int64(0)}, "", []string{w1, w2, w3}, nil)
-	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "30", "0"), []any{int64(1), int64(30)}, "s-w2d", []string{w1, w2, w3}, nil)
+	check("fair: w2 refused, w1 heads the line", acquire("s-w2c", w2, "30", "1"), []any{int64(0), int64(30), int64(0), int64(0)}, "", []string{w1, w2, w3}, nil)
+	check("not fair: w2 takes the free key", acquire("s-w2d", w2, "30", "0"), []any{int64(1), int64(0)}, "s-w2d", []string{w1, w2, w3}, nil)
 	check("w2's release hands it to w1", release("s-w2d", w2, "30", script.ReleaseLock), int64(1), script.ReservedFor(w1), []string{w3}, []string{chA + " " + w1})
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w1, reserve, loud}); err != nil {
 		t.Fatal(err)
@@ -167,8 +167,8 @@ func TestLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("w3 leaves an empty line: the key is free, announced", nil, nil, "", nil, []string{script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
-	check("w2 takes the key, fair", acquire("s-w2f", w2, "30", "1"), []any{int64(1), int64(30)}, "s-w2f", []string{w2}, nil)
-	check("w1 refused", acquire("s-w1f", w1, "20", "0"), []any{int64(0), int64(20), heldFor}, "s-w2f", []string{w1, w2}, nil)
+	check("w2 takes the key, fair", acquire("s-w2f", w2, "30", "1"), []any{int64(1), int64(0)}, "s-w2f", nil, nil)
+	check("w1 refused, told that the broadcast channel has a listener", acquire("s-w1f", w1, "20", "0"), []any{int64(0), int64(20), heldFor, int64(1)}, "s-w2f", []string{w1}, nil)
 	check("with a broadcast listener, w2's release names w1 and frees the key for all", release("s-w2f", w2, "30", script.ReleaseLock), int64(1), "", nil,
 		[]string{chA + " " + w1, script.WakeChannel(lk) + " " + script.WakeRelease + "1"})
 	if err := sub.Unsubscribe(ctx, script.WakeChannel(lk)); err != nil {
@@ -180,16 +180,17 @@ func TestLine(t *testing.T) {
 	// A ticket that is no positive integer below 2^53 reads as the node's
 	// clock in microseconds: behind every waiter whose ticket was taken
 	// earlier.
-	check("w1 takes the key, fair", acquire("s-w1g", w1, "20", "1"), []any{int64(1), int64(20)}, "s-w1g", []string{w1}, nil)
+	check("w1 takes the key, fair", acquire("s-w1g", w1, "20", "1"), []any{int64(1), int64(0)}, "s-w1g", nil, nil)
+	check("w3 refused, placed", acquire("s-w3g", w3, "40", "0"), []any{int64(0), int64(40), heldFor, int64(0)}, "s-w1g", []string{w3}, nil)
 	for _, bad := range []string{"9223372036854775807", "9007199254740992", "0", "-5", "x"} {
 		v := acquire("s-w2g", w2, bad, "0")
 		pair, _ := v.([]any)
 		tk, _ := pair[1].(int64)
-		if len(pair) != 3 || pair[0] != int64(0) || tk < 1e15 || tk >= 1<<53 || !equal(pair[2], heldFor) {
+		if len(pair) != 4 || pair[0] != int64(0) || tk < 1e15 || tk >= 1<<53 || !equal(pair[2], heldFor) {
 			t.Errorf("acquire with ticket %s = %v; want refused, under the node's clock in µs", bad, v)
 		}
-		if got := line(); strings.Join(got, ",") != w1+","+w2 {
-			t.Errorf("line after a ticket %s: %v; want %s then %s", bad, got, w1, w2)
+		if got := line(); strings.Join(got, ",") != w3+","+w2 {
+			t.Errorf("line after a ticket %s: %v; want %s then %s", bad, got, w3, w2)
 		}
 	}
 }

@@ -35,21 +35,22 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // free key only by the head of its line, or by anyone while the line is
 // empty. A grant sets every key to the secret with the TTL, leaves a
 // writer's intent in place, as SET NX does (the release deletes it), and,
-// when the flag asks for it, announces [WakeGrant]; with fairness, or when
-// others wait in a key's line, it gives the waiter a place in the line too,
-// under its ticket, which it keeps while it holds the lock: this node's
-// grant is only a vote, and if the attempt fails all the same (too few
-// grants, or too late) the waiter is still where it was for its next
-// attempt, ahead of everyone who asked after it. The lock's release gives
-// the place up. (An uncontended grant without fairness writes no line.) A
-// refusal gives the waiter a place in each key's line, or renews it (see
+// when the flag asks for it, announces [WakeGrant]. It writes no line: a
+// place the waiter had stays while it holds the lock, and the lock's
+// release gives it up; this node's grant is only a vote, and if the attempt
+// fails all the same (too few grants, or too late) its release gives the
+// waiter its place back under its ticket, ahead of everyone who asked
+// after it ([ReleaseAttempt]). A refusal gives the waiter a place in each key's line, or renews it (see
 // [lineLua]), and records a waiting writer's intent where readers hold a
 // key (see [Flag]). Reply: {the grant (1, or the new fencing counter) or 0,
-// the waiter's ticket}: a ticket of 0 for a caller without an id, -1 when a
-// line is full; a refusal adds a third element, the PTTL (ms) of the key
-// that refused, 0 when it was free (another waiter's turn), so that a
-// waiter knows when a holder that never releases lets go. The guarded
-// forms reply -1 while the node may not count yet.
+// the waiter's ticket}: a ticket of 0 for a grant or a caller without an
+// id, -1 when a line is full. A refusal adds a third element, the PTTL
+// (ms) of the key that refused, 0 when it was free (another waiter's turn),
+// so that a waiter knows when a holder that never releases lets go; and,
+// for a waiter with an id, a fourth: 1 when anyone listens on the key's
+// broadcast channel (a lease's waiter, an observer, or a process of the
+// previous release, whose releases name nobody), else 0. The guarded forms
+// reply -1 while the node may not count yet.
 var (
 	Acquire              = acquireScript(false, 0)
 	FencedAcquire        = acquireScript(true, 0)
@@ -138,26 +139,23 @@ for i = 1, n do
     local left = 0
     if v then left = math.max(redis.call('PTTL', KEYS[i]), 0) end
     if me == '' then return {0, 0, left} end
+    local open = 0
+    if listeners(KEYS[i]) > 0 then open = 1 end
     local keep = math.max(life, tonumber(ARGV[2]))
     local t = 0
     for j = 1, n do
       local p = place(j, me, life, ticket, bound, keep)
-      if p < 0 then return {0, -1, left} end
+      if p < 0 then return {0, -1, left, open} end
       if p > t then t = p end
     end
-    return {0, t, left}
+    return {0, t, left, open}
   end
 end
 local r = take()
-local t = 0
-for i = 1, n do
-  if me ~= '' and (fair or redis.call('ZCARD', (lineOf(i))) > 0) then
-    local p = place(i, me, life, ticket, -1, math.max(life, tonumber(ARGV[2])))
-    if p > t then t = p end
-  end
-  if grants then broadcast(KEYS[i], '` + WakeGrant + `') end
+if grants then
+  for i = 1, n do broadcast(KEYS[i], '` + WakeGrant + `') end
 end
-return {r, t}
+return {r, 0}
 `
 
 // How a release runs ([Release]'s ARGV[6]).

@@ -22,11 +22,14 @@ func (w *Waker) notify(i int, channel, payload string) {
 	if wc.named {
 		id, ok := parseNamed(w.id, payload)
 		wt := w.named[id]
+		if wt != nil && !wt.watches(channel) {
+			wt = nil
+		}
 		w.mu.Unlock()
 		switch {
 		case !ok:
 			w.malformed(channel, len(payload))
-		case wt != nil && wt.watches(channel):
+		case wt != nil:
 			wt.hear(i)
 		}
 		return

@@ -190,3 +190,49 @@ func testWaker(n int) *Waker {
 	}
 	return w
 }
+
+// TestWiden checks that a widened waiter counts the releases announced on
+// its keys' broadcast channels as nodes naming it, once per node alongside
+// its manager's channel, and that a waiter that is not widened hears
+// nothing there.
+func TestWiden(t *testing.T) {
+	t.Parallel()
+	w := testWaker(3)
+	wt := w.Watch([]string{"k"}, testWaiter, 2)
+	narrow := w.Watch([]string{"k"}, testWaiter2, 2)
+	reader := w.Watch([]string{"k"}, "", 2) // the broadcast channel is watched already
+	defer reader.Stop()
+	bc, ch := script.WakeChannel("k"), script.ManagerChannel("k", testManager)
+	handler{w: w, i: 0}.Message(bc, "r3")
+	if n, _, _ := wt.named(); n != 0 {
+		t.Fatalf("before Widen, a broadcast release named the waiter on %d nodes; want 0", n)
+	}
+	w.Widen(wt, []string{"k"})
+	w.Widen(wt, []string{"k"}) // twice: no change
+	if got := len(wt.chans); got != 2 {
+		t.Errorf("after two Widens the waiter listens on %d channels; want 2", got)
+	}
+	for _, tc := range []struct {
+		node    int
+		channel string
+		payload string
+		nheard  int
+	}{
+		{0, bc, "r3", 1},
+		{0, ch, testWaiter, 1}, // node 0 again, on the manager's channel
+		{1, bc, "r3", 2},
+		{2, bc, "not a release", 2},
+	} {
+		handler{w: w, i: tc.node}.Message(tc.channel, tc.payload)
+		if n, _, _ := wt.named(); n != tc.nheard {
+			t.Errorf("after node %d heard %q on %s: %d nodes named the widened waiter; want %d", tc.node, tc.payload, tc.channel, n, tc.nheard)
+		}
+	}
+	if n, _, _ := narrow.named(); n != 0 {
+		t.Errorf("a waiter that was not widened was named by %d nodes on the broadcast channel; want 0", n)
+	}
+	wt.Stop()
+	if wc := w.chans[bc]; len(wc.watchers) != 1 {
+		t.Errorf("after Stop, the broadcast channel has %d watchers; want the reader alone", len(wc.watchers))
+	}
+}

@@ -144,24 +144,69 @@ func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 		wc.watchers[wt] = struct{}{}
 		wc.idle = time.Time{}
 	}
-	var start []*pump
-	if fresh {
-		for _, p := range w.pumps {
-			switch {
-			case p == nil:
-			case !p.running:
-				p.running = true
-				start = append(start, p)
-			default:
-				signal(p.kick)
-			}
-		}
-	}
+	start := w.kickLocked(fresh)
 	w.mu.Unlock()
 	for _, p := range start {
 		w.spawn(p.run)
 	}
 	return wt
+}
+
+// Widen makes the waiter wt, which has an id, hear the releases announced
+// on the broadcast channels of rkeys too, each counted as a node naming
+// it: for a waiter whose keys others wait for on those channels (a process
+// of the previous release, whose releases name nobody), so that it need
+// not find the keys free by its retry pace alone. Widening twice, or a
+// watcher of the broadcast channels, changes nothing.
+func (w *Waker) Widen(wt *Watcher, rkeys []string) {
+	if wt == nil || wt.id == "" || wt.widened {
+		return
+	}
+	wt.widened = true
+	fresh := false
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	for _, k := range rkeys {
+		ch := script.WakeChannel(k)
+		wt.chans = append(wt.chans, ch)
+		wc := w.chans[ch]
+		if wc == nil {
+			wc = w.newChan(false)
+			w.chans[ch] = wc
+			fresh = true
+		}
+		wc.watchers[wt] = struct{}{}
+		wc.idle = time.Time{}
+	}
+	start := w.kickLocked(fresh)
+	w.mu.Unlock()
+	for _, p := range start {
+		w.spawn(p.run)
+	}
+}
+
+// kickLocked has the pumps subscribe to a channel new in w.chans, when
+// fresh: it signals the running ones and returns those to start. Called
+// with w.mu held.
+func (w *Waker) kickLocked(fresh bool) []*pump {
+	if !fresh {
+		return nil
+	}
+	var start []*pump
+	for _, p := range w.pumps {
+		switch {
+		case p == nil:
+		case !p.running:
+			p.running = true
+			start = append(start, p)
+		default:
+			signal(p.kick)
+		}
+	}
+	return start
 }
 
 // newChan returns a channel record in which the pumps known to be down have

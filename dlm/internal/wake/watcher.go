@@ -13,10 +13,16 @@ import (
 // [Waker.Watch]. Its methods are for the one call that waits; a nil
 // *Watcher (no Waker, or none yet) hears nothing.
 type Watcher struct {
-	w     *Waker
+	w *Waker
+	// chans are the channels wt listens on; [Waker.Widen] adds to them
+	// under w.mu, on the waiting call's goroutine, which alone reads them
+	// without it.
 	chans []string
 	id    string // the waiter's id; "" for a watcher of the broadcast channels
 	need  int    // how many nodes must name the waiter (see Wait)
+	// widened says that a waiter with an id hears the broadcast channels
+	// too (see [Waker.Widen]). Only the waiting call reads and writes it.
+	widened bool
 	// c receives a value when anything is heard that may end a wait.
 	c chan struct{}
 	// listening is how many clients listened on the broadcast channel of
@@ -59,7 +65,8 @@ func (wt *Watcher) Woken() <-chan struct{} {
 	return wt.c
 }
 
-// watches reports whether wt listens on channel.
+// watches reports whether wt listens on channel. Called with w.mu held:
+// [Waker.Widen] adds channels.
 func (wt *Watcher) watches(channel string) bool { return slices.Contains(wt.chans, channel) }
 
 // hear records that node i named the waiter, unless the message is a late
