@@ -101,10 +101,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	case wait:
 		l, attempts, err = m.attempts(ctx, cfg, c)
 	default:
-		if c.kind == nil && cfg.fair != nil {
-			c.fw = &fairWaiter{f: cfg.fair} // no id: TryLock takes no place in line
-		}
-		l, err = m.acquire(ctx, cfg, c, false)
+		l, err = m.acquire(ctx, cfg, c, false) // no waiter: TryLock takes no place in line
 	}
 	kind := EventObtained
 	if err != nil {
@@ -149,48 +146,47 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	return l, attempts, err
 }
 
-// lockLoop makes attempts at the mutex until one wins (see [Manager.attempts]).
-// With fairness it takes a place in the nodes' lines, which the lock keeps
-// (Unlock gives it up) or, if none is obtained, it gives up on return.
-// line is the caller's turn at the head of the manager's queue, nil
-// outside it.
+// lockLoop makes attempts at the mutex until one wins (see [Manager.attempts]),
+// as a waiter with a place in the nodes' lines when the manager can hear
+// the releases that name it, or with fairness. If none is obtained, it gives
+// up the place on return; a lock obtained left the lines where it was
+// granted, and Unlock leaves the others. line is the caller's turn at the
+// head of the manager's queue, nil outside it.
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
-	var fw *fairWaiter
-	if cfg.fair != nil {
-		if fw, err = newFairWaiter(cfg.fair); err != nil {
+	var w *waiter
+	if m.waker != nil || cfg.fair != nil {
+		if w, err = m.newWaiter(); err != nil {
 			return nil, 0, err
 		}
 		defer func() {
 			// Nodes that did not grant may keep a place for us, also
-			// from replies that came after the outcome was known. The
-			// lock keeps fw in its claim, and Unlock gives them up.
-			if l == nil {
-				m.leaveLine(cfg, rkeys, fw)
+			// from replies that came after the outcome was known.
+			if l == nil && w.placed {
+				m.leave(ctx, cfg, rkeys, w)
 			}
 		}()
 	}
-	return m.attempts(ctx, cfg, &claim{keys: keys, rkeys: rkeys, fw: fw, line: line})
+	return m.attempts(ctx, cfg, &claim{keys: keys, rkeys: rkeys, waiter: w, line: line})
 }
 
-// acquireScripts holds the acquire script for each mix of fencing (1),
-// restart guard (2) and fairness (4).
-var acquireScripts = [8]*driver.Script{
-	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
-	script.FairAcquire, script.FairFencedAcquire, script.FairGuardedAcquire, script.FairGuardedFencedAcquire,
-}
+// acquireScripts holds the mutex's acquire script for each mix of fencing
+// (1) and restart guard (2).
+var acquireScripts = [4]*driver.Script{script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire}
 
 // acquireRequest builds an attempt's request: the acquire script, keys and
-// arguments that fencing, the restart guard and fairness (fw not nil) call
-// for. KEYS are the lock keys, their fencing counters, the line's keys and
-// the guard key, in this order; ARGV the secret, the TTL, the counters'
-// expiry, the guard window, the waiter's four arguments and announce's
-// flag. waiting says the caller will try again: refused by readers, the
-// attempt records its intent there, which keeps new readers out (see
-// [Manager.RLock]); every such attempt records it, also one that goes by
-// SET NX (see [plainAcquire.setNX]).
-func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, waiting bool) *round.Request {
+// arguments that fencing and the restart guard call for, and the waiter's
+// place in the nodes' lines (w, nil for a call that takes none). KEYS are
+// the lock keys, their fencing counters, their lines and the guard key, in
+// this order; ARGV the secret, the TTL, the counters' expiry, the guard
+// window, the waiter's five arguments and announce's flag. waiting says the
+// caller will try again: refused by readers, the attempt records its intent
+// there, which keeps new readers out (see [Manager.RLock]); every such
+// attempt records it, also one that goes by SET NX (see
+// [plainAcquire.setNX]). An election's grant is announced by two nodes,
+// for its observers.
+func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiting bool) *round.Request {
 	req := &round.Request{
-		Op: opLock, Keys: rkeys, Args: append(make([]string, 0, 8), secret, ttlMillis(cfg.ttl)),
+		Op: opLock, Keys: rkeys, Args: append(make([]string, 0, 10), secret, ttlMillis(cfg.ttl)),
 		Want: 1, Timeout: cfg.timeout(), Early: true,
 	}
 	mix := 0
@@ -199,19 +195,18 @@ func acquireRequest(cfg *config, rkeys []string, secret string, fw *fairWaiter, 
 		req.Args = append(req.Args, fenceExpiryArg(cfg))
 		mix |= 1
 	}
-	if fw != nil {
-		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LineKeys(rkeys[0])...)
-		mix |= 4
-	}
+	req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LinesOf(rkeys)...)
 	if cfg.restartGuard > 0 {
-		req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.GuardKey(rkeys[0]))
+		req.Keys = append(req.Keys, script.GuardKey(rkeys[0]))
 		req.Args = append(req.Args, ttlMillis(cfg.restartGuard))
 		mix |= 2
 	}
-	if fw != nil {
-		req.Args = append(req.Args, fw.args()...)
+	req.Args = append(req.Args, waiterArgs(cfg, w)...)
+	if cfg.observed {
+		req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waiting, Grants: true}, wake.Announcers(0))
+	} else {
+		req.Announce(script.Flag{WriterWaits: waiting}, 0)
 	}
-	req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waiting}, wake.Announcers(0)) // grants: nodes 0 and 1
 	req.Script = acquireScripts[mix]
 	return req
 }

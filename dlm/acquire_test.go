@@ -122,6 +122,16 @@ func TestTryLockVote(t *testing.T) {
 			// keys stay.
 			mayHold := 5 - strings.Count(tc.states, "H")
 			waitFor(t, "release on every node that may hold it", func() bool { return countAll(fs, "release") >= mayHold })
+			// A release is counted when it is sent; a node whose reply is
+			// lost runs it a moment later.
+			waitFor(t, "the releases run", func() bool {
+				for i, f := range fs {
+					if v, _, _ := f.get(rkey("k")); (v == "other") != (tc.states[i] == 'H') {
+						return false
+					}
+				}
+				return true
+			})
 			for i, f := range fs {
 				wantReleases := 1
 				if tc.states[i] == 'H' && !tc.ok {

@@ -425,6 +425,22 @@ func TestBadInputClosedManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// TryLock returns at a quorum: the grant's request to the slowest node
+	// may still be under way. Each node takes the key within its node
+	// timeout (a twentieth of the TTL); releaseBound covers it.
+	deadline := time.Now().Add(releaseBound)
+	for i, s := range srvs {
+		for {
+			v, err := s.Do("EXISTS", "redlock:{held}")
+			if err == nil && v == int64(1) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: EXISTS redlock:{held} = %v, %v %v after TryLock; want 1", i, v, err, releaseBound)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}

@@ -2,7 +2,6 @@ package dlm
 
 import (
 	"context"
-	"math/bits"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
@@ -15,25 +14,16 @@ import (
 // differs: its requests, its quorum, what its vote settles, and its name in
 // errors; the path does the rest the same way for all.
 type claim struct {
-	kind  *leaseKind  // nil for the mutex
-	keys  []string    // as the caller named them
-	rkeys []string    // the keys its requests name: the lock keys, or the lease's
-	fw    *fairWaiter // the mutex with fairness: its place in the nodes' lines
+	kind  *leaseKind // nil for the mutex
+	keys  []string   // as the caller named them
+	rkeys []string   // the keys its requests name: the lock keys, or the lease's
+	// waiter is a waiting call's place in the nodes' lines (the mutex's);
+	// nil for a call that takes none.
+	waiter *waiter
 	// line is the call's turn at the head of the manager's queue, nil
 	// outside it: the attempts it completes tell the callers queued behind
 	// it what keeps them waiting.
 	line *turn
-}
-
-// waiter is the id under which c's lock waits in the nodes' lines
-// (fairness), "" without one: the wake-ups of that line name it, and nodes
-// that did not grant the lock may still keep its place, which the release
-// gives up.
-func (c *claim) waiter() string {
-	if c.fw == nil {
-		return ""
-	}
-	return c.fw.id
 }
 
 // acquire makes one attempt at c's lock: its acquire request on every node
@@ -59,31 +49,22 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	key := keyName(c.keys)
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.addrs)
-		g := grant{secret: secret, token: uint64(token), granted: v.Granted, pend: pend}
+		g := grant{secret: secret, token: uint64(token), granted: v.Granted, pend: pend, waiterID: c.waiter.waiterID()}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same.
-	own := announcedGrants(req, v.MayHold(len(m.nodes), pend), len(c.rkeys))
-	m.rounds.ReleaseAttempt(ctx, c.releaseRequest(cfg, secret, &v, waiting), &v, pend)
+	released := m.rounds.ReleaseAttempt(ctx, c.releaseRequest(ctx, cfg, secret, waiting), &v, pend)
+	if c.waiter != nil {
+		c.waiter.placed = true // the release gives it its place back
+		c.waiter.released = released
+	}
 	qerr := c.failure(&v, opLock, len(m.nodes), q, v.Yes >= q)
-	qerr.ownGrants = own
 	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
 	if ctx.Err() != nil {
 		return nil, attemptStopped(ctx, c.what(), key, &v, qerr)
 	}
 	return nil, qerr
-}
-
-// announcedGrants is how many grants of an attempt's own its nodes may
-// have announced: one per key on each node in mayHold that announces
-// grants. It is an upper bound: a node that had not answered may have
-// refused, and one that took the SET NX path announced nothing.
-func announcedGrants(req *round.Request, mayHold uint64, keys int) int {
-	if req.Flag.Mode == script.Quiet {
-		return 0
-	}
-	return bits.OnesCount64(mayHold&req.Loud) * keys
 }
 
 // request is c's acquire request with secret: for the mutex, the script
@@ -93,8 +74,8 @@ func (c *claim) request(m *Manager, cfg *config, secret string, waiting bool) *r
 	if c.kind != nil {
 		return c.kind.acquireRequest(cfg, c.rkeys, secret)
 	}
-	req := acquireRequest(cfg, c.rkeys, secret, c.fw, waiting)
-	req.Plain = m.plainUsable(cfg, c.rkeys, c.fw)
+	req := acquireRequest(cfg, c.rkeys, secret, c.waiter, waiting)
+	req.Plain = m.plainUsable(cfg, c.rkeys, c.waiter)
 	return req
 }
 
@@ -108,10 +89,10 @@ func (c *claim) quorum(n int) int {
 
 // settle does what c's vote v calls for before it is judged, and returns
 // the fencing token of a grant (0 without fencing). For the mutex: a
-// refusal marks the keys contended (no SET NX for a while), a fair waiter
-// keeps the highest ticket the nodes gave it, and with fencing a quorum of
-// grants counts only once a quorum holds its token, which may lower v.Yes.
-// Leases have nothing to settle.
+// refusal marks the keys contended (no SET NX for a while), and gives the
+// waiter a place in line; with
+// fencing a quorum of grants counts only once a quorum holds its token,
+// which may lower v.Yes. Leases have nothing to settle.
 func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret string, v *round.Vote, q int) (token int64) {
 	if c.kind != nil {
 		return 0
@@ -119,8 +100,11 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	if v.No > 0 {
 		m.contend(c.rkeys)
 	}
-	if c.fw != nil {
-		c.fw.ticket = max(c.fw.ticket, v.Ticket)
+	if w := c.waiter; w != nil {
+		if v.No > 0 || v.Ticket > 0 {
+			w.placed = true
+		}
+		w.heldFor, w.unnamed = time.Duration(v.Left)*time.Millisecond, v.Open
 	}
 	if cfg.fencing && v.Yes >= q {
 		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)
@@ -128,26 +112,33 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	return token
 }
 
-// releaseRequest releases a failed attempt of c, announced by two of the
-// nodes that granted it. A mutex refused by a node is released without
-// announcement (but with fairness, whose release wakes the next in line):
-// another holder has the lock, and its release is what waiters wait for.
-// Announced, the release of keys the attempt took on nodes that holder
-// lacks would wake every waiter, this caller too, which would try again at
-// once, take the same keys and release them again: attempts at the pace of
-// a round trip instead of the retry delay, for as long as the holder keeps
-// the lock. A fair waiter keeps its place, and a writer that waits on
-// keeps its intent: the nodes that granted this attempt must not let new
-// readers in while it waits.
-func (c *claim) releaseRequest(cfg *config, secret string, v *round.Vote, waiting bool) *round.Request {
+// releaseRequest releases a failed attempt of c, and announces nothing: the
+// attempt's release must never wake anyone, its own caller least of all,
+// which would try again at once, take the same keys (those another holder
+// lacks) and release them again — attempts at the pace of a round trip
+// instead of the retry delay, for as long as the holder keeps the lock.
+// The mutex's waiter keeps its place in line, and, when a wake-up started
+// the attempt, the keys the nodes handed it stay reserved for it
+// ([script.ReleaseKeepTurn]). When ctx ended, the caller stops waiting: the
+// attempt is released as a lock is, which hands the keys on to the next in
+// line and takes the waiter out of the lines. A writer that waits on keeps its intent: the
+// nodes that granted this attempt must not let new readers in while it
+// waits.
+func (c *claim) releaseRequest(ctx context.Context, cfg *config, secret string, waiting bool) *round.Request {
 	if c.kind != nil {
-		return c.kind.releaseRequest(cfg, c.rkeys, secret, v.Granted)
+		return c.kind.releaseRequest(cfg, c.rkeys, secret, false)
 	}
-	req := releaseRequest(cfg, c.rkeys, secret, "", v.Granted, waiting)
-	if v.No > 0 && cfg.fair == nil {
-		req.Loud = 0
+	w, how := c.waiter, script.ReleaseAttempt
+	switch {
+	case w != nil && ctx.Err() != nil:
+		// The caller stops waiting: it leaves the lines, and what the
+		// attempt took, or a release handed to it, goes to the next in
+		// line, as the lock's release would.
+		how, waiting = script.ReleaseLock, false
+	case w != nil && w.woken:
+		how = script.ReleaseKeepTurn
 	}
-	return req
+	return releaseRequest(cfg, c.rkeys, secret, w, how, waiting)
 }
 
 // failure is the error of an operation op on c's lock among nodes whose

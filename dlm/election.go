@@ -76,7 +76,7 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		ext = *cfg.autoExtend
 	}
 	lopts := append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix), WithFencing(), WithAutoExtend(ext),
-		optionFunc(func(c *config) { c.secretSuffix = ":" + value }))
+		optionFunc(func(c *config) { c.secretSuffix, c.observed = ":"+value, true }))
 	// The lock is taken, and then extended, under lctx: ctx ends it while
 	// Campaign waits, and only the leadership's end afterwards.
 	lctx, end := context.WithCancel(context.WithoutCancel(ctx))

@@ -197,9 +197,6 @@ type QuorumError struct {
 	// what names the kind of lock in the message: "read lock" or
 	// "permit", "" for the mutex, whose operation names it.
 	what string
-	// ownGrants is how many grants of a refused attempt's own its nodes
-	// may have announced (see [announcedGrants]).
-	ownGrants int
 }
 
 func (e *QuorumError) Error() string {

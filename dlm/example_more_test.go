@@ -363,18 +363,18 @@ func (n fencingNode) Eval(ctx context.Context, s *driver.Script, keys, args []st
 		return nil, err
 	}
 	switch src := s.Source; {
-	case strings.Contains(src, "'PTTL'"): // status: KEYS are a lock key and its counter
+	case strings.Contains(src, "local reserved"): // status: KEYS are a lock key and its counter
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		pttl := int64(-2)
 		if _, ok := n.get(keys[0]); ok {
 			pttl = time.Until(n.keys[keys[0]].exp).Milliseconds()
 		}
-		return []any{pttl, n.counter(keys[1])}, nil
-	case strings.Contains(src, "'PX'") && strings.Contains(src, "nk / 2"): // fenced acquire
+		return []any{pttl, n.counter(keys[1]), int64(0)}, nil
+	case strings.Contains(src, fencedMark): // fenced acquire: KEYS are lock keys, counters, lines
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		locks, counters := keys[:len(keys)/2], keys[len(keys)/2:]
+		locks, counters := keys[:len(keys)/4], keys[len(keys)/4:len(keys)/2]
 		for _, k := range locks {
 			if v, ok := n.get(k); ok && v != args[0] {
 				return int64(0), nil

@@ -74,9 +74,10 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 		return n.lease(leaseOp(src), len(keys) > 1 && strings.HasSuffix(keys[1], ":readers"), keys, args)
 	}
 	switch {
-	case strings.Contains(src, "ARGV[1], 'PX'") && strings.Contains(src, "nk / 2"): // fenced acquire
+	case strings.Contains(src, fencedMark): // fenced acquire
 		return nil, errors.New("ERR script not supported by the example node")
 	case strings.Contains(src, "ARGV[1], 'PX'"): // acquire
+		keys = lockKeys(keys)
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && !heldBy(v, args[0]) {
 				if v == "dlm:readers" && strings.HasSuffix(args[len(args)-1], "w") { // a waiting writer
@@ -90,6 +91,7 @@ func (n *memNode) Eval(ctx context.Context, s *driver.Script, keys, args []strin
 		}
 		return n.setAll(keys, args)
 	case strings.Contains(src, "'DEL'"): // release
+		keys = lockKeys(keys)
 		var deleted int64
 		for _, k := range keys {
 			if v, ok := n.get(k); ok && heldBy(v, args[0]) {
@@ -172,6 +174,14 @@ func leaseOp(src string) string {
 	}
 	return "extend"
 }
+
+// fencedMark is a line only the fenced acquire scripts have.
+const fencedMark = "local fx = tonumber(ARGV[3])"
+
+// lockKeys are the lock keys among the keys of the mutex's acquire or
+// release: each comes with the two keys of its line of waiters, which the
+// example node does not keep (it never makes anyone wait).
+func lockKeys(keys []string) []string { return keys[:len(keys)/3] }
 
 // get returns the live value of key; n.mu is held.
 func (n *memNode) get(key string) (string, bool) {

@@ -53,8 +53,6 @@ type ForgedCall struct {
 	Script *driver.Script
 	Keys   []string
 	Args   []string
-	// Fair marks the scripts of WithFairness, which memlock refuses.
-	Fair bool
 }
 
 // ForgedCalls returns the calls of every script that takes a holder's
@@ -65,15 +63,16 @@ func ForgedCalls(k, secret string) []ForgedCall {
 	const ttl = "60000"
 	quiet := script.Flag{}.Arg()
 	line := script.LineKeys(k)
+	waiter := []string{"", ttl, "0", "100", "0"}
 	return []ForgedCall{
-		{Name: "acquire", Script: script.Acquire, Keys: []string{k}, Args: []string{secret, ttl, quiet}},
-		{Name: "fenced acquire", Script: script.FencedAcquire, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, ttl, "0", quiet}},
-		{Name: "release", Script: script.Release, Keys: []string{k}, Args: []string{secret, quiet}},
+		{Name: "acquire", Script: script.Acquire, Keys: append([]string{k}, line...), Args: append(append([]string{secret, ttl}, waiter...), quiet)},
+		{Name: "fenced acquire", Script: script.FencedAcquire, Keys: append([]string{k, script.FenceKey(k)}, line...), Args: append(append([]string{secret, ttl, "0"}, waiter...), quiet)},
+		{Name: "release", Script: script.Release, Keys: append([]string{k}, line...), Args: []string{secret, "", "0", ttl, ttl, script.ReleaseLock, quiet}},
 		{Name: "extend", Script: script.Extend, Keys: []string{k}, Args: []string{secret, ttl}},
 		{Name: "raise fence", Script: script.RaiseFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret, "99"}},
 		{Name: "read fence", Script: script.ReadFence, Keys: []string{k, script.FenceKey(k)}, Args: []string{secret}},
-		{Name: "fair acquire", Script: script.FairAcquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", quiet}, Fair: true},
-		{Name: "fair release", Script: script.FairRelease, Keys: append([]string{k}, line[:2]...), Args: []string{secret, "", quiet}, Fair: true},
+		{Name: "fair acquire", Script: script.Acquire, Keys: append([]string{k}, line...), Args: []string{secret, ttl, "", ttl, "0", "100", "1", quiet}},
+		{Name: "failed attempt's release", Script: script.Release, Keys: append([]string{k}, line...), Args: []string{secret, "", "0", ttl, ttl, script.ReleaseAttempt, quiet}},
 	}
 }
 

@@ -1,24 +1,17 @@
 package dlm
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/dlmgo/redlock/dlm/internal/round"
-	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // Fairness configures the first-come, first-served mode of [WithFairness].
 // The zero value uses the defaults.
 type Fairness struct {
 	// MaxWaiters bounds each lock's line on each node (default
-	// [DefaultMaxWaiters]): it has room for that many waiters besides the
-	// place of the holder, which keeps its place until it releases the
-	// lock. A waiter that finds the line full keeps retrying at its backoff
-	// without a place until there is room; it cannot jump the line
-	// meanwhile.
+	// [DefaultMaxWaiters]): it has room for that many waiters. A waiter
+	// that finds the line full keeps retrying at its backoff without a
+	// place until there is room; it cannot jump the line meanwhile.
 	MaxWaiters int
 	// Expiry is how long a waiter keeps its place without renewing it
 	// (default [DefaultPlaceExpiry]). Waiters renew their places at each
@@ -82,50 +75,4 @@ func (f *Fairness) expiry() time.Duration {
 		return DefaultPlaceExpiry
 	}
 	return f.Expiry
-}
-
-// fairWaiter is one Lock call's place in the lines of the nodes.
-type fairWaiter struct {
-	f  *Fairness
-	id string // "" for TryLock, which takes no place
-	// ticket is the largest ticket a node gave the waiter: passed to every
-	// node on the next attempt, it puts the waiter at the same place in
-	// every line.
-	ticket int64
-}
-
-// newFairWaiter returns a waiter with a random id of its own, drawn as a
-// secret is ([wake.IDLen] characters), by which a release wakes it alone.
-// The id is not a secret: the release announces it.
-func newFairWaiter(f *Fairness) (*fairWaiter, error) {
-	id, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
-	return &fairWaiter{f: f, id: id}, nil
-}
-
-// args are the fair acquire scripts' last four arguments.
-func (fw *fairWaiter) args() []string {
-	return []string{fw.id, ttlMillis(fw.f.expiry()), strconv.FormatInt(fw.ticket, 10), strconv.Itoa(fw.f.maxWaiters())}
-}
-
-// maxWait caps the pause between a waiter's attempts, which renew its place.
-func (fw *fairWaiter) maxWait() time.Duration { return fw.f.expiry() / 3 }
-
-// leaveLine gives up fw's place on every node, in the background, once the
-// requests of its last attempt have ended (within the node timeout), so
-// that none of them can give the place back afterwards. A place left
-// behind would hold the line up until it expires.
-func (m *Manager) leaveLine(cfg *config, rkeys []string, fw *fairWaiter) {
-	req := &round.Request{Op: opLock, Script: script.LeaveLine, Keys: script.LineKeys(rkeys[0])[:2], Args: []string{fw.id}, Want: 1, Timeout: cfg.timeout()}
-	m.work.Spawn(func() {
-		t := time.NewTimer(cfg.timeout())
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-m.done:
-		}
-		m.rounds.Poll(context.Background(), req)
-	})
 }

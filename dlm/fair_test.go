@@ -19,10 +19,18 @@ import (
 // waiters' retries (at most a third of it) are far slower than a wake-up.
 var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
 
-// lineLen returns how many waiters s keeps in key's line.
+// lineLen returns how many waiters s keeps in key's line whose places have
+// not ended (a place that ended is dropped when the line is next read for
+// its head).
 func lineLen(t *testing.T, s *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := s.Do("ZCARD", "redlock:{"+key+"}:line")
+	now, err := s.Do("TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, _ := strconv.ParseInt(now.([]any)[0].(string), 10, 64)
+	usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
+	v, err := s.Do("ZCOUNT", "redlock:{"+key+"}:waiters:end", "("+strconv.FormatInt(sec*1000+usec/1000, 10), "+inf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +50,8 @@ func awaitLine(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 		}
 		if time.Now().After(deadline) {
 			for i, s := range srvs {
-				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:line", "0", "-1", "WITHSCORES")
-				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:places", "0", "-1", "WITHSCORES")
+				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters", "0", "-1", "WITHSCORES")
+				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters:end", "0", "-1", "WITHSCORES")
 				k, _ := s.Do("GET", "redlock:{"+key+"}")
 				t.Logf("node %d: line %v places %v key %v", i, v, w, k)
 			}
@@ -101,7 +109,7 @@ func TestFairOrder(t *testing.T) {
 			granted <- i
 			l.Unlock(ctx)
 		}()
-		awaitLine(t, srvs, "fifo", int64(i+2)) // in line, behind the holder's place, before the next one asks
+		awaitLine(t, srvs, "fifo", int64(i+1)) // in line before the next one asks
 	}
 	released := time.Now()
 	if err := held.Unlock(ctx); err != nil {
@@ -131,7 +139,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	}
 	awaitHeld(t, srvs, "turns")
 	res := lockAsync(b, "turns")
-	awaitLine(t, srvs, "turns", 2) // behind the holder's place
+	awaitLine(t, srvs, "turns", 1)
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +178,8 @@ func TestFairDeadWaiter(t *testing.T) {
 		usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
 		end := sec*1000 + usec/1000 + 600
 		for _, cmd := range [][]string{
-			{"ZADD", "redlock:{dead}:line", "1", "ghost"},
-			{"SET", "redlock:{dead}:tickets", "1"},
-			{"ZADD", "redlock:{dead}:places", fmt.Sprint(end), "ghost"},
+			{"ZADD", "redlock:{dead}:waiters", "1", "ghost"},
+			{"ZADD", "redlock:{dead}:waiters:end", fmt.Sprint(end), "ghost"},
 		} {
 			if _, err := s.Do(cmd...); err != nil {
 				t.Fatal(err)
@@ -210,13 +217,13 @@ func TestFairLineBound(t *testing.T) {
 	for i := range 3 {
 		results = append(results, lockAsync(newWakeManager(t, srvs, opts...), "bounded"))
 		if i < 2 {
-			awaitLine(t, srvs, "bounded", int64(i+2)) // behind the holder's place
+			awaitLine(t, srvs, "bounded", int64(i+1))
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // the third retries about ten times
 	for i, s := range srvs {
-		if n := lineLen(t, s, "bounded"); n != 3 {
-			t.Errorf("node %d keeps %d places in a line bounded to 2 waiters and the holder's place", i, n)
+		if n := lineLen(t, s, "bounded"); n != 2 {
+			t.Errorf("node %d keeps %d places in a line bounded to 2 waiters", i, n)
 		}
 	}
 	held.Unlock(ctx)
@@ -344,9 +351,9 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 			}
 			if tc.held {
 				go lockThenUnlock(first, "first")
-				awaitLine(t, srvs, "kept", 2) // behind the holder's place
+				awaitLine(t, srvs, "kept", 1)
 				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
-				awaitLine(t, srvs, "kept", 3)
+				awaitLine(t, srvs, "kept", 2)
 				for _, n := range late {
 					n.delay.Store(int64(1500 * time.Millisecond))
 				}

@@ -26,7 +26,9 @@ const (
 	crossSlot       // refuse the script as a Redis Cluster refuses keys of several slots
 )
 
-// fakeNode is an in-memory driver.Node running the three lock scripts in Go.
+// fakeNode is an in-memory driver.Node running the three lock scripts in Go,
+// without the lines of waiters (a refused attempt takes no place, and a
+// release hands a key to nobody).
 // Time is time.Now, so it follows the fake clock in a testing/synctest bubble;
 // keys expire lazily. Faults, delay and keys may be changed at any time.
 type fakeNode struct {
@@ -145,12 +147,18 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	return res, err
 }
 
-// run executes the script called name; f.mu is held.
+// run executes the script called name; f.mu is held. The acquire and
+// release scripts take the lines of the lock keys after them (two keys
+// for each), which the fake node keeps no waiters in: only the lock keys
+// count.
 func (f *fakeNode) run(name string, keys, args []string) (any, error) {
 	if name == "" {
 		return nil, errors.New("NOSCRIPT No matching script. Please use EVAL")
 	}
 	secret := args[0]
+	if name != "extend" {
+		keys = keys[:len(keys)/3]
+	}
 	switch name {
 	case "acquire", "extend":
 		ms, err := strconv.Atoi(args[1])

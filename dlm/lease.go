@@ -9,7 +9,6 @@ import (
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
-	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // A leaseKind is a lock that several holders may share, each with a lease of
@@ -75,23 +74,35 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *
 	return req
 }
 
-// releaseRequest gives a lease back on every node, announced by two of the
-// nodes marked in loud.
-func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, loud uint64) *round.Request {
+// releaseRequest gives a lease back on every node. The release of a lease
+// obtained (real) is announced by every node: a read lock's last reader
+// hands the key on to the writer at the head of its line, and otherwise a
+// release is broadcast to the waiters of the lease. A failed attempt's
+// release announces nothing: it would wake its own caller (see
+// [claim.releaseRequest]).
+func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, real bool) *round.Request {
 	req := &round.Request{
-		Op: opUnlock, Script: k.unlock, Keys: lkeys, Args: append(make([]string, 0, 2), secret),
+		Op: opUnlock, Script: k.unlock, Keys: lkeys, Args: append(make([]string, 0, 3), secret),
 		Want: 1, Timeout: cfg.timeout(), Need: k.need,
 	}
-	req.Announce(script.Flag{Mode: script.Loud}, wake.Announcers(loud))
+	if k.intent {
+		req.Keys = append(lkeys[:len(lkeys):len(lkeys)], script.LineKeys(lkeys[0])...)
+		req.Args = append(req.Args, ttlMillis(cfg.reservation()))
+	}
+	if real {
+		req.Announce(cfg.loudFlag(), allNodes)
+	} else {
+		req.Announce(script.Flag{}, 0)
+	}
 	return req
 }
 
 // release releases l on every node, by the scripts of its kind.
 func (l *Lock) release(ctx context.Context) round.Vote {
 	if l.kind == nil {
-		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiter(), l.granted)
+		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiterID)
 	}
-	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, l.granted))
+	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, true))
 	return v
 }
 

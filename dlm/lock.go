@@ -51,6 +51,10 @@ type grant struct {
 	// announce its release; 0 when not known (Resume).
 	granted uint64
 	pend    *round.Pending // acquire requests still due when the lock was obtained
+	// waiterID is the id under which the lock waited in the nodes' lines,
+	// "" for none: a node that refused it may have handed it a key since,
+	// which the release frees.
+	waiterID string
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over

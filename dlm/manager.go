@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
@@ -23,6 +24,9 @@ import (
 // within its validity time. With one node it is the plain single-instance
 // lock. A Manager is safe for concurrent use; create one and share it.
 type Manager struct {
+	// id begins the ids of the manager's waiters, by which the releases
+	// name them on the manager's own wake channels.
+	id     string
 	nodes  []driver.Node
 	addrs  []string
 	owned  bool // Close closes the nodes (they came from Open)
@@ -97,7 +101,12 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.sharded = anySharded(nodes)
 	m.clusterNodes = clusterMask(nodes)
 	m.servers = newServers(len(nodes), m.clusterNodes, false)
-	m.waker = wake.New(m.nodes, m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
+	id, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	m.id = id[:script.ManagerIDLen]
+	m.waker = wake.New(m.id, m.nodes, m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(nodes)
 	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
 	m.extender = newExtender(m)

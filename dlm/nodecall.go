@@ -2,6 +2,8 @@ package dlm
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
@@ -46,8 +48,21 @@ func (m *Manager) nodeCalls() []round.Call {
 // evalCall runs the request's script on n with the arguments args gives.
 func evalCall(n driver.Node, args func(*round.Request) []string) round.Call {
 	return func(ctx context.Context, req *round.Request) (any, error) {
-		return n.Eval(ctx, req.Script, req.Keys, args(req))
+		v, err := n.Eval(ctx, req.Script, req.Keys, args(req))
+		return v, unauthenticated(err)
 	}
+}
+
+// unauthenticated returns err as a NOAUTH refusal when it is the one Redis
+// gives a client that sent no password a command of more than ten
+// arguments, as most of the scripts' calls are, instead of NOAUTH: without
+// a password set, the node requires one. Any other err is returned as it
+// is.
+func unauthenticated(err error) error {
+	if err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated multibulk length") {
+		return fmt.Errorf("NOAUTH Authentication required (%w)", err)
+	}
+	return err
 }
 
 // admitCall runs next on node i once the node is admitted (see

@@ -84,11 +84,11 @@ type leaderRead struct {
 
 // observe runs Observe's goroutine.
 func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out chan<- Observation) {
-	var wake, taken <-chan struct{}
+	var wake <-chan struct{}
 	if m.waker != nil {
-		if w := m.waker.Watch([]string{rkey}, ""); w != nil {
+		if w := m.waker.Watch([]string{rkey}, "", 1); w != nil {
 			defer w.Stop()
-			wake, taken = w.Woken(), w.Taken()
+			wake = w.Woken()
 			// A change announced before the subscriptions were made is in
 			// the first read.
 			w.Ready(ctx, cfg.timeout())
@@ -118,7 +118,6 @@ func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out cha
 			continue
 		case <-timer.C:
 		case <-wake:
-		case <-taken:
 		}
 		r := m.readLeader(ctx, cfg, rkey)
 		if ctx.Err() != nil {

@@ -59,6 +59,9 @@ type config struct {
 	// secretSuffix follows the random part of every secret: ":" and the
 	// leader's value for a campaign (see election.go), "" otherwise.
 	secretSuffix string
+	// observed marks an election's lock: its grants and releases are
+	// announced on the broadcast channel, for the observers (Observe).
+	observed bool
 	// extendWithCtx ends auto-extension with the context of the call that
 	// took the lock, as Do wants; otherwise it outlives that context.
 	extendWithCtx bool

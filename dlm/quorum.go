@@ -2,45 +2,60 @@ package dlm
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
-	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // The quorum round, the fan-out to the nodes, the counting of votes and
 // the release of what a failed round granted, is package round's
 // ([round.Round]); what follows is what package dlm asks of it.
 
-// release runs the release script on the nodes and waits for all of them.
-// It runs even when ctx is done, each node bounded by the node timeout,
-// because a key left behind blocks every other client for its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiter string, granted uint64) round.Vote {
-	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, waiter, granted, false))
+// release runs the release script on the nodes and waits for all of them:
+// each node frees the keys that hold secret (or are reserved for the
+// waiter whose id is waiterID, which obtained the lock, "" for none) and hands them on to the
+// head of their lines. It runs even when ctx is done, each node bounded by
+// the node timeout, because a key left behind blocks every other client for
+// its TTL.
+func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) round.Vote {
+	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false))
 	return v
 }
 
-// releaseRequest deletes the lock keys that hold secret, announced by two
-// of the nodes marked in loud. With fairness, it also gives up the place in
-// line of waiter, which obtained the lock ("" for none). It deletes a
-// writer's intent with each key, unless waits: the release of the failed
-// attempt of a writer that waits on, whose intent must stay (see
-// [script.Release]).
-func releaseRequest(cfg *config, rkeys []string, secret, waiter string, loud uint64, waits bool) *round.Request {
+// releaseRequest releases the lock keys that hold secret, the lock's
+// (how is [script.ReleaseLock]) or a failed attempt's, for the waiter w
+// (nil for none), as [script.Release] describes. The lock's release is announced by every node, which names the
+// waiter it hands a key to; a failed attempt's announces nothing. It
+// deletes a writer's intent with each key, unless waits: the release of the
+// failed attempt of a writer that waits on, whose intent must stay.
+func releaseRequest(cfg *config, rkeys []string, secret string, w *waiter, how string, waits bool) *round.Request {
+	var ticket int64
+	life := DefaultPlaceExpiry
+	if w != nil {
+		ticket, life = w.ticket, w.life
+	}
 	req := &round.Request{
-		Op: opUnlock, Script: script.Release, Keys: rkeys, Args: append(make([]string, 0, 3), secret),
+		Op: opUnlock, Script: script.Release, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
+		Args: append(make([]string, 0, 7), secret, w.waiterID(), strconv.FormatInt(ticket, 10), ttlMillis(life),
+			ttlMillis(cfg.reservation()), how),
 		Want: int64(len(rkeys)), Timeout: cfg.timeout(),
 	}
-	if cfg.fair != nil {
-		req.Script = script.FairRelease
-		req.Keys = append(rkeys[:len(rkeys):len(rkeys)], script.LineKeys(rkeys[0])[:2]...)
-		req.Args = append(req.Args, waiter)
+	if how == script.ReleaseLock {
+		req.Announce(cfg.loudFlag(), allNodes)
+	} else {
+		req.Announce(script.Flag{WriterWaits: waits}, 0)
 	}
-	req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waits}, wake.Announcers(loud))
 	return req
+}
+
+// loudFlag is the flag of a request that announces on every node: an
+// election's also announces to its observers.
+func (c *config) loudFlag() script.Flag {
+	return script.Flag{Mode: script.Loud, Grants: c.observed}
 }
 
 // quorumInTime reports whether v holds q yes that came within the validity of

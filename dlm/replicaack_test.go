@@ -67,12 +67,12 @@ func TestAckedScripts(t *testing.T) {
 			t.Errorf("acked(%s extension) = false; want true", name)
 		}
 	}
-	for _, s := range []*driver.Script{acquireScripts[7], script.RaiseFence} {
+	for _, s := range []*driver.Script{acquireScripts[3], script.RaiseFence} {
 		if !acked(&request{Script: s}) {
 			t.Errorf("acked(script %.8s) = false; want true", s.Hash)
 		}
 	}
-	for _, s := range []*driver.Script{script.Release, script.FairRelease, script.ReadRelease, script.PermitRelease, script.LeaveLine, script.Status, script.Leader} {
+	for _, s := range []*driver.Script{script.Release, script.ReadRelease, script.PermitRelease, script.Leave, script.Status, script.Leader} {
 		if acked(&request{Script: s}) {
 			t.Errorf("acked(script %.8s) = true; want false: it grants nothing", s.Hash)
 		}

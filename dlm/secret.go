@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"slices"
+	"strings"
 
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
@@ -26,10 +26,6 @@ func newSecret() (string, error) {
 // unpadded base64.
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
-// reservedValues are lock key values that are nobody's secret: the scripts
-// never take them for one (see owns in package script).
-var reservedValues = []string{script.ReadersMark}
-
 // checkSecret checks that s, a secret from outside (a [Handle]), has the
 // shape of one newSecret makes: secretLen characters of the URL-safe base64
 // alphabet that decode to secretBytes bytes, the unused bits of the last
@@ -38,7 +34,7 @@ func checkSecret(s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: Handle has no secret", ErrInvalid)
 	}
-	if slices.Contains(reservedValues, s) {
+	if strings.HasPrefix(s, script.ReservedPrefix) {
 		return fmt.Errorf("%w: Handle's secret is a reserved value, not a holder's secret", ErrInvalid)
 	}
 	if len(s) != secretLen {

@@ -277,11 +277,18 @@ func (s *secretSpy) OnEvent(_ context.Context, e *dlm.Event) {
 	s.sawValue("event "+e.Kind.String(), e)
 }
 
-// subscribed returns how many subscriptions to channel the nodes confirmed.
-func (s *secretSpy) subscribed(channel string) int {
+// subscribed returns how many subscriptions to channels beginning with
+// prefix the spy saw.
+func (s *secretSpy) subscribed(prefix string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.subs[channel]
+	n := 0
+	for ch, c := range s.subs {
+		if strings.HasPrefix(ch, prefix) {
+			n += c
+		}
+	}
+	return n
 }
 
 // count returns how many events of kind k the spy saw.

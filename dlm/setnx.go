@@ -38,7 +38,10 @@ import (
 // key any node refused within contendedFor goes through the script, which
 // also serves the retries of a waiting Lock that come sooner. The command is
 // sent only for a lock over one key, without fencing, fairness, the restart
-// guard or replica acknowledgements, whose scripts do more than SET. And it
+// guard or replica acknowledgements, whose scripts do more than SET, and
+// never for a waiter that has a place in the nodes' lines: a key handed to
+// it is reserved for it, which only the script takes, and the script
+// renews its place. And it
 // is sent to a node only after the node ran the acquire script once, so
 // that an ACL that refuses what the scripts need is reported by the first
 // Lock, not by an Unlock.
@@ -101,9 +104,9 @@ func (p *plainAcquire) slot(key string) *atomic.Int64 {
 
 // plainUsable reports whether an attempt of cfg on rkeys may send the
 // command: see [plainAcquire].
-func (m *Manager) plainUsable(cfg *config, rkeys []string, fw *fairWaiter) bool {
+func (m *Manager) plainUsable(cfg *config, rkeys []string, w *waiter) bool {
 	p := m.plain
-	return p != nil && len(rkeys) == 1 && !cfg.fencing && fw == nil && cfg.restartGuard == 0 &&
+	return p != nil && len(rkeys) == 1 && !cfg.fencing && cfg.fair == nil && (w == nil || !w.placed) && cfg.restartGuard == 0 &&
 		m.cfg.replicaAck == nil && p.slot(rkeys[0]).Load() <= p.now()
 }
 

@@ -122,7 +122,7 @@ func TestPlainAcquireOnlyForPlainLocks(t *testing.T) {
 		{"one key", []string{"k"}, nil, 3, true},
 		{"two keys", []string{"k1", "k2"}, nil, 0, true},
 		{"fencing", []string{"k"}, []Option{WithFencing()}, 0, false},
-		{"fairness", []string{"k"}, []Option{WithFairness(Fairness{})}, 0, false},
+		{"fairness", []string{"k"}, []Option{WithFairness(Fairness{})}, 0, true},
 		{"restart guard", []string{"k"}, []Option{WithRestartGuard(time.Second)}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,23 @@ func (c *attemptCounter) OnEvent(_ context.Context, e *dlm.Event) {
 	}
 }
 
+// awaitQuiet waits until c has counted no attempt for quiet, for at most
+// bound, and fails t otherwise: a waiter that started to listen tries once
+// more at once (a release may have come before it listened), and a count of
+// the attempts that something else starts begins after that one.
+func (c *attemptCounter) awaitQuiet(t *testing.T, quiet, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for last, since := c.n.Load(), time.Now(); time.Since(since) < quiet; time.Sleep(time.Millisecond) {
+		if n := c.n.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempts went on for %v; want a pause of %v", bound, quiet)
+		}
+	}
+}
+
 // reopensWithin is how many times a node's subscription may be opened again
 // within d while every one it opens is cut at once: the first pause is
 // dlm.MinReopen, and each one after doubles up to dlm.MaxReopen.

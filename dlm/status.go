@@ -15,6 +15,10 @@ type NodeStatus struct {
 	Node string
 	// Held reports whether the node holds the lock's key.
 	Held bool
+	// Reserved reports that no one holds the key on the node, but a
+	// release handed it to a waiting caller, whose next attempt takes it:
+	// the key stays reserved for at most two node timeouts. Held is false.
+	Reserved bool
 	// TTL is the key's remaining time to live on the node, when held.
 	TTL time.Duration
 	// Counter is the key's fencing counter on the node (0 without
@@ -48,14 +52,16 @@ func nodeStatus(addr string, res any, err error) NodeStatus {
 		return st
 	}
 	vals, ok := res.([]any)
-	if !ok || len(vals) != 2 {
+	if !ok || len(vals) != 3 {
 		st.Err = &NodeError{Node: addr, Err: fmt.Errorf("status script: unexpected reply of type %T", res)}
 		return st
 	}
 	pttl, _ := vals[0].(int64)
 	counter, _ := vals[1].(int64)
-	st.Held = pttl != -2
-	if pttl > 0 {
+	reserved, _ := vals[2].(int64)
+	st.Reserved = pttl != -2 && reserved == 1
+	st.Held = pttl != -2 && !st.Reserved
+	if pttl > 0 && st.Held {
 		st.TTL = time.Duration(pttl) * time.Millisecond
 	}
 	if counter > 0 {

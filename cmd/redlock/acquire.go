@@ -111,6 +111,9 @@ func (r *runner) acquire(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal) 
 	if r.cfg.fencing {
 		opts = append(opts, dlm.WithFencing())
 	}
+	if r.cfg.fair {
+		opts = append(opts, dlm.WithFairness(dlm.Fairness{}))
+	}
 	type result struct {
 		l   *dlm.Lock
 		err error

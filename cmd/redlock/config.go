@@ -29,6 +29,7 @@ type config struct {
 	wait         time.Duration // waitForever, or 0 for a single attempt
 	grace        time.Duration
 	fencing      bool
+	fair         bool // wait in the nodes' lines, first come, first served
 	shared       bool // a read lock
 	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
@@ -111,6 +112,8 @@ func runOptions(c *config) []option {
 			&durationValue{p: &c.grace}},
 		{"fencing", "REDLOCK_FENCING", "", "take a fencing token and pass it to COMMAND as REDLOCK_FENCE", "",
 			&boolValue{p: &c.fencing}},
+		{"fair", "REDLOCK_FAIR", "", "wait first come, first served across processes; every client of the lock must use it", "",
+			&boolValue{p: &c.fair}},
 		{"shared", "REDLOCK_SHARED", "", "take a read lock, shared with other readers; the lock without it is the write lock", "",
 			&boolValue{p: &c.shared}},
 		{"limit", "REDLOCK_LIMIT", "N", "take one of N permits of a semaphore named KEY; every holder must give the same N", "",
@@ -175,7 +178,7 @@ func parse(cmd string, opts []option, args []string, npos int, getenv func(strin
 			break
 		}
 	}
-	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}} {
+	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}, {"shared", "fair"}, {"limit", "fair"}} {
 		if err := exclusive(fs, pair...); err != nil {
 			return nil, nil, err
 		}

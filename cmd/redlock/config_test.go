@@ -41,10 +41,10 @@ func TestParseRun(t *testing.T) {
 			},
 		},
 		{
-			name: "flags before KEY", args: []string{"--ttl", "30s", "--wait=2m", "--fencing", "--nodes", "a:1,b:2", "job", "--", "make", "-j4"},
+			name: "flags before KEY", args: []string{"--ttl", "30s", "--wait=2m", "--fencing", "--fair", "--nodes", "a:1,b:2", "job", "--", "make", "-j4"},
 			key: "job", command: []string{"make", "-j4"},
 			check: func(c *config) string {
-				if c.ttl != 30*time.Second || c.wait != 2*time.Minute || !c.fencing || !slices.Equal(c.nodes, []string{"a:1", "b:2"}) {
+				if c.ttl != 30*time.Second || c.wait != 2*time.Minute || !c.fencing || !c.fair || !slices.Equal(c.nodes, []string{"a:1", "b:2"}) {
 					return "flags not applied"
 				}
 				return ""
@@ -165,6 +165,8 @@ func TestParseErrors(t *testing.T) {
 		{"flag without value", "run", []string{"job", "--ttl"}, nil, "needs an argument: --ttl"},
 		{"empty --nodes", "run", []string{"--nodes", ",", "job", "true"}, nil, "no node URL"},
 		{"--wait and --no-wait", "run", []string{"--wait", "1s", "--no-wait", "job", "true"}, nil, "--no-wait and --wait: give only one"},
+		{"--fair and --shared", "run", []string{"--fair", "--shared", "job", "true"}, nil, "give only one"},
+		{"--fair and --limit", "run", []string{"--fair", "--limit", "2", "job", "true"}, nil, "give only one"},
 		{"bad environment variable", "run", []string{"job", "true"}, []string{"REDLOCK_TTL=abc"}, `REDLOCK_TTL="abc"`},
 		{"bad switch variable", "status", []string{"job"}, []string{"REDLOCK_JSON=2"}, `REDLOCK_JSON="2"`},
 		{"REDLOCK_WAIT and REDLOCK_NO_WAIT", "run", []string{"job", "true"}, []string{"REDLOCK_WAIT=1s", "REDLOCK_NO_WAIT=1"}, "both set"},

@@ -34,7 +34,9 @@
 // With --shared, run takes a read lock on KEY, held together with other
 // readers; a run without it is the writer, which waits for the readers and
 // keeps new ones out meanwhile. With --limit N, KEY names a semaphore of N
-// permits and run takes one of them.
+// permits and run takes one of them. With --fair, the waiters of KEY take
+// the lock in the order they began to wait, across processes and machines;
+// every client of KEY must use it (not with --shared or --limit).
 //
 // Outside the foreground of a terminal (cron, systemd, scripts, CI) COMMAND
 // runs in a process group of its own, and signals go to the whole group,
@@ -124,6 +126,7 @@
 //	--fencing               pass REDLOCK_FENCE to COMMAND      REDLOCK_FENCING
 //	--shared                a read lock, shared by readers     REDLOCK_SHARED
 //	--limit N               one of N permits of semaphore KEY  REDLOCK_LIMIT
+//	--fair                  first come, first served           REDLOCK_FAIR
 //	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
 //	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
 //	--pass-nodes            pass REDLOCK_NODES to COMMAND      REDLOCK_PASS_NODES

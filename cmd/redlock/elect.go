@@ -140,6 +140,9 @@ func (r *runner) campaign(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal,
 	if r.cfg.wait == 0 {
 		opts = append(opts, dlm.WithRetry(1, nil))
 	}
+	if r.cfg.fair {
+		opts = append(opts, dlm.WithFairness(dlm.Fairness{}))
+	}
 	type result struct {
 		ld  *dlm.Leadership
 		err error

@@ -36,6 +36,10 @@ type nodeReport struct {
 	Node string `json:"node"`
 	// Held reports whether the node holds the key.
 	Held bool `json:"held"`
+	// Reserved reports that no one holds the key on the node, but a release
+	// handed it to a waiting caller, whose next attempt takes it (for at
+	// most two node timeouts).
+	Reserved bool `json:"reserved,omitempty"`
 	// TTLMillis is the key's remaining time to live in milliseconds, or 0.
 	TTLMillis int64 `json:"ttl_ms"`
 	// Fence is the key's fencing counter on the node, or 0.
@@ -114,7 +118,7 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 func newStatusReport(key string, st []dlm.NodeStatus, pw secrets) *statusReport {
 	rep := &statusReport{Key: key, Quorum: quorum(len(st)), Nodes: make([]nodeReport, len(st))}
 	for i, n := range st {
-		nr := nodeReport{Node: n.Node, Held: n.Held, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter}
+		nr := nodeReport{Node: n.Node, Held: n.Held, Reserved: n.Reserved, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter}
 		if n.Err != nil {
 			nr.Error = pw.scrub(n.Err).Error()
 			rep.Failed++
@@ -149,6 +153,8 @@ func (rep *statusReport) writeTable(w io.Writer) error {
 		switch {
 		case n.Error != "":
 			held = "?"
+		case n.Reserved:
+			held = "reserved"
 		case n.Held:
 			held = "yes"
 			if n.TTLMillis > 0 {

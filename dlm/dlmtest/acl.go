@@ -29,17 +29,19 @@ import (
 //	+strlen                    an election's observers (Manager.Observe)
 //	                           measure the leader's value before they read
 //	                           it, and never read one that is too long
-//	+time +info                the acquire scripts of WithRestartGuard read
-//	                           the node's clock and uptime; Open reads the
+//	+time +info                the scripts read the node's clock (the places
+//	                           in the lines of waiters), and those of
+//	                           WithRestartGuard its uptime; Open reads the
 //	                           node's run_id, to recognise a server named
 //	                           twice
-//	+zadd +zrem +zrange        WithFairness keeps each lock's line of
-//	+zrangebyscore +zscore     waiters in two sorted sets and a ticket
-//	+zcard +incr               counter (":line", ":places", ":tickets")
-//	+publish +pubsub|numsub    the release and acquire scripts announce
-//	                           releases and grants on the key's wake
-//	                           channel, with the number of listeners, for
-//	                           waking waiters
+//	+zadd +zrem +zrange        each lock key's line of waiters, two sorted
+//	+zrangebyscore +zscore     sets (":waiters", ":waiters:end")
+//	+zcard
+//	+publish +pubsub|numsub    a release names the waiter it hands a key to
+//	                           on its manager's channel, and announces on
+//	                           the key's broadcast channel, with the number
+//	                           of listeners, a release that handed the key
+//	                           to nobody and an election's grants
 //	+subscribe +unsubscribe    waiting clients listen on wake channels, on a
 //	                           connection of their own, for waking waiters
 //	+ping                      sent by Open in the goredis and redigo
@@ -61,7 +63,7 @@ func LeastPrivilegeRules(prefix string) []string {
 		"+evalsha", "+eval",
 		"+get", "+set", "+del", "+pexpire", "+pttl", "+strlen",
 		"+time", "+info",
-		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard", "+incr",
+		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard",
 		"+publish", "+pubsub|numsub", "+subscribe", "+unsubscribe",
 		"+ping",
 	}

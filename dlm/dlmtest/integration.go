@@ -317,8 +317,25 @@ func testFailsWithMajorityDown(t *testing.T, c *cluster) {
 	}
 }
 
+// connect takes and releases key's lock with the suite's node timeout, so
+// that every node has dialed (a cluster node has also read its map of
+// slots) before an attempt whose node timeout is a round trip's margin,
+// too short for a first dial on a loaded machine.
+func (c *cluster) connect(t *testing.T, key string) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := c.m.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock(%q) to connect the nodes: %v", key, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock(%q) after connecting the nodes: %v", key, err)
+	}
+}
+
 func testExtendAfterExpiry(t *testing.T, c *cluster) {
 	ctx := context.Background()
+	c.connect(t, "short")
 	l, err := c.m.TryLock(ctx, "short", dlm.WithTTL(200*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -336,6 +353,7 @@ func testExtendAfterExpiry(t *testing.T, c *cluster) {
 
 func testUnlockAfterExpiry(t *testing.T, c *cluster) {
 	ctx := context.Background()
+	c.connect(t, "handover")
 	a, err := c.m.TryLock(ctx, "handover", dlm.WithTTL(200*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -99,8 +99,8 @@ func (s *secure) testWithoutPubSub(t *testing.T) {
 		s.sawErr(err)
 		t.Errorf("waiter's Lock(quiet), then Unlock as %s = %v", quietUser, err)
 	}
-	// The release is announced by two nodes, the first to grant the lock:
-	// node 0 among them, since every node held it.
+	// Every node announces the release: it names the waiter it hands the
+	// key to.
 	s.awaitDenial(t, s.servers[0], quietUser, "command publish")
 	if s.subscriber(t) {
 		for _, srv := range s.servers {
@@ -109,28 +109,42 @@ func (s *secure) testWithoutPubSub(t *testing.T) {
 	}
 }
 
-// listening reports whether every server has a subscriber to the wake
-// channel of key.
+// listening reports whether every server has a subscriber to a wake
+// channel of key: its broadcast channel or a manager's.
 func (s *secure) listening(t *testing.T, key string) bool {
 	t.Helper()
 	for _, srv := range s.servers {
-		v, err := srv.Do("PUBSUB", "NUMSUB", dlm.DefaultKeyPrefix+"{"+key+"}:wake")
-		if err != nil {
-			t.Fatalf("PUBSUB NUMSUB on %s: %v", srv.Addr(), err)
-		}
-		if r, _ := v.([]any); len(r) != 2 || r[1] == int64(0) {
+		if subscribersOf(t, srv, dlm.DefaultKeyPrefix+"{"+key+"}:wake*", false) == 0 {
 			return false
 		}
 	}
 	return true
 }
 
+// managerChannel returns the channel of key on which the releases name the
+// waiters of the one manager that listens there.
+func (s *secure) managerChannel(t *testing.T, key string) string {
+	t.Helper()
+	pattern := dlm.DefaultKeyPrefix + "{" + key + "}:wake:*"
+	v, err := s.servers[0].Do("PUBSUB", "CHANNELS", pattern)
+	if err != nil {
+		t.Fatalf("PUBSUB CHANNELS on %s: %v", s.servers[0].Addr(), err)
+	}
+	if chans, _ := v.([]any); len(chans) == 1 {
+		ch, _ := chans[0].(string)
+		return ch
+	}
+	t.Fatalf("PUBSUB CHANNELS %s = %v; want one manager's channel", pattern, v)
+	return ""
+}
+
 // Payloads a client with [LeastPrivilegeRules] may publish on a wake
 // channel.
 var (
-	// overflowingCounts are releases whose counts, times an attempt's
-	// duration, overflow: for 2^59+2, to a product that is not positive for
-	// about half of all attempts. Waiters read them, capped.
+	// overflowingCounts are broadcast releases whose counts, times an
+	// attempt's duration, overflow: for 2^59+2, to a product that is not
+	// positive for about half of all attempts. On a manager's channel, which
+	// carries waiters' ids alone, they are malformed.
 	overflowingCounts = []string{"r" + strings.Repeat("9", 18), "r922337203685477580", "r576460752303423490"}
 	// malformedWakes are negative and malformed counts, a count too long to
 	// be one, bytes that are not ASCII, garbage of a fair waiter id's
@@ -147,12 +161,13 @@ var (
 const malformedLog = "malformed wake message ignored"
 
 // testHostilePublish publishes hostile payloads, as a user with
-// [LeastPrivilegeRules], on the wake channel of a key another manager's
-// waiter waits for. Releases with overflowing counts, from one server at a
-// time, wake the waiter into an attempt each and must not make it panic;
-// malformed payloads, from every server, must wake it into none and be
-// logged; and the waiter must get the lock once it is released — woken by
-// the release when the nodes implement [driver.Subscriber].
+// [LeastPrivilegeRules], on the channel where the releases name the waiters
+// of a manager that waits for a key: releases with overflowing counts,
+// grants, negative and malformed counts, another manager's waiter's id,
+// bytes that are not ASCII and a long payload, from every server. None is
+// the id of a waiter of that manager: they must wake its waiter into no
+// attempt, and be logged; and the waiter must get the lock once it is
+// released — named by the release.
 func (s *secure) testHostilePublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -195,52 +210,17 @@ func (s *secure) testHostilePublish(t *testing.T) {
 			}
 		}
 	}
-	await("waiter's first attempt, subscribed on every server", func() bool { return w.attempts.Load() >= 1 && s.listening(t, "hostile") })
-	channel := dlm.DefaultKeyPrefix + "{hostile}:wake"
-	// A release heard while the waiter's previous attempt is still under
-	// way finds no watcher to wake; the count is published again until an
-	// attempt follows it.
-	for range 4 {
-		for _, p := range overflowingCounts {
-			before := w.attempts.Load()
-			woke := func() bool { return w.attempts.Load() > before }
-			for try := 0; !woke(); try++ {
-				if try == 20 {
-					t.Fatalf("waiter not woken by %q into an attempt after 20 publications", p)
-				}
-				s.publish(t, s.servers[0], channel, p)
-				for deadline := time.Now().Add(200 * time.Millisecond); !woke() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-					select {
-					case r := <-done:
-						s.sawErr(r.err)
-						t.Fatalf("waiter's Lock(hostile) returned (%v) while the lock was held, after hostile wake messages", r.err)
-					default:
-					}
-				}
-			}
-		}
-	}
-	// The last release's attempt may start a moment after await saw the
-	// one before it: count from once the attempts have settled, no new one
-	// for half a second (more than a release's spread, 25 ms at most, and
-	// an attempt's start on a loaded machine).
-	last, stable := w.attempts.Load(), time.Now()
-	for end := stable.Add(10 * time.Second); time.Since(stable) < 500*time.Millisecond; time.Sleep(20 * time.Millisecond) {
-		if n := w.attempts.Load(); n != last {
-			last, stable = n, time.Now()
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the waiter's attempts did not settle within 10s of the last release (%d)", last)
-		}
-	}
+	await("waiter's first attempts, subscribed on every server", func() bool { return w.attempts.Load() >= 2 && s.listening(t, "hostile") })
+	channel := s.managerChannel(t, "hostile")
+	hostile := append(append([]string{"", "t", "r5", strings.Repeat("O", 11) + strings.Repeat("w", 11)}, overflowingCounts...), malformedWakes...)
 	logged, tried := strings.Count(s.log.String(), malformedLog), w.attempts.Load()
 	for _, srv := range s.servers {
-		s.publish(t, srv, channel, malformedWakes...)
+		s.publish(t, srv, channel, hostile...)
 	}
-	want := logged + len(malformedWakes)*len(s.servers)
+	want := logged + len(hostile)*len(s.servers)
 	await(fmt.Sprintf("waiter logging %d malformed wake messages", want-logged), func() bool { return strings.Count(s.log.String(), malformedLog) >= want })
 	if got := w.attempts.Load() - tried; got != 0 {
-		t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
+		t.Errorf("hostile wake messages woke the waiter into %d attempts; want none", got)
 	}
 	s.releaseToWaiter(t, ctx, "hostile", holder, done, true)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // wakeRetry is the waiter's retry pace in testWakeOnRelease: a waiter that
@@ -73,30 +74,20 @@ func testWakeOnRelease(t *testing.T, c *cluster) {
 	}
 }
 
-// awaitSubscribers waits until every node has a subscriber to key's wake
-// channel (a shard channel on one of its masters, for a Redis Cluster).
+// awaitSubscribers waits until every node has a subscriber to one of key's
+// wake channels — its broadcast channel, or a manager's channel on which the
+// releases name its waiters (shard channels on one of its masters, for a
+// Redis Cluster).
 func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 	t.Helper()
-	channel := suitePrefix + "{" + key + "}:wake"
+	pattern := suitePrefix + "{" + key + "}:wake*"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		all := true
 		for _, node := range c.servers {
 			subs := int64(0)
 			procs, sharded := processes(node)
 			for _, s := range procs {
-				// A Redis Cluster node's waiters listen on shard channels.
-				sub := "NUMSUB"
-				if sharded {
-					sub = "SHARDNUMSUB"
-				}
-				v, err := s.Do("PUBSUB", sub, channel)
-				if err != nil {
-					t.Fatalf("PUBSUB %s on %s: %v", sub, s.Addr(), err)
-				}
-				if reply, _ := v.([]any); len(reply) == 2 {
-					n, _ := reply[1].(int64)
-					subs += n
-				}
+				subs += subscribersOf(t, s, pattern, sharded)
 			}
 			if subs == 0 {
 				all = false
@@ -106,7 +97,35 @@ func (c *cluster) awaitSubscribers(t *testing.T, key string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no subscriber to %s on every node after 10s", channel)
+			t.Fatalf("no subscriber to %s on every node after 10s", pattern)
 		}
 	}
+}
+
+// subscribersOf returns how many subscribers s has to the channels that
+// match pattern: shard channels when sharded (a Redis Cluster's waiters
+// listen on those).
+func subscribersOf(t *testing.T, s *redistest.Server, pattern string, sharded bool) int64 {
+	t.Helper()
+	list, count := "CHANNELS", "NUMSUB"
+	if sharded {
+		list, count = "SHARDCHANNELS", "SHARDNUMSUB"
+	}
+	v, err := s.Do("PUBSUB", list, pattern)
+	if err != nil {
+		t.Fatalf("PUBSUB %s on %s: %v", list, s.Addr(), err)
+	}
+	var subs int64
+	for _, ch := range v.([]any) {
+		name, _ := ch.(string)
+		v, err := s.Do("PUBSUB", count, name)
+		if err != nil {
+			t.Fatalf("PUBSUB %s on %s: %v", count, s.Addr(), err)
+		}
+		if reply, _ := v.([]any); len(reply) == 2 {
+			n, _ := reply[1].(int64)
+			subs += n
+		}
+	}
+	return subs
 }

@@ -3,29 +3,9 @@ package memlock
 import (
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
-
-// extendLock is the mutex's extend script, the Lua's extendLock: the lock
-// keys' TTL set to ttl ms if every one holds secret, 1; otherwise nothing
-// changed, 0. n.mu is held.
-func (n *Node) extendLock(keys []string, secret, ttl string) (int64, error) {
-	d, err := millis(ttl)
-	if err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if v, _ := n.get(k); !owns(v, secret) {
-			return 0, nil
-		}
-	}
-	for _, k := range keys {
-		n.keys[k] = entry{val: secret, exp: time.Now().Add(d)}
-	}
-	return 1, nil
-}
 
 // errBatch is the failure of a batched extension whose arguments do not
 // describe its keys, as the Lua would fail on them.
@@ -70,7 +50,7 @@ func (n *Node) extendBatch(keys, args []string) (any, error) {
 					return nil, errBatch
 				}
 				if own, keys, err = splitKeys(keys, k); err == nil {
-					r, err = n.extendLock(own, secret, ttl)
+					r, err = n.extend(own, []string{secret, ttl})
 				}
 			}
 			if err != nil {

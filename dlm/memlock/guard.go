@@ -7,10 +7,13 @@ import (
 
 // guarded runs body, a guarded script's body, behind the restart guard's
 // prelude: keys end with the guard key, which body does not get, and
-// window is the guard's window (ms). It returns -1, as the Lua does, while
-// the guard holds the node back. n.mu is held.
-func (n *Node) guarded(keys []string, window string, body func(keys []string) (any, error)) (any, error) {
-	back, err := n.guard(keys[len(keys)-1], window)
+// args[window] is the guard's window (ms). It returns -1, as the Lua does,
+// while the guard holds the node back. n.mu is held.
+func (n *Node) guarded(keys, args []string, window int, body func(keys []string) (any, error)) (any, error) {
+	if len(keys) == 0 || window >= len(args) {
+		return nil, errTooFewArgs
+	}
+	back, err := n.guard(keys[len(keys)-1], args[window])
 	switch {
 	case err != nil:
 		return nil, err
@@ -44,6 +47,9 @@ func (n *Node) guard(key, window string) (bool, error) {
 		safe = now - (up-1)*1000 + w
 	}
 	life := time.Duration(max(safe-now, 0)+w) * time.Millisecond
-	n.keys[key] = entry{val: strconv.FormatInt(safe, 10), exp: time.Now().Add(life)}
+	if life <= 0 {
+		return false, errInvalidExpire
+	}
+	n.set(key, strconv.FormatInt(safe, 10), life)
 	return now < safe, nil
 }

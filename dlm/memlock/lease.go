@@ -1,8 +1,6 @@
 package memlock
 
 import (
-	"errors"
-	"strconv"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/script"
@@ -51,18 +49,28 @@ func (n *Node) readExtend(keys, args []string) (any, error) {
 	return n.renew(keys[1], keys[:1], args[0], nowMillis(), ttl), nil
 }
 
-// readRelease is the read lock's release script: KEYS are the lock key and
-// the readers' set, ARGV the secret and announce's flag. The last reader out
-// deletes the key and announces the release. n.mu is held.
+// readRelease is the read lock's release script: KEYS are the lock key,
+// the readers' set and the lock key's line; ARGV the secret, how long a key
+// handed on stays reserved (ms) and announce's flag. The last reader out
+// deletes the key and hands it on to the head of its line, a writer, or,
+// with nobody in line, broadcasts the release. n.mu is held.
 func (n *Node) readRelease(keys, args []string) (any, error) {
-	now := nowMillis()
+	if len(keys) < 4 || len(args) == 0 {
+		return nil, errTooFewArgs
+	}
+	a, now := n.announcerOf(args), nowMillis()
 	removed := n.zrem(keys[1], args[0])
 	if v, _ := n.get(keys[0]); v != script.ReadersMark {
 		return removed, nil
 	}
 	if n.spanLeases(keys[1], keys[:1], now) {
-		loud, _ := announceFlag(args)
-		n.announceRelease(keys[0], loud)
+		handed, err := n.handOn(keys[0], lineAt(keys, 2, 0), argNumber(args, 1), a, now)
+		if err != nil {
+			return nil, err
+		}
+		if !handed {
+			a.broadcast(keys[0])
+		}
 	}
 	return removed, nil
 }
@@ -103,14 +111,16 @@ func (n *Node) permitExtend(keys, args []string) (any, error) {
 
 // permitRelease is the semaphore's release script: KEYS[0] is the set of
 // permits, ARGV the secret and announce's flag. A permit given back is
-// announced. n.mu is held.
+// broadcast, as the script's doc comment says. (Its Lua calls announce,
+// which package script no longer defines, so that on Redis the script fails
+// once it has removed the permit: the parity cases mark it as a known bug of
+// the Lua.) n.mu is held.
 func (n *Node) permitRelease(keys, args []string) (any, error) {
 	now := nowMillis()
 	removed := n.zrem(keys[0], args[0])
 	n.spanLeases(keys[0], nil, now)
 	if removed > 0 {
-		loud, _ := announceFlag(args)
-		n.announceRelease(keys[0], loud)
+		n.announcerOf(args).broadcast(keys[0])
 	}
 	return removed, nil
 }
@@ -166,60 +176,4 @@ func (n *Node) dropEnded(set string, now int64) {
 	if s != nil && len(s) == 0 {
 		delete(n.keys, set)
 	}
-}
-
-// zset returns the live sorted set at key, nil when there is none. n.mu is
-// held.
-func (n *Node) zset(key string) map[string]int64 {
-	if _, ok := n.get(key); !ok {
-		return nil
-	}
-	return n.keys[key].set
-}
-
-// zadd is ZADD: member's score in the set at key, created without expiry
-// when missing. n.mu is held.
-func (n *Node) zadd(key, member string, score int64) {
-	s := n.zset(key)
-	if s == nil {
-		s = map[string]int64{}
-		n.keys[key] = entry{set: s}
-	}
-	s[member] = score
-}
-
-// zrem is ZREM of one member: 1 when it was in the set at key, which is
-// deleted once empty. n.mu is held.
-func (n *Node) zrem(key, member string) int64 {
-	s := n.zset(key)
-	if _, ok := s[member]; !ok {
-		return 0
-	}
-	delete(s, member)
-	if len(s) == 0 {
-		delete(n.keys, key)
-	}
-	return 1
-}
-
-// pexpire is PEXPIRE: key's TTL set to d, when key exists. n.mu is held.
-func (n *Node) pexpire(key string, d time.Duration) {
-	if _, ok := n.get(key); !ok {
-		return
-	}
-	e := n.keys[key]
-	e.exp = time.Now().Add(d)
-	n.keys[key] = e
-}
-
-// nowMillis is the node's clock in ms, as the scripts read it from TIME.
-func nowMillis() int64 { return time.Now().UnixMilli() }
-
-// number reads an integer argument, as the scripts' tonumber does.
-func number(arg string) (int64, error) {
-	v, err := strconv.ParseInt(arg, 10, 64)
-	if err != nil {
-		return 0, errors.New("ERR memlock: argument " + strconv.Quote(arg) + " is not an integer")
-	}
-	return v, nil
 }

@@ -14,10 +14,11 @@
 // clock stands for the node's: under [dlm.WithFenceExpiry] fencing counters
 // expire, and a counter lost to [Node.FlushAll] or expired starts again from
 // the clock in microseconds, as on Redis, so tokens keep growing. Waiters
-// are woken by the node's announcements of releases, as on Redis.
+// wait in the node's lines of waiters, as on Redis: a release hands a key to
+// the head of its line and names that waiter on its manager's channel, and
+// [dlm.WithFairness] keeps the order of the lines.
 //
-// What it does not model: [dlm.WithFairness] (its scripts are refused with a
-// node error), network latency, and node restarts other than
+// What it does not model: network latency, and node restarts other than
 // [Node.FlushAll]: under [dlm.WithRestartGuard] the node keeps its guard
 // keys as Redis does, but counts as up since long before any window, so
 // the guard never holds it back. Use dlmtest's real-Redis harness to test

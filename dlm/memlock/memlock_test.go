@@ -139,22 +139,6 @@ func TestFlushAllDoubleGrant(t *testing.T) {
 	}
 }
 
-// TestFairnessRefused checks that the scripts memlock does not run are
-// refused with a node error, never mistaken for another script.
-func TestFairnessRefused(t *testing.T) {
-	t.Parallel()
-	m, err := memlock.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	_, err = m.TryLock(context.Background(), "k", dlm.WithFairness(dlm.Fairness{}))
-	var nerr *dlm.NodeError
-	if !errors.As(err, &nerr) || !errors.Is(err, dlm.ErrUnavailable) {
-		t.Errorf("TryLock with fairness = %v; want a node error (ErrUnavailable)", err)
-	}
-}
-
 // TestElection runs an election in memory: Observe sees the leader's
 // value, and its end.
 func TestElection(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/redistest"
@@ -34,14 +33,41 @@ const (
 	endMark = "end-of-case"
 )
 
-// parityKeys are the keys whose state every case compares.
-var parityKeys = []string{
+// The waiters of the parity cases: ids of script.WaiterIDLen characters
+// whose first script.ManagerIDLen are their manager's; w1 and w3 are of one
+// manager.
+var (
+	mgrA = strings.Repeat("A", script.ManagerIDLen)
+	mgrB = strings.Repeat("B", script.ManagerIDLen)
+	w1   = mgrA + strings.Repeat("1", script.WaiterIDLen-script.ManagerIDLen)
+	w2   = mgrB + strings.Repeat("2", script.WaiterIDLen-script.ManagerIDLen)
+	w3   = mgrA + strings.Repeat("3", script.WaiterIDLen-script.ManagerIDLen)
+)
+
+// parityKeys are the keys whose state every case compares: the lock keys,
+// the keys beside them, and their lines.
+var parityKeys = slices.Concat([]string{
 	pk, script.FenceKey(pk), script.GuardKey(pk), readers, script.IntentKey(pk), permits,
-	pk2, script.FenceKey(pk2),
+	pk2, script.FenceKey(pk2), script.IntentKey(pk2),
+}, script.LinesOf([]string{pk, pk2}))
+
+// ticketKeys are the parity keys whose sorted sets are scored by tickets,
+// compared exactly, not as readings of the clock.
+var ticketKeys = []string{script.LineKeys(pk)[0], script.LineKeys(pk2)[0]}
+
+// managerChannels are the channels on which the releases name the waiters
+// of the cases' two managers.
+var managerChannels = []string{
+	script.ManagerChannel(pk, mgrA), script.ManagerChannel(pk, mgrB),
+	script.ManagerChannel(pk2, mgrA), script.ManagerChannel(pk2, mgrB),
 }
 
-// parityChannels are the wake channels every case listens on.
-var parityChannels = []string{script.WakeChannel(pk), script.WakeChannel(pk2), script.WakeChannel(permits)}
+// parityChannels are the wake channels every case listens on in its first
+// run: the lock keys' broadcast channels and their managers' channels. A
+// release hands a key to a waiter only while nobody listens on its
+// broadcast channel, so every case runs again listening on the managers'
+// channels alone.
+var parityChannels = append([]string{script.WakeChannel(pk), script.WakeChannel(pk2), script.WakeChannel(permits)}, managerChannels...)
 
 // preset is a key a case sets before running its script, on both nodes.
 type preset struct {
@@ -50,8 +76,9 @@ type preset struct {
 	// at makes the value the node's clock in ms plus at, when not 0.
 	at int64
 	// zset makes the key a sorted set: members and their scores, in ms from
-	// now.
+	// now, or the scores themselves with tickets.
 	zset    map[string]int64
+	tickets bool
 	ttl     int64 // ms; 0 for none
 	expired bool  // the key expires (1 ms) before the script runs
 }
@@ -70,6 +97,9 @@ type parityCase struct {
 	clock bool
 	// id marks the server-id script, whose reply is each server's own.
 	id bool
+	// clockTicket marks a case whose waiter's ticket, in its reply and in
+	// the lines, is the node's clock in µs: it gave no valid one.
+	clockTicket bool
 }
 
 func str(key, val string, ttl int64) preset { return preset{key: key, val: val, ttl: ttl} }
@@ -81,6 +111,14 @@ func zset(key string, ttl int64, members map[string]int64) preset {
 // guardAt is a guard key holding the node's time plus at ms.
 func guardAt(at int64) preset { return preset{key: script.GuardKey(pk), at: at} }
 
+// score is what a preset sorted set holds for at at the node time now.
+func (p preset) score(at, now int64) int64 {
+	if p.tickets {
+		return at
+	}
+	return now + at
+}
+
 // readersIn is the read lock held by the readers of members.
 func readersIn(members map[string]int64) []preset {
 	top := int64(1)
@@ -88,184 +126,6 @@ func readersIn(members map[string]int64) []preset {
 		top = max(top, end)
 	}
 	return []preset{str(pk, script.ReadersMark, top), zset(readers, top, members)}
-}
-
-func parityCases() []parityCase {
-	fenced := []string{pk, script.FenceKey(pk)}
-	guarded := []string{pk, script.GuardKey(pk)}
-	rkeys := []string{pk, readers, script.IntentKey(pk)}
-	loud, quiet, waits := script.Flag{Mode: script.Loud}.Arg(), script.Flag{}.Arg(), script.Flag{Mode: script.Loud, WriterWaits: true}.Arg()
-	held := func(k, v string) preset { return str(k, v, 5000) }
-	intent := str(script.IntentKey(pk), "1", 5000)
-	// leaderMax is the bound of a leader's key: a secret, ':' and the
-	// longest leader value.
-	leaderMax := []string{strconv.Itoa(len(secret) + 1 + dlm.MaxLeaderValueLen)}
-	return []parityCase{
-		// Acquire: KEYS the lock keys; ARGV secret, TTL, flag.
-		{name: "acquire/fresh key", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}},
-		{name: "acquire/fresh key, quiet", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, quiet}},
-		{name: "acquire/held by same token", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: []preset{held(pk, secret)}},
-		{name: "acquire/held by other token", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: []preset{held(pk, other)}},
-		{name: "acquire/held without TTL", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: []preset{str(pk, other, 0)}},
-		{name: "acquire/expired", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: []preset{{key: pk, val: other, expired: true}}},
-		{name: "acquire/readers, writer waits", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, waits}, setup: readersIn(map[string]int64{other: 5000})},
-		{name: "acquire/readers, writer does not wait", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: readersIn(map[string]int64{other: 5000})},
-		{name: "acquire/intent present", script: script.Acquire, keys: []string{pk}, args: []string{secret, ttl, loud}, setup: []preset{intent}},
-		{name: "acquire/forged readers mark", script: script.Acquire, keys: []string{pk}, args: []string{script.ReadersMark, ttl, loud}, setup: []preset{str(pk, script.ReadersMark, 5000)}},
-		{name: "acquire/two keys free", script: script.Acquire, keys: []string{pk, pk2}, args: []string{secret, ttl, loud}},
-		{name: "acquire/two keys, second held", script: script.Acquire, keys: []string{pk, pk2}, args: []string{secret, ttl, loud}, setup: []preset{held(pk2, other)}},
-
-		// FencedAcquire: KEYS locks then counters; ARGV secret, TTL, expiry, flag.
-		{name: "fenced acquire/fresh", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", loud}},
-		{name: "fenced acquire/counter present", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", loud}, setup: []preset{str(script.FenceKey(pk), "41", 0)}},
-		{name: "fenced acquire/held by other token", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", loud}, setup: []preset{held(pk, other), str(script.FenceKey(pk), "41", 0)}},
-		{name: "fenced acquire/held by same token", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", loud}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "41", 0)}},
-		{name: "fenced acquire/expiry, fresh", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, fx, loud}, clock: true},
-		{name: "fenced acquire/expiry, counter present", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, fx, loud}, setup: []preset{str(script.FenceKey(pk), "7", 5000)}},
-		{name: "fenced acquire/expiry, counter expired", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, fx, loud}, setup: []preset{{key: script.FenceKey(pk), val: "7", expired: true}}, clock: true},
-		{name: "fenced acquire/two keys, counters apart", script: script.FencedAcquire, keys: []string{pk, pk2, script.FenceKey(pk), script.FenceKey(pk2)}, args: []string{secret, ttl, "0", loud}, setup: []preset{str(script.FenceKey(pk), "3", 0), str(script.FenceKey(pk2), "9", 0)}},
-		{name: "fenced acquire/readers, writer waits", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", waits}, setup: readersIn(map[string]int64{other: 5000})},
-		{name: "fenced acquire/intent present", script: script.FencedAcquire, keys: fenced, args: []string{secret, ttl, "0", quiet}, setup: []preset{intent}},
-
-		// GuardedAcquire: KEYS locks then the guard; ARGV secret, TTL, window, flag.
-		{name: "guarded acquire/guard passed", script: script.GuardedAcquire, keys: guarded, args: []string{secret, ttl, window, loud}, setup: []preset{guardAt(-hour)}},
-		{name: "guarded acquire/guard passed, held by other", script: script.GuardedAcquire, keys: guarded, args: []string{secret, ttl, window, loud}, setup: []preset{guardAt(-hour), held(pk, other)}},
-		{name: "guarded acquire/guard ahead", script: script.GuardedAcquire, keys: guarded, args: []string{secret, ttl, window, loud}, setup: []preset{guardAt(hour)}},
-		{name: "guarded acquire/guard ahead, held by same", script: script.GuardedAcquire, keys: guarded, args: []string{secret, ttl, window, loud}, setup: []preset{guardAt(hour), held(pk, secret)}},
-
-		// GuardedFencedAcquire: ARGV secret, TTL, expiry, window, flag.
-		{name: "guarded fenced acquire/guard passed", script: script.GuardedFencedAcquire, keys: append(slices.Clone(fenced), script.GuardKey(pk)), args: []string{secret, ttl, "0", window, loud}, setup: []preset{guardAt(-hour), str(script.FenceKey(pk), "5", 0)}},
-		{name: "guarded fenced acquire/guard passed, expiry", script: script.GuardedFencedAcquire, keys: append(slices.Clone(fenced), script.GuardKey(pk)), args: []string{secret, ttl, fx, window, loud}, setup: []preset{guardAt(-hour), str(script.FenceKey(pk), "5", 0)}},
-		{name: "guarded fenced acquire/guard ahead", script: script.GuardedFencedAcquire, keys: append(slices.Clone(fenced), script.GuardKey(pk)), args: []string{secret, ttl, "0", window, loud}, setup: []preset{guardAt(hour), str(script.FenceKey(pk), "5", 0)}},
-
-		// Release: KEYS the lock keys; ARGV secret, flag.
-		{name: "release/held by same token", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{held(pk, secret)}},
-		{name: "release/held by same token, quiet", script: script.Release, keys: []string{pk}, args: []string{secret, quiet}, setup: []preset{held(pk, secret)}},
-		{name: "release/held by other token", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{held(pk, other)}},
-		{name: "release/absent", script: script.Release, keys: []string{pk}, args: []string{secret, loud}},
-		{name: "release/expired", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{{key: pk, val: secret, expired: true}}},
-		{name: "release/intent present", script: script.Release, keys: []string{pk}, args: []string{secret, loud}, setup: []preset{held(pk, secret), intent}},
-		{name: "release/intent present, writer waits on", script: script.Release, keys: []string{pk}, args: []string{secret, waits}, setup: []preset{held(pk, secret), intent}},
-		{name: "release/intent present, held by other, writer waits on", script: script.Release, keys: []string{pk}, args: []string{secret, waits}, setup: []preset{held(pk, other), intent}},
-		{name: "release/two keys, one another's", script: script.Release, keys: []string{pk, pk2}, args: []string{secret, loud}, setup: []preset{held(pk, secret), held(pk2, other)}},
-		{name: "release/forged readers mark", script: script.Release, keys: []string{pk}, args: []string{script.ReadersMark, loud}, setup: readersIn(map[string]int64{other: 5000})},
-
-		// Extend: KEYS the lock keys; ARGV secret, TTL.
-		{name: "extend/held by same token", script: script.Extend, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{held(pk, secret)}},
-		{name: "extend/held by other token", script: script.Extend, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{held(pk, other)}},
-		{name: "extend/absent", script: script.Extend, keys: []string{pk}, args: []string{secret, ttl}},
-		{name: "extend/expired", script: script.Extend, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{{key: pk, val: secret, expired: true}}},
-		{name: "extend/two keys, second lost", script: script.Extend, keys: []string{pk, pk2}, args: []string{secret, ttl}, setup: []preset{held(pk, secret)}},
-		{name: "extend/forged readers mark", script: script.Extend, keys: []string{pk}, args: []string{script.ReadersMark, ttl}, setup: readersIn(map[string]int64{other: 5000})},
-
-		// ExtendBatch: KEYS each entry's keys in turn; ARGV per group kind, TTL, count, then the secrets.
-		{name: "extend batch/each kind extended", script: script.ExtendBatch, keys: []string{pk2, pk, readers, permits},
-			args:  []string{script.BatchLock(1), ttl, "1", secret, script.BatchRead, ttl, "1", secret, script.BatchPermit, ttl, "1", secret},
-			setup: append(readersIn(map[string]int64{secret: 5000, other: 3000}), held(pk2, secret), zset(permits, 5000, map[string]int64{secret: 5000, other: 3000}))},
-		{name: "extend batch/failures stay with their entries", script: script.ExtendBatch, keys: []string{pk2, pk, readers, permits},
-			args:  []string{script.BatchLock(1), ttl, "1", secret, script.BatchRead, ttl, "1", secret, script.BatchPermit, ttl, "1", secret},
-			setup: append(readersIn(map[string]int64{secret: 5000}), held(pk2, other), zset(permits, 5000, map[string]int64{secret: -1000, other: 5000}))},
-		{name: "extend batch/a lock over two keys, second lost", script: script.ExtendBatch, keys: []string{pk, pk2, permits},
-			args:  []string{script.BatchLock(2), ttl, "1", secret, script.BatchPermit, ttl, "1", secret},
-			setup: []preset{held(pk, secret), zset(permits, 5000, map[string]int64{secret: 5000})}},
-		{name: "extend batch/secrets and TTLs of their own", script: script.ExtendBatch, keys: []string{pk, pk2},
-			args:  []string{script.BatchLock(1), ttl, "1", secret, script.BatchLock(1), "20000", "1", other},
-			setup: []preset{held(pk, secret), held(pk2, other)}},
-		{name: "extend batch/absent and expired", script: script.ExtendBatch, keys: []string{pk, pk2},
-			args:  []string{script.BatchLock(1), ttl, "2", secret, secret},
-			setup: []preset{{key: pk2, val: secret, expired: true}}},
-		{name: "extend batch/forged readers mark", script: script.ExtendBatch, keys: []string{pk, pk, readers},
-			args:  []string{script.BatchLock(1), ttl, "1", script.ReadersMark, script.BatchRead, ttl, "1", other},
-			setup: readersIn(map[string]int64{other: 5000})},
-		{name: "extend batch/a group of two, the second lost", script: script.ExtendBatch, keys: []string{pk, pk2, permits},
-			args:  []string{script.BatchLock(1), ttl, "2", secret, secret, script.BatchPermit, "20000", "1", other},
-			setup: []preset{held(pk, secret), held(pk2, other), zset(permits, 5000, map[string]int64{other: 5000})}},
-		{name: "extend batch/reader, writer holds", script: script.ExtendBatch, keys: []string{pk, readers},
-			args:  []string{script.BatchRead, ttl, "1", secret},
-			setup: []preset{held(pk, other)}},
-
-		// RaiseFence: KEYS locks then counters; ARGV secret, token.
-		{name: "raise fence/below", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "3", 0)}},
-		{name: "raise fence/below, counter expiring", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "3", 20000)}},
-		{name: "raise fence/above", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "12", 0)}},
-		{name: "raise fence/counter missing", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, secret)}},
-		{name: "raise fence/held by other token", script: script.RaiseFence, keys: fenced, args: []string{secret, "10"}, setup: []preset{held(pk, other), str(script.FenceKey(pk), "3", 0)}},
-
-		// ReadFence: KEYS locks then counters; ARGV secret.
-		{name: "read fence/held by same token", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
-		{name: "read fence/held, counter missing", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret)}},
-		{name: "read fence/held, counter expiring", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "9", 20000)}},
-		{name: "read fence/held, counter not a number", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "1e3", 0)}},
-		{name: "read fence/held by other token", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{held(pk, other), str(script.FenceKey(pk), "5", 0)}},
-		{name: "read fence/absent", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{str(script.FenceKey(pk), "5", 0)}},
-		{name: "read fence/expired", script: script.ReadFence, keys: fenced, args: []string{secret}, setup: []preset{{key: pk, val: secret, expired: true}, str(script.FenceKey(pk), "5", 0)}},
-		{name: "read fence/two keys, counters apart", script: script.ReadFence, keys: []string{pk, pk2, script.FenceKey(pk), script.FenceKey(pk2)}, args: []string{secret}, setup: []preset{held(pk, secret), held(pk2, secret), str(script.FenceKey(pk), "3", 0), str(script.FenceKey(pk2), "9", 0)}},
-		{name: "read fence/two keys, second another's", script: script.ReadFence, keys: []string{pk, pk2, script.FenceKey(pk), script.FenceKey(pk2)}, args: []string{secret}, setup: []preset{held(pk, secret), held(pk2, other), str(script.FenceKey(pk), "3", 0)}},
-		{name: "read fence/forged readers mark", script: script.ReadFence, keys: fenced, args: []string{script.ReadersMark}, setup: append(readersIn(map[string]int64{other: 5000}), str(script.FenceKey(pk), "5", 0))},
-
-		// Status: KEYS the lock key, its counter.
-		{name: "status/absent", script: script.Status, keys: fenced, near: []int{0}},
-		{name: "status/held, fenced", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
-		{name: "status/held without TTL", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{str(pk, secret, 0)}},
-
-		// Leader: KEYS the election's lock key; ARGV the longest value read.
-		{name: "leader/absent", script: script.Leader, keys: []string{pk}, args: leaderMax},
-		{name: "leader/held with a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":10.0.0.1:80")}},
-		{name: "leader/held without a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret)}},
-		{name: "leader/held without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{str(pk, secret+":", 0)}},
-		{name: "leader/value of the longest size", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen))}},
-		{name: "leader/oversized value", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen+1))}},
-		{name: "leader/oversized value without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{str(pk, strings.Repeat("v", 1<<20), 0)}},
-
-		// ServerID.
-		{name: "server id", script: script.ServerID, id: true},
-
-		// ServerProbe: KEYS the probe key; ARGV the value, its TTL.
-		{name: "server probe/absent", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}},
-		{name: "server probe/present", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{held(pk, other)}},
-		{name: "server probe/expired", script: script.ServerProbe, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{{key: pk, val: other, expired: true}}},
-
-		// ReadAcquire: KEYS the lock key, readers, intent; ARGV secret, TTL, flag.
-		{name: "read acquire/fresh", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}},
-		{name: "read acquire/writer holds", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: []preset{held(pk, other)}},
-		{name: "read acquire/intent present", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: append(readersIn(map[string]int64{other: 5000}), intent)},
-		{name: "read acquire/intent present, reader in", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: append(readersIn(map[string]int64{secret: 5000}), intent)},
-		{name: "read acquire/reader with a longer lease", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: readersIn(map[string]int64{other: 20000})},
-		{name: "read acquire/ended lease dropped", script: script.ReadAcquire, keys: rkeys, args: []string{secret, ttl, quiet}, setup: []preset{str(pk, script.ReadersMark, 5000), zset(readers, 5000, map[string]int64{other: -1000, "third-reader-secret-22222": 5000})}},
-		{name: "guarded read acquire/guard passed", script: script.GuardedReadAcquire, keys: append(slices.Clone(rkeys), script.GuardKey(pk)), args: []string{secret, ttl, window, quiet}, setup: []preset{guardAt(-hour)}},
-		{name: "guarded read acquire/guard ahead", script: script.GuardedReadAcquire, keys: append(slices.Clone(rkeys), script.GuardKey(pk)), args: []string{secret, ttl, window, quiet}, setup: []preset{guardAt(hour)}},
-
-		// ReadExtend: KEYS the lock key, readers; ARGV secret, TTL.
-		{name: "read extend/reader in", script: script.ReadExtend, keys: rkeys[:2], args: []string{secret, ttl}, setup: readersIn(map[string]int64{secret: 5000, other: 3000})},
-		{name: "read extend/lease ended", script: script.ReadExtend, keys: rkeys[:2], args: []string{secret, ttl}, setup: []preset{str(pk, script.ReadersMark, 5000), zset(readers, 5000, map[string]int64{secret: -1000, other: 5000})}},
-		{name: "read extend/not in", script: script.ReadExtend, keys: rkeys[:2], args: []string{secret, ttl}, setup: readersIn(map[string]int64{other: 5000})},
-		{name: "read extend/writer holds", script: script.ReadExtend, keys: rkeys[:2], args: []string{secret, ttl}, setup: []preset{held(pk, other)}},
-
-		// ReadRelease: KEYS the lock key, readers; ARGV secret, flag.
-		{name: "read release/last reader", script: script.ReadRelease, keys: rkeys[:2], args: []string{secret, loud}, setup: readersIn(map[string]int64{secret: 5000})},
-		{name: "read release/one of two", script: script.ReadRelease, keys: rkeys[:2], args: []string{secret, loud}, setup: readersIn(map[string]int64{secret: 9000, other: 5000})},
-		{name: "read release/not in", script: script.ReadRelease, keys: rkeys[:2], args: []string{secret, loud}, setup: readersIn(map[string]int64{other: 5000})},
-		{name: "read release/writer holds", script: script.ReadRelease, keys: rkeys[:2], args: []string{secret, loud}, setup: []preset{held(pk, other)}},
-
-		// PermitAcquire: KEYS the permits; ARGV secret, TTL, limit, flag.
-		{name: "permit acquire/fresh", script: script.PermitAcquire, keys: []string{permits}, args: []string{secret, ttl, "2", quiet}},
-		{name: "permit acquire/room left", script: script.PermitAcquire, keys: []string{permits}, args: []string{secret, ttl, "2", quiet}, setup: []preset{zset(permits, 20000, map[string]int64{other: 20000})}},
-		{name: "permit acquire/full", script: script.PermitAcquire, keys: []string{permits}, args: []string{secret, ttl, "2", quiet}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000, "third-holder-secret-22222": 4000})}},
-		{name: "permit acquire/full, one ended", script: script.PermitAcquire, keys: []string{permits}, args: []string{secret, ttl, "2", quiet}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000, "third-holder-secret-22222": -1000})}},
-		{name: "permit acquire/full, held already", script: script.PermitAcquire, keys: []string{permits}, args: []string{secret, ttl, "2", quiet}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000, secret: 4000})}},
-		{name: "guarded permit acquire/guard passed", script: script.GuardedPermitAcquire, keys: []string{permits, script.GuardKey(pk)}, args: []string{secret, ttl, window, "2", quiet}, setup: []preset{guardAt(-hour)}},
-		{name: "guarded permit acquire/guard ahead", script: script.GuardedPermitAcquire, keys: []string{permits, script.GuardKey(pk)}, args: []string{secret, ttl, window, "2", quiet}, setup: []preset{guardAt(hour)}},
-
-		// PermitExtend: KEYS the permits; ARGV secret, TTL.
-		{name: "permit extend/held", script: script.PermitExtend, keys: []string{permits}, args: []string{secret, ttl}, setup: []preset{zset(permits, 5000, map[string]int64{secret: 5000, other: 3000})}},
-		{name: "permit extend/ended", script: script.PermitExtend, keys: []string{permits}, args: []string{secret, ttl}, setup: []preset{zset(permits, 5000, map[string]int64{secret: -1000, other: 5000})}},
-		{name: "permit extend/absent", script: script.PermitExtend, keys: []string{permits}, args: []string{secret, ttl}},
-
-		// PermitRelease: KEYS the permits; ARGV secret, flag.
-		{name: "permit release/last", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{secret: 5000})}},
-		{name: "permit release/one of two", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 9000, map[string]int64{secret: 9000, other: 5000})}},
-		{name: "permit release/not held", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000})}},
-	}
 }
 
 // keyState is what a node holds at a key.
@@ -295,6 +155,8 @@ type parityNode struct {
 	// mark publishes endMark on channel.
 	mark  func(t *testing.T, channel string)
 	heard *heard
+	// channels are the channels it listens on.
+	channels []string
 }
 
 // heard collects what a subscription hears.
@@ -333,27 +195,27 @@ func take(t *testing.T, c <-chan string, n int, what string) {
 	}
 }
 
-// listen subscribes p to the wake channels.
-func (p *parityNode) listen(t *testing.T) {
-	p.heard = newHeard()
+// listen subscribes p to channels.
+func (p *parityNode) listen(t *testing.T, channels []string) {
+	p.heard, p.channels = newHeard(), channels
 	sub, err := p.node.(driver.Subscriber).Subscribe(context.Background(), p.heard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sub.Close() })
-	if err := sub.Subscribe(context.Background(), parityChannels...); err != nil {
+	if err := sub.Subscribe(context.Background(), channels...); err != nil {
 		t.Fatal(err)
 	}
-	take(t, p.heard.subs, len(parityChannels), "subscription confirmation")
+	take(t, p.heard.subs, len(channels), "subscription confirmation")
 }
 
 // published returns what p heard since the last call, once the end marks
 // published after the script came back.
 func (p *parityNode) published(t *testing.T) []string {
-	for _, ch := range parityChannels {
+	for _, ch := range p.channels {
 		p.mark(t, ch)
 	}
-	take(t, p.heard.ends, len(parityChannels), "end mark")
+	take(t, p.heard.ends, len(p.channels), "end mark")
 	p.heard.mu.Lock()
 	defer p.heard.mu.Unlock()
 	msgs := p.heard.msgs
@@ -382,9 +244,11 @@ func redisParityNode(t *testing.T) *parityNode {
 		node: n,
 		set: func(t *testing.T, p preset, now int64) {
 			if p.zset != nil {
+				zadd := []string{"ZADD", p.key}
 				for m, at := range p.zset {
-					do(t, "ZADD", p.key, strconv.FormatInt(now+at, 10), m)
+					zadd = append(zadd, strconv.FormatInt(p.score(at, now), 10), m)
 				}
+				do(t, zadd...)
 				if p.ttl > 0 {
 					do(t, "PEXPIRE", p.key, strconv.FormatInt(p.ttl, 10))
 				}
@@ -438,7 +302,7 @@ func memParityNode(*testing.T) *parityNode {
 			if p.zset != nil {
 				e = entry{set: map[string]int64{}}
 				for m, at := range p.zset {
-					e.set[m] = now + at
+					e.set[m] = p.score(at, now)
 				}
 			}
 			if p.ttl > 0 {
@@ -484,11 +348,29 @@ func (p preset) value(now int64) string {
 // channels. Values read from the clock (PTTLs, scores, counters started from
 // the clock) may differ by the time the case took from the first script's
 // start to the last read.
+//
+// Every case runs twice: with clients listening on the keys' broadcast
+// channels and the managers' channels, and on the managers' channels alone,
+// where a release hands a key on to the head of its line.
 func TestScriptParity(t *testing.T) {
 	t.Parallel()
+	for _, listening := range []struct {
+		name     string
+		channels []string
+	}{{"broadcast listened", parityChannels}, {"named only", managerChannels}} {
+		t.Run(listening.name, func(t *testing.T) {
+			t.Parallel()
+			runParity(t, listening.channels)
+		})
+	}
+}
+
+// runParity runs every parity case on a memlock Node and a redis-server
+// listening on channels.
+func runParity(t *testing.T, channels []string) {
 	sides := []*parityNode{redisParityNode(t), memParityNode(t)}
 	for _, p := range sides {
-		p.listen(t)
+		p.listen(t, channels)
 	}
 	covered := map[*driver.Script]bool{}
 	for _, tc := range parityCases() {
@@ -522,19 +404,23 @@ func TestScriptParity(t *testing.T) {
 				}
 			}
 			tol := time.Since(start).Milliseconds() + 2
-			if errs[0] != nil || errs[1] != nil {
+			switch {
+			case errs[0] != nil || errs[1] != nil:
 				t.Fatalf("Eval: redis %v, memlock %v; want both nil", errs[0], errs[1])
-			}
-			if msg := compareReply(tc, replies[0], replies[1], tol); msg != "" {
-				t.Errorf("reply: redis %#v, memlock %#v: %s", replies[0], replies[1], msg)
+			default:
+				if msg := compareReply(tc, replies[0], replies[1], tol); msg != "" {
+					t.Errorf("reply: redis %#v, memlock %#v: %s", replies[0], replies[1], msg)
+				}
 			}
 			for j, k := range parityKeys {
 				clock := tc.clock && (k == script.FenceKey(pk) || k == script.FenceKey(pk2))
-				if msg := compareKey(states[0][j], states[1][j], tol, clock); msg != "" {
+				exact := slices.Contains(ticketKeys, k) && !tc.clockTicket
+				if msg := compareKey(states[0][j], states[1][j], tc.scoreTol(tol, k), exact, clock); msg != "" {
 					t.Errorf("key %s: redis %v, memlock %v: %s", k, states[0][j], states[1][j], msg)
 				}
 			}
-			if r, m := sides[0].published(t), sides[1].published(t); !slices.Equal(r, m) {
+			r, m := sides[0].published(t), sides[1].published(t)
+			if !slices.Equal(r, m) {
 				t.Errorf("published: redis %q, memlock %q; want the same", r, m)
 			}
 		})
@@ -549,13 +435,23 @@ func TestScriptParity(t *testing.T) {
 // memlockScripts are the scripts the in-memory node runs.
 var memlockScripts = []*driver.Script{
 	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
-	script.Release, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID, script.ServerProbe,
+	script.Release, script.Leave, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID, script.ServerProbe,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
 	script.ExtendBatch,
 }
 
 var serverID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// scoreTol is the tolerance of the scores of key k in case tc: clock
+// readings in ms, or in µs for the tickets of a case whose ticket is the
+// node's clock.
+func (tc parityCase) scoreTol(tol int64, k string) int64 {
+	if tc.clockTicket && slices.Contains(ticketKeys, k) {
+		return tol * 1000
+	}
+	return tol
+}
 
 // compareReply returns why replies r (Redis) and m (memlock) differ, or "".
 func compareReply(tc parityCase, r, m any, tol int64) string {
@@ -568,8 +464,15 @@ func compareReply(tc parityCase, r, m any, tol int64) string {
 		}
 		return ""
 	case tc.clock:
-		rn, _ := r.(int64)
-		mn, _ := m.(int64)
+		// The grant's counter, the first of a ticketed pair, is a
+		// reading of the clock in µs.
+		ra, _ := r.([]any)
+		ma, _ := m.([]any)
+		if len(ra) != 2 || len(ma) != 2 || ra[1] != ma[1] {
+			return "want two pairs, with the same ticket"
+		}
+		rn, _ := ra[0].(int64)
+		mn, _ := ma[0].(int64)
 		if rn <= 0 || mn <= 0 || abs(rn-mn) > tol*1000 {
 			return fmt.Sprintf("want two clock readings in µs within %d ms", tol)
 		}
@@ -585,6 +488,25 @@ func compareReply(tc parityCase, r, m any, tol int64) string {
 	}
 	if len(ra) != len(ma) {
 		return "want arrays of one length"
+	}
+	// A refusal of the mutex's acquire adds the PTTL of the key that
+	// refused, and may add whether its broadcast channel had listeners.
+	if script.ShapeOf(tc.script).Ticketed && len(ra) >= 3 {
+		if msg := comparePTTL(ra[2].(int64), ma[2].(int64), tol); msg != "" {
+			return "the refusing key's " + msg
+		}
+		if len(ra) == 4 && ra[3] != ma[3] {
+			return "element 3, whether anyone listens on the broadcast channel, differs"
+		}
+		ra, ma = ra[:2], ma[:2]
+	}
+	if tc.clockTicket && len(ra) == 2 {
+		rt, _ := ra[1].(int64)
+		mt, _ := ma[1].(int64)
+		if ra[0] != ma[0] || rt < 1e15 || abs(rt-mt) > tol*1000 {
+			return fmt.Sprintf("want the same grant, and tickets that are clock readings in µs within %d ms", tol)
+		}
+		return ""
 	}
 	for i := range ra {
 		if slices.Contains(tc.near, i) {
@@ -609,8 +531,10 @@ func comparePTTL(r, m, tol int64) string {
 }
 
 // compareKey returns why the states r (Redis) and m (memlock) of one key
-// differ, or "". With clock, string values are µs readings of the clock.
-func compareKey(r, m keyState, tol int64, clock bool) string {
+// differ, or "". With exact, sorted-set scores are tickets, which must be
+// the same; otherwise they are readings of the clock in ms. With clock,
+// string values are µs readings of the clock.
+func compareKey(r, m keyState, tol int64, exact, clock bool) string {
 	if r.exists != m.exists || (r.zset == nil) != (m.zset == nil) {
 		return "want the same kind"
 	}
@@ -623,7 +547,12 @@ func compareKey(r, m keyState, tol int64, clock bool) string {
 		}
 		for member, score := range r.zset {
 			ms, ok := m.zset[member]
-			if !ok || abs(score-ms) > tol {
+			switch {
+			case !ok:
+				return fmt.Sprintf("member %q: want it in both", member)
+			case exact && score != ms:
+				return fmt.Sprintf("member %q: want the same ticket", member)
+			case abs(score-ms) > tol:
 				return fmt.Sprintf("member %q: want the same score to within %d ms", member, tol)
 			}
 		}

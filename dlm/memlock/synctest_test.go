@@ -10,6 +10,8 @@ package memlock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -126,6 +128,60 @@ func TestFakeClockFenceRestart(t *testing.T) {
 		time.Sleep(time.Hour + time.Second)
 		if expired := grant("after the counter expired"); expired <= flushed {
 			t.Errorf("token after the counter expired %d; want more than %d", expired, flushed)
+		}
+	})
+}
+
+// TestFairOrder checks that memlock runs the fair mode, whose scripts it
+// once refused: three waiters, each of its own manager as separate
+// processes would be, obtain the lock in the order they first asked for it.
+// The holder's lock expires rather than being released, so that no release
+// hands the key on: the key is free, and only the head of the line may take
+// it (without fairness, whichever waiter retried first would). Each waiter
+// then hands the lock on to the next by its release.
+func TestFairOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memlock.NewNode("a:1")
+		fair := dlm.WithFairness(dlm.Fairness{})
+		newManager := func(opts ...dlm.Option) *dlm.Manager {
+			m, err := dlm.New([]driver.Node{n}, append(opts, fair)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		ctx := context.Background()
+		holder := newManager(dlm.WithTTL(time.Second))
+		defer holder.Close()
+		if _, err := holder.TryLock(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		for i := range 3 {
+			m := newManager()
+			defer m.Close()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := m.Lock(ctx, "k")
+				if err != nil {
+					t.Errorf("waiter %d: Lock = %v", i, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				if err := l.Unlock(ctx); err != nil {
+					t.Errorf("waiter %d: Unlock = %v", i, err)
+				}
+			}()
+			synctest.Wait() // refused: the waiter has its place in the line
+		}
+		wg.Wait()
+		if want := []int{0, 1, 2}; !slices.Equal(order, want) {
+			t.Errorf("the waiters obtained the lock in the order %v; want %v, the order they asked in", order, want)
 		}
 	})
 }

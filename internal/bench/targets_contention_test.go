@@ -197,6 +197,9 @@ func TestProcsReport(t *testing.T) {
 		"| redlock+goredis fair | 64 contenders, 1 ms of work | 1.0, 1.0, 1.0, 1.0, 1.0 | 1.0 | 0 of 5 |",
 		"`hotkey/procs/cN-wWORK/LIB`",
 		"-proc-cases 8x1,64x1",
+		"#### Fairness by default?",
+		"| case | mode | hand-offs/s | wait p99 | max/min |",
+		"The default mode is not made the fair one because under contention it already serves the waiters in order",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

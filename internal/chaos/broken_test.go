@@ -35,12 +35,23 @@ func figure(t testing.TB, format string, args ...any) {
 	}
 }
 
-// runUntil runs w for at most d; with stopEarly, it stops as soon as the
-// checker finds a violation. It returns the stats and the exact checker's
-// report, after cross-checking the verdict with porcupine.
+// A broken locker's run stops at its first violation, and a sound one's
+// once it has run for its duration and shown enough to judge (minGrants,
+// and shared grants overlapping): either way, a machine whose load slows
+// the clients down gets up to loadFactor times the duration to show it.
+const (
+	loadFactor = 4
+	minGrants  = 20
+)
+
+// runUntil runs w: with stopEarly, until the checker finds a violation;
+// without, for d and until minGrants grants; at most loadFactor×d. It
+// returns the stats and the exact checker's report, after cross-checking
+// the verdict with porcupine.
 func runUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (Stats, Report) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), loadFactor*d)
 	defer cancel()
 	done := make(chan Stats)
 	go func() { done <- w.Run(ctx) }()
@@ -53,10 +64,9 @@ wait:
 		case stats = <-done:
 			break wait
 		case <-tick.C:
-			if stopEarly {
-				if r := Check(w.History.Grants()); len(r.Violations) > 0 {
-					cancel()
-				}
+			r := Check(w.History.Grants())
+			if stopEarly && len(r.Violations) > 0 || !stopEarly && time.Since(start) >= d && r.Grants >= minGrants {
+				cancel()
 			}
 		}
 	}
@@ -132,7 +142,7 @@ func TestCheckerFlagsBrokenLockers(t *testing.T) {
 			case !tc.broken && len(rep.Violations) > 0:
 				t.Errorf("%d violations in %d grants; want none:\n%v", len(rep.Violations), rep.Grants, rep.Violations)
 			}
-			if !tc.broken && rep.Grants < 20 {
+			if !tc.broken && rep.Grants < minGrants {
 				t.Errorf("only %d grants: the load is too light to show anything", rep.Grants)
 			}
 		})
@@ -203,7 +213,7 @@ func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
 			case tc.want == "" && len(byKind) > 0:
 				t.Errorf("violations %s; want none:\n%v\n%v", FormatCounts(byKind), rw.Violations, sem.Violations)
 			}
-			if tc.want == "" && (rw.MostShared < 2 || sem.MostShared < 2 || rw.Grants < 20 || sem.Grants < 20) {
+			if tc.want == "" && (rw.MostShared < 2 || sem.MostShared < 2 || rw.Grants < minGrants || sem.Grants < minGrants) {
 				t.Errorf("%d read-write grants (at most %d at once), %d permits (at most %d at once): the load is too light to show anything",
 					rw.Grants, rw.MostShared, sem.Grants, sem.MostShared)
 			}
@@ -211,12 +221,15 @@ func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
 	}
 }
 
-// runSharedUntil runs w for at most d; with stopEarly, it stops as soon as
-// CheckShared finds a violation. It returns CheckShared's reports of the
-// read-write locks' grants (limit 1) and of the permits (sharedLimit).
+// runSharedUntil runs w: with stopEarly, until CheckShared finds a
+// violation; without, for d and until the read-write locks and the permits
+// each have minGrants grants, some of them at once; at most loadFactor×d.
+// It returns CheckShared's reports of the read-write locks' grants (limit
+// 1) and of the permits (sharedLimit).
 func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (rw, sem SharedReport) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), loadFactor*d)
 	defer cancel()
 	done := make(chan Stats)
 	go func() { done <- w.Run(ctx) }()
@@ -238,7 +251,9 @@ func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) 
 		case <-done:
 			return check()
 		case <-tick.C:
-			if rw, sem := check(); stopEarly && len(rw.Violations)+len(sem.Violations) > 0 {
+			rw, sem := check()
+			enough := time.Since(start) >= d && rw.Grants >= minGrants && sem.Grants >= minGrants && rw.MostShared >= 2 && sem.MostShared >= 2
+			if stopEarly && len(rw.Violations)+len(sem.Violations) > 0 || !stopEarly && enough {
 				cancel()
 			}
 		}

@@ -58,8 +58,14 @@ func (r *Request) ArgsFor(i int) []string {
 	return r.Args
 }
 
-// LoudOn reports whether node i is among those that announce.
-func (r *Request) LoudOn(i int) bool { return i < 64 && r.Loud&(1<<i) != 0 }
+// LoudOn reports whether node i is among those that announce. Nodes from
+// 64 on announce only when every node does (Loud all ones).
+func (r *Request) LoudOn(i int) bool {
+	if i >= 64 {
+		return r.Loud == ^uint64(0)
+	}
+	return r.Loud&(1<<i) != 0
+}
 
 // Announce appends announce's flag to r's arguments: f for the nodes in
 // loud, f with Mode Quiet for the others (every node when f is Quiet). It

@@ -3,6 +3,7 @@ package round
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -173,28 +174,44 @@ func (p *Pending) Wait() {
 // returns; the nodes whose acquire failed (likely slow or unreachable) and
 // those still due are released in the background, which ends within two
 // node timeouts, so an unreachable node does not cost the caller a second
-// timeout. It runs even when ctx is done.
-func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) {
+// timeout. The returned channel is closed once the background releases
+// have ended (at once when there are none): a caller that attempts again
+// may wait for it, so that its next attempt finds what this one took
+// released. It runs even when ctx is done.
+func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) <-chan struct{} {
 	ctx = context.WithoutCancel(ctx)
 	granted := make([]bool, len(r.calls))
-	asked := false
+	asked, behind := false, false // behind: work left to the background
+	var background sync.WaitGroup
 	for i := range granted {
 		answered := p == nil || p.answered[i]
 		switch {
 		case !answered, v.SaidNo(i, answered):
 		case v.Errs != nil && v.Errs[i] != nil:
-			r.pool.Spawn(func() { r.askAlone(ctx, i, req) })
+			background.Add(1)
+			behind = true
+			r.pool.Spawn(func() {
+				defer background.Done()
+				r.askAlone(ctx, i, req)
+			})
 		default:
 			granted[i], asked = true, true
 		}
 	}
 	if p != nil {
+		background.Add(1)
+		behind = true
 		r.pool.SpawnFanOut(func(spawn func(func())) {
+			defer background.Done()
 			for p.left > 0 {
 				if rep := p.next(); rep.Err != nil || rep.Yes {
 					// At once, not after the previous one, even
 					// while the manager closes.
-					spawn(func() { r.askAlone(ctx, rep.Node, req) })
+					background.Add(1)
+					spawn(func() {
+						defer background.Done()
+						r.askAlone(ctx, rep.Node, req)
+					})
 				}
 			}
 		})
@@ -203,7 +220,23 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 		req.Only = granted
 		r.Poll(ctx, req)
 	}
+	if !behind {
+		return closed
+	}
+	done := make(chan struct{})
+	r.pool.Spawn(func() {
+		background.Wait()
+		close(done)
+	})
+	return done
 }
+
+// closed is a closed channel: no background work left.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // MayHold returns the mask of the nodes, among n, that may hold what v's
 // request wrote, with p the replies still due (nil for none): those that
@@ -253,9 +286,23 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 		return Reply{Node: i, Err: r.nodeErr(i, err)}
 	}
 	shape := script.ShapeOf(req.Script)
-	var ticket int64
-	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) == 2 {
+	var ticket, left int64
+	var open bool
+	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) >= 2 && len(pair) <= 4 {
 		res, ticket = pair[0], asInt(pair[1])
+		if ticket < -1 || ticket >= script.FenceLimit {
+			// Written by no script of ours: the waiter passes its
+			// ticket on to every node, whose line it must not break.
+			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: ticket out of range", req.Op))}
+		}
+		if len(pair) >= 3 {
+			// Only paces the waiter's next attempt: a value out of
+			// range is read as none.
+			if left = asInt(pair[2]); left < 0 || left > maxLeft {
+				left = 0
+			}
+		}
+		open = len(pair) == 4 && asInt(pair[3]) != 0
 	}
 	got, ok := res.(int64)
 	if !ok {
@@ -269,10 +316,15 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 			// Written by no script of ours: a token must stay exact.
 			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: fencing counter not below 2^53", req.Op))}
 		}
-		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket}
+		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket, Left: left, Open: open}
 	}
-	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket}
+	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket, Left: left, Open: open}
 }
+
+// maxLeft is the longest PTTL a refusal's reply is believed for: a day, in
+// ms. A hostile node could otherwise hold a waiter's next attempt back for
+// good; a longer one paces it as a refusal without one does.
+const maxLeft = 24 * 60 * 60 * 1000
 
 // asInt returns v as an int64, or 0 when it is none.
 func asInt(v any) int64 {

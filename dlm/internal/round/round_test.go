@@ -171,7 +171,7 @@ func TestReplies(t *testing.T) {
 		name        string
 		reply       any
 		fenced      bool
-		fair        bool
+		plain       bool // a script whose reply is no pair (Extend)
 		yes         bool
 		fence, tick int64
 		err         error // nil: none; errRestarted; errAny: another
@@ -183,16 +183,21 @@ func TestReplies(t *testing.T) {
 		{name: "string", reply: "OK", err: errAny},
 		{name: "fenced", reply: int64(7), fenced: true, yes: true, fence: 7},
 		{name: "fenced refused", reply: int64(0), fenced: true},
-		{name: "fair", reply: []any{int64(1), int64(42)}, fair: true, yes: true, tick: 42},
-		{name: "fair pair unexpected", reply: []any{int64(1), int64(42)}, err: errAny},
-		{name: "fair bad ticket", reply: []any{int64(0), "x"}, fair: true},
+		{name: "ticketed", reply: []any{int64(1), int64(42)}, yes: true, tick: 42},
+		{name: "ticketed refused", reply: []any{int64(0), int64(42)}, tick: 42},
+		{name: "line full: no ticket", reply: []any{int64(0), int64(-1)}},
+		{name: "pair unexpected", reply: []any{int64(1), int64(42)}, plain: true, err: errAny},
+		{name: "bad ticket", reply: []any{int64(0), "x"}},
+		{name: "ticket of 2^53", reply: []any{int64(0), int64(1 << 53)}, err: errAny},
+		{name: "ticket below -1", reply: []any{int64(0), int64(-2)}, err: errAny},
+		{name: "fenced ticketed", reply: []any{int64(9), int64(3)}, fenced: true, yes: true, fence: 9, tick: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakes{replies: []any{tc.reply}, gates: make([]chan struct{}, 1)}
 			r, _ := newRound(t, f)
 			req := acquireReq()
-			req.Script = scriptOf(tc.fenced, tc.fair)
+			req.Script = scriptOf(tc.fenced, tc.plain)
 			v, _ := r.Poll(context.Background(), req)
 			var err error
 			if v.Errs != nil {
@@ -214,15 +219,14 @@ func TestReplies(t *testing.T) {
 
 var errAny = errors.New("any error")
 
-// scriptOf returns an acquire script whose reply has the shape asked for.
-func scriptOf(fenced, fair bool) *driver.Script {
+// scriptOf returns a script whose reply has the shape asked for: an
+// acquire's pair, with a counter when fenced, or a plain reply.
+func scriptOf(fenced, plain bool) *driver.Script {
 	switch {
-	case fenced && fair:
-		return script.FairFencedAcquire
+	case plain:
+		return script.Extend
 	case fenced:
 		return script.FencedAcquire
-	case fair:
-		return script.FairAcquire
 	}
 	return script.Acquire
 }

@@ -10,7 +10,15 @@ type Vote struct {
 	// Granted has bit i set when node i said yes (for nodes 0 to 63; a
 	// manager of more nodes treats every node as possibly granted).
 	Granted uint64
-	Ticket  int64 // the largest ticket a fair acquire's replies carried
+	Ticket  int64 // the largest ticket the mutex's acquire replies carried
+	// Left is the shortest PTTL (ms) that the mutex's refusals carried
+	// for the keys that refused them: when the first holder's keys run out
+	// unless they are extended or released; 0 when none said.
+	Left int64
+	// Open says that some refusal of the mutex's acquire found others
+	// listening on the broadcast channel of its key: releases there may
+	// name no waiter (see [script.Acquire]).
+	Open bool
 	// Cut is set when the caller's context ended before the outcome was
 	// known: the nodes still due were counted as failed with its error, so
 	// the vote says nothing of the lock or the nodes.
@@ -23,6 +31,8 @@ type Reply struct {
 	Yes    bool
 	Val    int64
 	Ticket int64
+	Left   int64 // a refusal's PTTL of the key that refused, in ms; 0 for none
+	Open   bool  // a refusal found listeners on the key's broadcast channel
 	Err    error
 }
 
@@ -35,6 +45,10 @@ func (v *Vote) SaidNo(i int, answered bool) bool {
 // Count adds r, the reply of one of nodes nodes, to v.
 func (v *Vote) Count(r Reply, nodes int) {
 	v.Ticket = max(v.Ticket, r.Ticket)
+	if r.Left > 0 && (v.Left == 0 || r.Left < v.Left) {
+		v.Left = r.Left
+	}
+	v.Open = v.Open || r.Open
 	switch {
 	case r.Err != nil:
 		v.Failed++

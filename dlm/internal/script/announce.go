@@ -1,32 +1,41 @@
 package script
 
-// What is announced on a wake channel: the scripts announce grants and
-// releases (see announce), the in-memory node likewise, and dlm's waker
-// passes WakeAll to its own watchers. A fair waiter's id, announced by
-// [FairRelease], is a release for that waiter alone.
+import "strings"
+
+// What is announced on a lock key's wake channels. A waiter of the mutex
+// (and of an election) is woken alone: the release that frees a key hands it
+// to the head of the key's line of waiters, and names that waiter, by its id,
+// on the channel of its manager ([ManagerChannel]). Readers, permits'
+// waiters and observers of an election listen on the key's broadcast channel
+// ([WakeChannel]), which carries the rest.
 const (
-	// WakeGrant announces a grant of the key: waiters need not try again
-	// before its release.
+	// WakeGrant, on the broadcast channel, announces a grant of an
+	// election's key: observers read the leader again.
 	WakeGrant = "t"
 	// WakeRelease, followed by the number of clients listening on the
-	// channel in decimal, announces a release to every waiter.
+	// broadcast channel in decimal, announces a release that handed the key
+	// to no waiter of the line: to readers and permits' waiters, to
+	// observers, and to waiters of the previous version.
 	WakeRelease = "r"
-	// WakeAll announces a release to every waiter, without a count: the
-	// fair release's when no waiter is in line, and dlm's waker's own to
-	// the watchers of a channel subscribed again after a failure.
+	// WakeAll announces a release to every waiter, without a count: dlm's
+	// waker passes it to its own watchers when a subscription was made
+	// again after a failure, since a release may have gone unheard.
 	WakeAll = ""
 )
 
 // Flag is announce's flag, the last argument of every script that
-// announces: whether the node publishes grants and releases, on which kind
-// of channel, and whether the attempt is that of a writer that will try
-// again (refused because readers hold a key, the acquire scripts then
-// record its intent there, [IntentKey]). [Flag.Arg] and [ParseFlag] are its
-// one encoding, for dlm and memlock; the Lua of announce reads the same
-// characters.
+// announces: whether the node publishes, on which kind of channel, whether
+// the attempt is that of a writer that will try again (refused because
+// readers hold a key, the acquire scripts then record its intent there,
+// [IntentKey]), and whether a grant is announced (an election's, for its
+// observers). [Flag.Arg] and [ParseFlag] are its one encoding, for dlm and
+// memlock; the Lua of announce reads the same characters.
 type Flag struct {
 	Mode        Mode
 	WriterWaits bool
+	// Grants asks an acquire script to announce its grant ([WakeGrant]) on
+	// the key's broadcast channel.
+	Grants bool
 }
 
 // Mode is how a node announces.
@@ -34,7 +43,7 @@ type Mode uint8
 
 // The modes of a [Flag].
 const (
-	// Quiet asks for no announcement.
+	// Quiet asks for no announcement: a key is freed, never handed on.
 	Quiet Mode = iota
 	// Loud asks for announcements by PUBLISH.
 	Loud
@@ -43,21 +52,27 @@ const (
 	Sharded
 )
 
-// The characters of a flag: the mode's, then writerWaits or nothing.
+// The characters of a flag: the mode's, then writerWaits and grants or
+// nothing, in this order.
 const (
 	quietArg    = "0"
 	loudArg     = "1"
 	shardedArg  = "2"
 	writerWaits = "w"
+	grantsArg   = "g"
 )
 
-// flagArgs holds every flag's encoding, so that a request's flag costs no
-// allocation.
-var flagArgs = [...][2]string{
-	Quiet:   {quietArg, quietArg + writerWaits},
-	Loud:    {loudArg, loudArg + writerWaits},
-	Sharded: {shardedArg, shardedArg + writerWaits},
-}
+// flagArgs holds every flag's encoding, by mode, WriterWaits and Grants, so
+// that a request's flag costs no allocation.
+var flagArgs = func() (a [3][2][2]string) {
+	for m, mode := range []string{quietArg, loudArg, shardedArg} {
+		a[m][0][0] = mode
+		a[m][1][0] = mode + writerWaits
+		a[m][0][1] = mode + grantsArg
+		a[m][1][1] = mode + writerWaits + grantsArg
+	}
+	return a
+}()
 
 // Arg returns f as the scripts' last argument. A Mode out of range is
 // Quiet.
@@ -66,15 +81,19 @@ func (f Flag) Arg() string {
 	if int(m) >= len(flagArgs) {
 		m = Quiet
 	}
-	if f.WriterWaits {
-		return flagArgs[m][1]
+	return flagArgs[m][b2i(f.WriterWaits)][b2i(f.Grants)]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return flagArgs[m][0]
+	return 0
 }
 
 // ParseFlag reads a script's last argument as announce's Lua does: a first
-// character other than Loud's or Sharded's is Quiet, and only
-// writerWaits as the second character marks a waiting writer.
+// character other than Loud's or Sharded's is Quiet; writerWaits and grants
+// count anywhere after it.
 func ParseFlag(arg string) Flag {
 	var f Flag
 	switch arg[:min(len(arg), 1)] {
@@ -83,42 +102,50 @@ func ParseFlag(arg string) Flag {
 	case shardedArg:
 		f.Mode = Sharded
 	}
-	f.WriterWaits = arg[min(len(arg), 1):min(len(arg), 2)] == writerWaits
+	rest := arg[min(len(arg), 1):]
+	f.WriterWaits = strings.Contains(rest, writerWaits)
+	f.Grants = strings.Contains(rest, grantsArg)
 	return f
 }
 
-// announce starts the scripts that announce grants and releases. It defines
-// announce(key, payload), which publishes on key's wake channel: payload,
-// or when it is nil WakeRelease and the channel's number of subscribers,
-// which waiters use to spread their attempts (and then only when anyone
-// listens). It publishes only when the script's last argument, a [Flag],
-// is Loud or Sharded: the caller asks two nodes at most to
-// announce, since every waiter listens on every node. Sharded is
-// for a node that is a Redis Cluster: there the channel is a shard channel
-// (SPUBLISH, PUBSUB SHARDNUMSUB), which lives on the master of the key's
-// slot, like the key, so a release reaches that master's subscribers only
-// instead of every master of the cluster. An ACL without PUBSUB or PUBLISH
-// (SPUBLISH) only silences it.
+// announce starts the scripts that announce. It reads the flag, the
+// script's last argument ([Flag]), and defines:
 //
-// It also defines readersHold(key, value), which an acquire refused by
-// value calls: when value is ReadersMark (readers hold the key) and the
-// flag's WriterWaits is set, it records the writer's intent, which keeps
-// new readers out for the writer's TTL or until a writer's release (a grant
-// leaves it; set by an earlier attempt with the same TTL, it ends before the
-// grant's TTL does);
-// and clearIntent(key), which a release calls to delete that intent
-// (reading it first, so that a mutex without read locks needs no DEL to be
-// released), but not the release of a waiting writer's failed attempt,
-// whose flag has WriterWaits ([waitsLua]). All read the same flag as
-// announce.
-const announce = `
+//   - broadcast(key, payload), which publishes payload on key's broadcast
+//     channel ([WakeChannel]), or, when payload is nil, [WakeRelease] and
+//     the channel's number of subscribers, and then only when anyone
+//     listens;
+//   - wake(key, id), which names the waiter id on the channel of its
+//     manager ([ManagerChannel]);
+//   - listeners(key), the number of subscribers of key's broadcast channel
+//     (0 when PUBSUB fails), whatever the flag's mode asks of the rest;
+//   - readersHold(key, value), which an acquire refused by value calls: when
+//     value is ReadersMark (readers hold the key) and the flag's
+//     WriterWaits is set, it records the writer's intent, which keeps new
+//     readers out for the writer's TTL or until a writer's release (a grant
+//     leaves it; set by an earlier attempt with the same TTL, it ends before
+//     the grant's TTL does);
+//   - clearIntent(key), which a release calls to delete that intent
+//     (reading it first, so that a mutex without read locks needs no DEL
+//     to be released), but not the release of a waiting writer's failed
+//     attempt, whose flag has WriterWaits.
+//
+// Both publish only when the flag is Loud or Sharded. Sharded is for a node
+// that is a Redis Cluster: there the channels are shard channels (SPUBLISH,
+// PUBSUB SHARDNUMSUB), which live on the master of the key's slot, like the
+// key, so a release reaches that master's subscribers only instead of every
+// master of the cluster. An ACL without PUBSUB or PUBLISH (SPUBLISH) only
+// silences them.
+var announce = `
 local flag = ARGV[#ARGV]
 local mode = string.sub(flag, 1, 1)
 local loud = mode == '` + loudArg + `' or mode == '` + shardedArg + `'
+local writerWaits = string.find(flag, '` + writerWaits + `', 2, true) ~= nil
+local grants = string.find(flag, '` + grantsArg + `', 2, true) ~= nil
 local pub, numsub = 'PUBLISH', 'NUMSUB'
 if mode == '` + shardedArg + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function readersHold(k, v)
-  if v == '` + ReadersMark + `' and string.sub(flag, 2, 2) == '` + writerWaits + `' then
+  if v == '` + ReadersMark + `' and writerWaits then
     redis.call('SET', k .. '` + IntentSuffix + `', '1', 'PX', ARGV[2])
   end
 end
@@ -127,7 +154,7 @@ local function clearIntent(k)
     redis.call('DEL', k .. '` + IntentSuffix + `')
   end
 end
-local function announce(k, payload)
+local function broadcast(k, payload)
   if not loud then return end
   local ch = k .. '` + WakeSuffix + `'
   if payload then
@@ -139,9 +166,17 @@ local function announce(k, payload)
   if listening == 0 then return end
   redis.pcall(pub, ch, '` + WakeRelease + `' .. (listening or 0))
 end
+local function listeners(k)
+  local subs = redis.pcall('PUBSUB', numsub, k .. '` + WakeSuffix + `')
+  return type(subs) == 'table' and tonumber(subs[2]) or 0
+end
+local function wake(k, id)
+  if not loud then return end
+  redis.pcall(pub, k .. '` + WakeSuffix + `:' .. string.sub(id, 1, ` + managerIDLenLua + `), id)
+end
 `
 
 // waitsLua sets waits: the flag's WriterWaits. A release whose flag has it
 // is a waiting writer's failed attempt, which keeps the writer's intent.
-const waitsLua = `local waits = string.sub(flag, 2, 2) == '` + writerWaits + `'
+const waitsLua = `local waits = writerWaits
 `

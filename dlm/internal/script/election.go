@@ -16,12 +16,14 @@ import "github.com/dlmgo/redlock/dlm/driver"
 // (a secret, ':' and the longest leader value). Reply: an empty array when
 // the key is absent; {the value's length} when it is longer than ARGV[1];
 // otherwise {SHA-1 of the key's value in hex, the value after its first
-// ':' ("" without one), the key's PTTL in ms}.
+// ':' ("" without one), the key's PTTL in ms}. A key that holds no
+// candidate's secret (a key a release handed on to the next candidate,
+// [ReservedFor]) reads as absent: nobody leads there.
 var Leader = driver.NewScript(`
 local n = redis.call('STRLEN', KEYS[1])
 if n > tonumber(ARGV[1]) then return {n} end
 local v = redis.call('GET', KEYS[1])
-if not v then return {} end
+if not v or string.sub(v, 1, ` + reservedPrefixLen + `) == '` + ReservedPrefix + `' then return {} end
 local i = string.find(v, ':', 1, true)
 local value = ''
 if i then value = string.sub(v, i + 1) end

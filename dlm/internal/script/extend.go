@@ -14,13 +14,15 @@ import (
 // extendLockFn defines extendLock(first, n, s, ttl), the mutex's
 // extension: if every lock key KEYS[first] to KEYS[first+n-1] holds the
 // secret s, their TTL is set to ttl ms and it returns 1; otherwise it
-// changes nothing and returns 0. It never recreates an expired key. The
-// readers' mark is nobody's secret, even when s equals it (see owns).
-const extendLockFn = `
+// changes nothing and returns 0. It never recreates an expired key. A
+// reserved value (the readers' mark, a key handed to a waiter, anything
+// beginning with [ReservedPrefix]) is nobody's secret, even when s equals
+// it (see owns).
+var extendLockFn = `
 local function extendLock(first, n, s, ttl)
+  if string.sub(s, 1, ` + reservedPrefixLen + `) == '` + ReservedPrefix + `' then return 0 end
   for i = first, first + n - 1 do
-    local v = redis.call('GET', KEYS[i])
-    if v ~= s or v == '` + ReadersMark + `' then return 0 end
+    if redis.call('GET', KEYS[i]) ~= s then return 0 end
   end
   for i = first, first + n - 1 do
     redis.call('PEXPIRE', KEYS[i], ttl)
@@ -124,7 +126,7 @@ while a <= #ARGV do
     for e = a + 3, a + 2 + count do
       local s = ARGV[e]
       o = o + 1
-      if s ~= '` + ReadersMark + `' and redis.call('GET', KEYS[k]) == s then
+      if string.sub(s, 1, ` + reservedPrefixLen + `) ~= '` + ReservedPrefix + `' and redis.call('GET', KEYS[k]) == s then
         redis.call('PEXPIRE', KEYS[k], ttl)
         out[o] = 1
       else

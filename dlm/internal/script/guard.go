@@ -1,10 +1,6 @@
 package script
 
-import (
-	"strconv"
-
-	"github.com/dlmgo/redlock/dlm/driver"
-)
+import "strconv"
 
 // guardPrelude starts a script under the restart guard (see dlm's
 // WithRestartGuard). The last key is the guard key ([GuardKey]), which
@@ -31,18 +27,12 @@ import (
 // the second the uptime is counted in) while the node has not restarted
 // (passed, so the node counts) and a later one after a restart: the guard
 // never counts a node sooner than without the TTL.
-var guardPrelude = guardPreludeWith(3)
+var guardPrelude = announce + nodeNow + guardCheck(3)
 
-// fencedGuardPrelude is guardPrelude for the fenced scripts, whose ARGV[3]
-// is the counters' expiry: the window is ARGV[4].
-var fencedGuardPrelude = guardPreludeWith(4)
-
-// guardPreludeWith returns guardPrelude with the window in ARGV[i].
-func guardPreludeWith(i int) string {
-	return announce + `local nk = #KEYS - 1
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
+// guardCheck is the guard's check, for a script that has set now, with the
+// window in ARGV[i].
+func guardCheck(i int) string {
+	return `local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
 if safe < 0 then
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
@@ -52,13 +42,3 @@ redis.call('SET', KEYS[#KEYS], safe, 'PX', math.max(safe - now, 0) + window)
 if now < safe then return -1 end
 `
 }
-
-// The acquire scripts under the restart guard: [Acquire] and
-// [FencedAcquire] with the guard key appended to KEYS and the guard window
-// (ms) inserted before announce's flag, after the counters' expiry for the
-// fenced one. Reply: -1 while the node may not count yet, otherwise that
-// of the script without the guard.
-var (
-	GuardedAcquire       = driver.NewScript(guardPrelude + acquireBody)
-	GuardedFencedAcquire = driver.NewScript(fencedGuardPrelude + fencedAcquireBody)
-)

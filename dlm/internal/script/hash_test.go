@@ -3,6 +3,7 @@ package script
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 	"testing"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -17,9 +18,7 @@ var all = map[string]*driver.Script{
 	"ReadExtend": ReadExtend, "ReadRelease": ReadRelease,
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,
 	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease, "ExtendBatch": ExtendBatch,
-	"FairAcquire": FairAcquire, "FairFencedAcquire": FairFencedAcquire,
-	"FairGuardedAcquire": FairGuardedAcquire, "FairGuardedFencedAcquire": FairGuardedFencedAcquire,
-	"FairRelease": FairRelease, "LeaveLine": LeaveLine,
+	"Leave":  Leave,
 	"Leader": Leader, "ServerID": ServerID, "ServerProbe": ServerProbe,
 }
 
@@ -38,5 +37,12 @@ func TestScriptHashes(t *testing.T) {
 			t.Errorf("%s and %s share the digest %s", name, other, s.Hash)
 		}
 		seen[s.Hash] = name
+	}
+}
+
+// TestFenceLimitLua checks that the scripts' text of FenceLimit is its value.
+func TestFenceLimitLua(t *testing.T) {
+	if got := strconv.FormatInt(FenceLimit, 10); got != fenceLimitLua {
+		t.Errorf("fenceLimitLua = %s; want %s", fenceLimitLua, got)
 	}
 }

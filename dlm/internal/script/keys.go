@@ -20,19 +20,31 @@ const (
 	// WakeSuffix names a lock key's wake channel, on which grants
 	// ([WakeGrant]) and releases ([WakeRelease]) are announced.
 	WakeSuffix = ":wake"
-	// LineSuffix names a fair lock's line: the waiters by ticket.
-	LineSuffix = ":line"
-	// PlacesSuffix names a fair lock's places: the waiters by the end of
-	// their place (node time, ms).
-	PlacesSuffix = ":places"
-	// TicketsSuffix names a fair lock's counter of the last ticket given.
-	TicketsSuffix = ":tickets"
+	// WaitersSuffix names a lock key's line: its waiters by ticket.
+	WaitersSuffix = ":waiters"
+	// PlacesSuffix names the end of each place in a lock key's line (node
+	// time, ms), by waiter.
+	PlacesSuffix = ":waiters:end"
 )
 
 // ReadersMark is the value of a lock key held by readers. A writer's secret
 // begins with 22 base64url characters, so it is never ReadersMark; and no
 // script takes it for a holder's secret, even when ARGV[1] equals it.
 const ReadersMark = "dlm:readers"
+
+// ReservedPrefix begins every value of a lock key that is no holder's
+// secret: [ReadersMark], and [ReservedFor]'s mark of a key handed to a
+// waiter. No script takes such a value for a secret.
+const ReservedPrefix = "dlm:"
+
+// nextPrefix begins the value of a lock key handed to the waiter named
+// after it.
+const nextPrefix = ReservedPrefix + "next:"
+
+// ReservedFor returns the value of a lock key that a release handed to the
+// waiter id: the key is nobody's, and only that waiter may take it, until
+// the value expires.
+func ReservedFor(id string) string { return nextPrefix + id }
 
 // FenceKey returns the fencing counter of lock key k.
 func FenceKey(k string) string { return k + FenceSuffix }
@@ -43,12 +55,26 @@ func GuardKey(k string) string { return k + GuardSuffix }
 // IntentKey returns the key of a waiting writer's intent on lock key k.
 func IntentKey(k string) string { return k + IntentSuffix }
 
-// WakeChannel returns the wake channel of lock key k.
+// WakeChannel returns the broadcast wake channel of lock key k.
 func WakeChannel(k string) string { return k + WakeSuffix }
 
-// LineKeys returns the keys of the line of the fair lock whose first lock
-// key is k: the line, the places and the tickets, in the order the fair
-// scripts take them.
+// LineKeys returns the keys of the line of lock key k: its waiters and the
+// ends of their places, in the order the scripts take them.
 func LineKeys(k string) []string {
-	return []string{k + LineSuffix, k + PlacesSuffix, k + TicketsSuffix}
+	return []string{k + WaitersSuffix, k + PlacesSuffix}
 }
+
+// LinesOf returns the keys of the lines of the lock keys rkeys, one line
+// after the other.
+func LinesOf(rkeys []string) []string {
+	out := make([]string, 0, 2*len(rkeys))
+	for _, k := range rkeys {
+		out = append(out, LineKeys(k)...)
+	}
+	return out
+}
+
+// ManagerChannel returns the channel of lock key k on which the releases
+// name the waiters of the manager whose id is manager ([ManagerIDLen]
+// characters): the waiter ids that begin with it.
+func ManagerChannel(k, manager string) string { return k + WakeSuffix + ":" + manager }

@@ -5,19 +5,12 @@ package script
 // clock). The set, and the read lock's key with it, lives as long as its
 // longest lease, so a crashed holder's lease frees itself when it ends.
 
-// nodeNow sets now to the node's time in ms.
-const nodeNow = `
-local tn = redis.call('TIME')
-local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
-`
-
 // dropEnded defines dropEnded(set), which removes the leases that ended from
 // set. (ZRANGEBYSCORE and ZREM, the commands the fair line uses, rather than
 // ZREMRANGEBYSCORE: the ACL docs/security.md lists stays the same.)
-const dropEnded = `
+const dropEnded = zremAll + `
 local function dropEnded(set)
-  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', now)
-  if #gone > 0 then redis.call('ZREM', set, unpack(gone)) end
+  zremAll(set, redis.call('ZRANGEBYSCORE', set, '-inf', now))
 end
 `
 

@@ -1,72 +1,233 @@
 package script
 
-import "github.com/dlmgo/redlock/dlm/driver"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dlmgo/redlock/dlm/driver"
+)
 
 // owns defines owns(v): whether v, a lock key's value, is the holder's
-// secret ARGV[1]. A reserved value ([ReadersMark]) is nobody's secret, even
-// when ARGV[1] equals it: the marker is public, so a caller that passed it
+// secret ARGV[1]. A reserved value ([ReadersMark], a key handed to a waiter,
+// anything beginning with [ReservedPrefix]) is nobody's secret, even when
+// ARGV[1] equals it: such a value may be public, so a caller that passed it
 // as its secret (from a forged handle) must get what any stranger gets.
 // Every script that compares a lock key with ARGV[1] does it through owns.
-const owns = `
+var owns = `
 local function owns(v)
-  return v == ARGV[1] and v ~= '` + ReadersMark + `'
+  return v == ARGV[1] and string.sub(v, 1, ` + reservedPrefixLen + `) ~= '` + ReservedPrefix + `'
 end
 `
 
-// keysPrelude starts a script whose KEYS are all lock keys (or lock keys
-// and counters), as guardPrelude starts one whose last key is the guard's:
-// nk counts them.
-const keysPrelude = announce + `local nk = #KEYS
-`
+// reservedPrefixLen is the length of ReservedPrefix, as the scripts write
+// it.
+var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 
-// Acquire sets every key to the secret with a TTL, if none is held under
-// another secret. A key already holding this secret counts as free, so the
-// script is safe to run twice. A grant announces [WakeGrant] and leaves a
-// writer's intent in place, as SET NX does: the release deletes it, so that
-// a waiting writer's attempt that a quorum refused keeps its intent where it
-// was granted (see [Release]). A refusal by readers records a waiting
-// writer's intent (see [Flag]).
+// The mutex's acquire scripts take, after the lock keys (and their fencing
+// counters), the lines of the lock keys ([LinesOf]), and, under the restart
+// guard, the guard key last. ARGV ends with the waiter's arguments before
+// announce's flag: its id ("" for a call that takes no place, TryLock's),
+// the life of its place (ms), its ticket (see [lineLua]), the bound of a
+// line ([Fairness.MaxWaiters]), and "1" for fairness.
 //
-// KEYS: the lock keys. ARGV: the secret, the TTL (ms), announce's flag.
-// Reply: 1 when granted, 0 otherwise.
-var Acquire = driver.NewScript(keysPrelude + acquireBody)
+// A key may be taken when it is free, holds the secret already (the script
+// is safe to run twice), or is reserved for the waiter; with fairness, a
+// free key only by the head of its line, or by anyone while the line is
+// empty. A grant sets every key to the secret with the TTL, leaves a
+// writer's intent in place, as SET NX does (the release deletes it), and,
+// when the flag asks for it, announces [WakeGrant]. It writes no line: a
+// place the waiter had stays while it holds the lock, and the lock's
+// release gives it up; this node's grant is only a vote, and if the attempt
+// fails all the same (too few grants, or too late) its release gives the
+// waiter its place back under its ticket, ahead of everyone who asked
+// after it ([ReleaseAttempt]). A refusal gives the waiter a place in each key's line, or renews it (see
+// [lineLua]), and records a waiting writer's intent where readers hold a
+// key (see [Flag]). Reply: {the grant (1, or the new fencing counter) or 0,
+// the waiter's ticket}: a ticket of 0 for a grant or a caller without an
+// id, -1 when a line is full. A refusal adds a third element, the PTTL
+// (ms) of the key that refused, 0 when it was free (another waiter's turn),
+// so that a waiter knows when a holder that never releases lets go; and,
+// for a waiter with an id, a fourth: 1 when anyone listens on the key's
+// broadcast channel (a lease's waiter, an observer, or a process of the
+// previous release, whose releases name nobody), else 0. The guarded forms
+// reply -1 while the node may not count yet.
+var (
+	Acquire              = acquireScript(false, 0)
+	FencedAcquire        = acquireScript(true, 0)
+	GuardedAcquire       = acquireScript(false, 3)
+	GuardedFencedAcquire = acquireScript(true, 4)
+)
 
-const acquireBody = owns + `
-for i = 1, nk do
-  local v = redis.call('GET', KEYS[i])
-  if v and not owns(v) then
-    readersHold(KEYS[i], v)
-    return 0
-  end
-end
-for i = 1, nk do
+// acquireScript returns the mutex's acquire script, fenced or not, under
+// the restart guard whose window is ARGV[guardArg] (0: no guard).
+func acquireScript(fenced bool, guardArg int) *driver.Script {
+	f, g := 0, 0
+	if fenced {
+		f = 1
+	}
+	if guardArg > 0 {
+		g = 1
+	}
+	src := announce + nodeNow + fmt.Sprintf("local n = (#KEYS - %d) / %d\nlocal lk = n * %d\n", g, 3+f, 1+f)
+	if guardArg > 0 {
+		src += guardCheck(guardArg)
+	}
+	take := takeBody
+	if fenced {
+		take = fencedTakeBody
+	}
+	return driver.NewScript(src + lineLua + owns + "local function take()" + take + "end\n" + acquireBody)
+}
+
+// takeBody sets every lock key to the secret with the TTL, and returns 1.
+const takeBody = `
+for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  announce(KEYS[i], '` + WakeGrant + `')
 end
 return 1
 `
 
-// Release deletes the keys that still hold the secret. It never touches
-// another holder's key. For each key it deletes, it deletes a writer's
-// intent, which the grant left in place, and announces the release on the
-// key's wake channel, when anyone listens there, with the number of
-// listeners: [WakeRelease] and "5". The release of a waiting writer's
-// failed attempt (announce's flag with WriterWaits) keeps the intent: the
-// writer still waits, and the nodes that granted its attempt must not let
-// new readers in.
-//
-// KEYS: the lock keys. ARGV: the secret, announce's flag. Reply: the number
-// of keys deleted.
-var Release = driver.NewScript(announce + owns + waitsLua + `
-local n = 0
-for _, k in ipairs(KEYS) do
-  if owns(redis.call('GET', k)) then
-    n = n + redis.call('DEL', k)
-    if not waits then clearIntent(k) end
-    announce(k, nil)
+// fencedTakeBody is takeBody that also sets every counter (KEYS[n+1..2n])
+// to one more than the largest of them, and returns that value. The
+// counters' expiry is ARGV[3] (ms): "0", counters never expire; otherwise
+// each counter's TTL is set to it, and a missing counter starts from the
+// node's clock in microseconds instead of 0 (see docs/fencing.md).
+const fencedTakeBody = `
+local fx = tonumber(ARGV[3])
+local f = 0
+for i = n + 1, 2 * n do
+  local c = redis.call('GET', KEYS[i])
+  if c then
+    c = tonumber(c)
+  elseif fx > 0 then
+    c = tonumber(tn[1]) * 1000000 + tonumber(tn[2])
+  else
+    c = 0
+  end
+  if c > f then f = c end
+end
+f = f + 1
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  if fx > 0 then
+    redis.call('SET', KEYS[n + i], f, 'PX', fx)
+  else
+    redis.call('SET', KEYS[n + i], f)
   end
 end
-return n
+return f
+`
+
+// acquireBody decides an attempt, for a script that has set n, lk and now,
+// and defined take() and the line's functions.
+const acquireBody = `
+local wa = #ARGV - 5
+local me, life, ticket, bound = ARGV[wa], tonumber(ARGV[wa + 1]), tonumber(ARGV[wa + 2]), tonumber(ARGV[wa + 3])
+local fair = ARGV[wa + 4] == '1'
+local mark = '` + nextPrefix + `' .. me
+local function mayTake(i, v)
+  if me ~= '' and v == mark then return true end
+  if v and not owns(v) then return false end
+  if v or not fair then return true end
+  local h = headOf(i)
+  return h == nil or h == me
+end
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if not mayTake(i, v) then
+    readersHold(KEYS[i], v)
+    local left = 0
+    if v then left = math.max(redis.call('PTTL', KEYS[i]), 0) end
+    if me == '' then return {0, 0, left} end
+    local open = 0
+    if listeners(KEYS[i]) > 0 then open = 1 end
+    local keep = math.max(life, tonumber(ARGV[2]))
+    local t = 0
+    for j = 1, n do
+      local p = place(j, me, life, ticket, bound, keep)
+      if p < 0 then return {0, -1, left, open} end
+      if p > t then t = p end
+    end
+    return {0, t, left, open}
+  end
+end
+local r = take()
+if grants then
+  for i = 1, n do broadcast(KEYS[i], '` + WakeGrant + `') end
+end
+return {r, 0}
+`
+
+// How a release runs ([Release]'s ARGV[6]).
+const (
+	// ReleaseLock releases a lock that was obtained, and hands each key it
+	// frees on to the head of the key's line.
+	ReleaseLock = "r"
+	// ReleaseAttempt releases a failed attempt: the keys are freed, never
+	// handed on and never announced, and the waiter keeps its place.
+	ReleaseAttempt = "f"
+	// ReleaseKeepTurn releases a failed attempt that a release handed the
+	// keys to: the keys it took are reserved for the waiter again, which
+	// keeps its turn, and nothing is announced.
+	ReleaseKeepTurn = "k"
+)
+
+// Release releases a lock, or a failed attempt, on one node.
+//
+// The lock's release (ReleaseLock) frees each key that holds the secret,
+// is reserved for the releasing waiter, or is free already, and hands it on
+// to the head of its line (see [lineLua]); a key it freed and handed to
+// nobody (or an election's, whose observers the flag's Grants asks for) is
+// announced on the broadcast channel, when anyone listens there, with the
+// number of listeners: [WakeRelease] and "5". A key held by another holder
+// is never touched. It deletes a writer's intent with each key that held
+// the secret, and takes the releasing waiter out of the lines.
+//
+// A failed attempt's release (ReleaseAttempt, ReleaseKeepTurn) frees the
+// keys that hold the secret — or reserves them for the waiter again, with
+// ReleaseKeepTurn — announces nothing, and gives the waiter its place back
+// in every line under its ticket: it still waits. A waiting writer's
+// failed attempt (announce's flag with WriterWaits) keeps its intent: the
+// nodes that granted it must not let new readers in.
+//
+// KEYS: the lock keys, then their lines ([LinesOf]). ARGV: the secret, the
+// waiter's id ("" for none), its ticket, the life of its place (ms), how
+// long a key handed on stays reserved (ms), how (ReleaseLock,
+// ReleaseAttempt or ReleaseKeepTurn), announce's flag. Reply: the number
+// of keys that held the secret.
+var Release = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 3
+local n = lk
+` + lineLua + owns + waitsLua + `
+local me, ticket, life, ms, how = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local mark = '` + nextPrefix + `' .. me
+local deleted = 0
+for i = 1, n do
+  local k = KEYS[i]
+  local v = redis.call('GET', k)
+  local mine = owns(v)
+  if mine then deleted = deleted + 1 end
+  if how == '` + ReleaseLock + `' then
+    if me ~= '' then leave(i, me) end
+    if mine or not v or (me ~= '' and v == mark) then
+      if v then
+        redis.call('DEL', k)
+        clearIntent(k)
+      end
+      if (not handOn(i, ms) or grants) and v then broadcast(k, nil) end
+    end
+  else
+    if mine then
+      if how == '` + ReleaseKeepTurn + `' and me ~= '' then
+        redis.call('SET', k, mark, 'PX', ms)
+      else
+        redis.call('DEL', k)
+        if not waits then clearIntent(k) end
+      end
+    end
+    if me ~= '' then place(i, me, life, ticket, -1, life) end
+  end
+end
+return deleted
 `)
 
 // Extend sets the TTL of every key if all still hold the secret; otherwise
@@ -84,56 +245,11 @@ return extendLock(1, #KEYS, ARGV[1], ARGV[2])
 // counter a node reports at or above it was not written by these scripts.
 const FenceLimit = 1 << 53
 
+// fenceLimitLua is [FenceLimit] as the scripts write it.
+const fenceLimitLua = "9007199254740992"
+
 // The fenced scripts take the lock's keys as KEYS[1..n] and their fencing
-// counters ([FenceKey]) as KEYS[n+1..2n] (see docs/fencing.md). The fenced
-// acquire scripts take the counters' expiry in ms as ARGV[3]: "0", counters
-// never expire; otherwise a grant sets each counter's TTL to it, and a
-// missing counter starts from the node's clock in microseconds instead of
-// 0.
-
-// FencedAcquire is [Acquire] that also, when it takes the keys, sets every
-// counter to one more than the largest of them.
-//
-// KEYS: the lock keys, then their counters. ARGV: the secret, the TTL
-// (ms), the counters' expiry (ms, "0" for none), announce's flag. Reply:
-// the new counter (at least 1) when granted, 0 otherwise.
-var FencedAcquire = driver.NewScript(keysPrelude + fencedAcquireBody)
-
-const fencedAcquireBody = owns + `
-local n = nk / 2
-for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
-  if v and not owns(v) then
-    readersHold(KEYS[i], v)
-    return 0
-  end
-end
-local fx = tonumber(ARGV[3])
-local f = 0
-for i = n + 1, 2 * n do
-  local c = redis.call('GET', KEYS[i])
-  if c then
-    c = tonumber(c)
-  elseif fx > 0 then
-    local t = redis.call('TIME')
-    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  else
-    c = 0
-  end
-  if c > f then f = c end
-end
-f = f + 1
-for i = 1, n do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  if fx > 0 then
-    redis.call('SET', KEYS[n + i], f, 'PX', fx)
-  else
-    redis.call('SET', KEYS[n + i], f)
-  end
-  announce(KEYS[i], '` + WakeGrant + `')
-end
-return f
-`
+// counters ([FenceKey]) as KEYS[n+1..2n] (see docs/fencing.md).
 
 // RaiseFence raises every counter to at least ARGV[2] if all the lock keys
 // still hold the secret ARGV[1]; otherwise it changes nothing. A counter
@@ -186,7 +302,11 @@ return out
 // holder's secret.
 //
 // KEYS: the lock key, its fencing counter. ARGV: none. Reply: {PTTL of the
-// key (-2 when absent), the counter or 0}.
+// key (-2 when absent), the counter or 0, 1 when the key is reserved for a
+// waiter a release handed it to (see [ReservedFor]), else 0}.
 var Status = driver.NewScript(`
-return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
+local v = redis.call('GET', KEYS[1])
+local reserved = 0
+if v and string.sub(v, 1, ` + strconv.Itoa(len(nextPrefix)) + `) == '` + nextPrefix + `' then reserved = 1 end
+return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0'), reserved}
 `)

@@ -36,7 +36,8 @@ return 1
 //
 // KEYS: the lock key, the readers' set, the writer's intent. ARGV: the
 // secret, the TTL (ms), announce's flag (a grant announces nothing). Reply:
-// 1 when let in, 0 otherwise.
+// 1 when let in, 0 otherwise. A key a release handed to a writer of its
+// line (see [Release]) keeps readers out, as the writer's key would.
 var ReadAcquire = driver.NewScript(announce + readAcquireBody)
 
 // GuardedReadAcquire is [ReadAcquire] under the restart guard: KEYS end
@@ -56,14 +57,19 @@ return extendReader(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 `)
 
 // ReadRelease removes a reader. When the last reader leaves it deletes the
-// lock key and announces the release; the key's TTL otherwise follows the
-// longest lease left. A writer's key is never touched.
+// lock key and hands it on to the head of its line, a writer that waits for
+// the readers to leave (see [Release]), or, with nobody in line, announces
+// the release on the broadcast channel; the key's TTL otherwise follows the
+// longest lease left. A writer's key is never touched. The release of a
+// failed attempt is Quiet: it frees the key, and announces nothing.
 //
-// KEYS: the lock key, the readers' set. ARGV: the secret, announce's flag.
-// Reply: 1 when the reader was in, 0 otherwise.
-var ReadRelease = driver.NewScript(announce + leases + `
+// KEYS: the lock key, the readers' set, the lock key's line ([LineKeys]).
+// ARGV: the secret, how long a key handed on stays reserved (ms),
+// announce's flag. Reply: 1 when the reader was in, 0 otherwise.
+var ReadRelease = driver.NewScript(announce + leases + `local lk = 2
+` + lineLua + `
 local n = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= '` + ReadersMark + `' then return n end
-if spanLeases(KEYS[2], {KEYS[1]}) then announce(KEYS[1], nil) end
+if spanLeases(KEYS[2], {KEYS[1]}) and not handOn(1, tonumber(ARGV[2])) then broadcast(KEYS[1], nil) end
 return n
 `)

@@ -53,6 +53,6 @@ return extendPermit(KEYS[1], ARGV[1], ARGV[2])
 var PermitRelease = driver.NewScript(announce + leases + `
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 spanLeases(KEYS[1], {})
-if n > 0 then announce(KEYS[1], nil) end
+if n > 0 then broadcast(KEYS[1], nil) end
 return n
 `)

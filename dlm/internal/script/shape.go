@@ -10,25 +10,24 @@ type Shape struct {
 	// fencing counter; otherwise an integer equal to the request's wanted
 	// reply is a yes.
 	Counter bool
-	// Ticketed: the reply is a pair, {the reply as above, the fair
-	// waiter's ticket}.
+	// Ticketed: the reply is a pair, {the reply as above, the waiter's
+	// ticket}, which a refusal follows with the PTTL of the key that
+	// refused; a plain integer (the SET NX path's) carries neither.
 	Ticketed bool
 	// Entries: the reply is an array of one integer per entry of the
 	// request, each read as a plain integer reply ([ExtendBatch]).
 	Entries bool
 }
 
-// ShapeOf returns the shape of s's reply: a counter for the fenced
-// acquires, a ticketed pair for the fair ones, an integer per entry for
+// ShapeOf returns the shape of s's reply: a ticketed pair for the mutex's
+// acquires, with a counter for the fenced ones, an integer per entry for
 // the batched extension, a plain integer for every other script.
 func ShapeOf(s *driver.Script) Shape {
 	switch s {
 	case FencedAcquire, GuardedFencedAcquire:
-		return Shape{Counter: true}
-	case FairAcquire, FairGuardedAcquire:
-		return Shape{Ticketed: true}
-	case FairFencedAcquire, FairGuardedFencedAcquire:
 		return Shape{Counter: true, Ticketed: true}
+	case Acquire, GuardedAcquire:
+		return Shape{Ticketed: true}
 	case ExtendBatch:
 		return Shape{Entries: true}
 	}

@@ -15,16 +15,13 @@ func TestShapeOf(t *testing.T) {
 		s    *driver.Script
 		want Shape
 	}{
-		{"Acquire", Acquire, Shape{}},
-		{"GuardedAcquire", GuardedAcquire, Shape{}},
-		{"FencedAcquire", FencedAcquire, Shape{Counter: true}},
-		{"GuardedFencedAcquire", GuardedFencedAcquire, Shape{Counter: true}},
-		{"FairAcquire", FairAcquire, Shape{Ticketed: true}},
-		{"FairGuardedAcquire", FairGuardedAcquire, Shape{Ticketed: true}},
-		{"FairFencedAcquire", FairFencedAcquire, Shape{Counter: true, Ticketed: true}},
-		{"FairGuardedFencedAcquire", FairGuardedFencedAcquire, Shape{Counter: true, Ticketed: true}},
+		{"Acquire", Acquire, Shape{Ticketed: true}},
+		{"GuardedAcquire", GuardedAcquire, Shape{Ticketed: true}},
+		{"FencedAcquire", FencedAcquire, Shape{Counter: true, Ticketed: true}},
+		{"GuardedFencedAcquire", GuardedFencedAcquire, Shape{Counter: true, Ticketed: true}},
 		{"Release", Release, Shape{}},
-		{"FairRelease", FairRelease, Shape{}},
+		{"Leave", Leave, Shape{}},
+		{"ReadAcquire", ReadAcquire, Shape{}},
 		{"ExtendBatch", ExtendBatch, Shape{Entries: true}},
 	} {
 		if got := ShapeOf(tc.s); got != tc.want {

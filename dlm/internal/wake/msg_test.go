@@ -10,92 +10,107 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// TestParseWake checks the wake messages parse accepts, with what they
-// announce, and that it refuses hostile ones: counts with a sign, too many
-// digits, digits that are not ASCII, ids of the wrong length or alphabet,
-// bytes that are not UTF-8, and long payloads.
-func TestParseWake(t *testing.T) {
+// The ids of the tests: a manager's, two of its waiters', and another
+// manager's waiter's.
+var (
+	testManager = strings.Repeat("M", script.ManagerIDLen)
+	testWaiter  = testManager + "AZaz09-_AZa"
+	testWaiter2 = testManager + "bbbbbbbbbbb"
+	otherWaiter = strings.Repeat("O", script.ManagerIDLen) + "AZaz09-_AZa"
+)
+
+// TestParseBroadcast checks the broadcast messages parseBroadcast accepts,
+// with what they announce, and that it refuses hostile ones: counts with a
+// sign, too many digits, digits that are not ASCII, bytes that are not
+// UTF-8, and long payloads.
+func TestParseBroadcast(t *testing.T) {
 	t.Parallel()
-	const id = "AZaz09-_AZaz09-_AZaz09"
 	for _, tc := range []struct {
 		payload string
-		want    msg
+		want    broadcastMsg
 		ok      bool
 	}{
-		{"t", msg{kind: kindGrant}, true},
-		{"", msg{kind: kindRelease}, true},
-		{"r0", msg{kind: kindRelease}, true},
-		{"r7", msg{kind: kindRelease, listening: 7}, true},
-		{"r007", msg{kind: kindRelease, listening: 7}, true},
-		{"r1048576", msg{kind: kindRelease, listening: maxListening}, true},
-		{"r1048577", msg{kind: kindRelease, listening: maxListening}, true},
-		{"r" + strings.Repeat("9", 18), msg{kind: kindRelease, listening: maxListening}, true},
-		{id, msg{kind: kindFair, id: id}, true},
-		{"r" + strings.Repeat("9", 19), msg{}, false},
-		{"r9223372036854775807", msg{}, false},
-		{"r" + strings.Repeat("1", 21), msg{kind: kindFair, id: "r" + strings.Repeat("1", 21)}, true},
-		{"r" + strings.Repeat("1", 1<<20), msg{}, false},
-		{"r", msg{}, false},
-		{"r-1", msg{}, false},
-		{"r-9223372036854775808", msg{}, false},
-		{"r+1", msg{}, false},
-		{"r 1", msg{}, false},
-		{"r1 ", msg{}, false},
-		{"r1\x00", msg{}, false},
-		{"r1e3", msg{}, false},
-		{"r0x1", msg{}, false},
-		{"r1_000", msg{}, false},
-		{"r\u0661\u0662", msg{}, false},
-		{"R1", msg{}, false},
-		{"T", msg{}, false},
-		{"tt", msg{}, false},
-		{"t\x00", msg{}, false},
-		{id[:21], msg{}, false},
-		{id + "A", msg{}, false},
-		{id[:21] + "=", msg{}, false},
-		{id[:21] + "+", msg{}, false},
-		{id[:21] + "/", msg{}, false},
-		{id[:21] + " ", msg{}, false},
-		{id[:20] + "é", msg{}, false},
-		{"\xff\xfe\xfd", msg{}, false},
-		{strings.Repeat("\xff", IDLen), msg{}, false},
-		{strings.Repeat("x", 1<<20), msg{}, false},
+		{"t", broadcastMsg{grant: true}, true},
+		{"", broadcastMsg{}, true},
+		{"r0", broadcastMsg{}, true},
+		{"r7", broadcastMsg{listening: 7}, true},
+		{"r007", broadcastMsg{listening: 7}, true},
+		{"r1048576", broadcastMsg{listening: maxListening}, true},
+		{"r1048577", broadcastMsg{listening: maxListening}, true},
+		{"r" + strings.Repeat("9", 18), broadcastMsg{listening: maxListening}, true},
+		{"r" + strings.Repeat("9", 19), broadcastMsg{}, false},
+		{"r9223372036854775807", broadcastMsg{}, false},
+		{"r" + strings.Repeat("1", 1<<20), broadcastMsg{}, false},
+		{"r", broadcastMsg{}, false},
+		{"r-1", broadcastMsg{}, false},
+		{"r+1", broadcastMsg{}, false},
+		{"r 1", broadcastMsg{}, false},
+		{"r1\x00", broadcastMsg{}, false},
+		{"r1e3", broadcastMsg{}, false},
+		{"r\u0661\u0662", broadcastMsg{}, false},
+		{"R1", broadcastMsg{}, false},
+		{"tt", broadcastMsg{}, false},
+		{testWaiter, broadcastMsg{}, false},
+		{"\xff\xfe\xfd", broadcastMsg{}, false},
+		{strings.Repeat("x", 1<<20), broadcastMsg{}, false},
 	} {
-		got, ok := parse(tc.payload)
+		got, ok := parseBroadcast(tc.payload)
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("parse(%.40q) = %+v, %v; want %+v, %v", tc.payload, got, ok, tc.want, tc.ok)
+			t.Errorf("parseBroadcast(%.40q) = %+v, %v; want %+v, %v", tc.payload, got, ok, tc.want, tc.ok)
 		}
 	}
 }
 
-// TestFairIDLen checks that an id of IDLen characters, as a fair waiter's
-// (package dlm checks its ids' length), is longer than any release and
-// parses as a fair release, so that the two are told apart by length.
-func TestFairIDLen(t *testing.T) {
+// TestParseNamed checks that parseNamed accepts exactly the ids of the
+// manager's waiters: of the waiter id's length and alphabet, beginning with
+// the manager's id.
+func TestParseNamed(t *testing.T) {
 	t.Parallel()
-	id := strings.Repeat("A", IDLen)
-	if IDLen <= len(script.WakeRelease)+maxCountDigits {
-		t.Errorf("IDLen %d, the longest release %d; want IDLen greater", IDLen, len(script.WakeRelease)+maxCountDigits)
-	}
-	if msg, ok := parse(id); !ok || msg.kind != kindFair {
-		t.Errorf("parse(a fair waiter's id) = %+v, %v; want a fair release", msg, ok)
+	for _, tc := range []struct {
+		payload string
+		ok      bool
+	}{
+		{testWaiter, true},
+		{testWaiter2, true},
+		{otherWaiter, false},
+		{testWaiter[:script.WaiterIDLen-1], false},
+		{testWaiter + "A", false},
+		{testWaiter[:script.WaiterIDLen-1] + "=", false},
+		{testWaiter[:script.WaiterIDLen-1] + "/", false},
+		{testWaiter[:script.WaiterIDLen-2] + "é", false},
+		{testManager, false},
+		{"", false},
+		{"r5", false},
+		{"t", false},
+		{strings.Repeat("\xff", script.WaiterIDLen), false},
+		{strings.Repeat("x", 1<<20), false},
+	} {
+		got, ok := parseNamed(testManager, tc.payload)
+		if ok != tc.ok || (ok && got != tc.payload) {
+			t.Errorf("parseNamed(%.40q) = %q, %v; want %v", tc.payload, got, ok, tc.ok)
+		}
 	}
 }
 
-// wakeGrammar is parse's grammar, written independently of it.
-var wakeGrammar = regexp.MustCompile(`\A(?:t|r[0-9]{1,18}|[A-Za-z0-9_-]{22})?\z`)
+// broadcastGrammar and namedGrammar are the grammars of the two kinds of
+// channel, written independently of the parsers.
+var (
+	broadcastGrammar = regexp.MustCompile(`\A(?:t|r[0-9]{1,18})?\z`)
+	namedGrammar     = regexp.MustCompile(`\A` + testManager + `[A-Za-z0-9_-]{11}\z`)
+)
 
-// FuzzWakeMessage feeds arbitrary payloads to parse and, as a node's
-// subscription delivers them, to a waker with a plain, a fair and another
-// fair watcher. parse must accept exactly its grammar, with a count in
-// [0, maxListening]; nothing may panic; the wait spread after any of them
-// stays within [0, maxSpread) for any attempt; a malformed payload wakes
-// nobody and is counted; and a well-formed release after the garbage still
-// wakes every watcher, with its count.
+// FuzzWakeMessage feeds arbitrary payloads to both parsers and, as a node's
+// subscription delivers them, to a waker with a watcher of the broadcast
+// channel and two named waiters. The parsers must accept exactly their
+// grammars, with a count in [0, maxListening]; nothing may panic; the wait
+// spread after any of them stays within [0, maxSpread) for any attempt; a
+// malformed payload wakes nobody and is counted; an id wakes its waiter
+// alone; and a well-formed release after the garbage still wakes the
+// broadcast watcher, with its count.
 func FuzzWakeMessage(f *testing.F) {
 	for _, s := range []string{
 		"", "t", "r0", "r7", "r" + strings.Repeat("9", 18), "r" + strings.Repeat("9", 19), "r-1", "r", "r+5",
-		"r\u0661", "AZaz09-_AZaz09-_AZaz09", "waiter-id-of-twenty-2!", "\xff\xfe", "r1\nr2\nt\n\n",
+		"r\u0661", testWaiter, otherWaiter, "\xff\xfe", "r1\nr2\nt\n\n", testWaiter + "\n" + testWaiter2,
 		"r-9223372036854775808\nr999999999999999999", strings.Repeat("x", 4096),
 	} {
 		f.Add(s, int64(time.Millisecond))
@@ -104,53 +119,120 @@ func FuzzWakeMessage(f *testing.F) {
 	f.Add("r3", int64(1))
 	f.Add("r3", int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, payload string, attempt int64) {
-		msg, ok := parse(payload)
-		if ok != wakeGrammar.MatchString(payload) {
-			t.Fatalf("parse(%q) accepted: %v; the grammar says %v", payload, ok, !ok)
+		b, ok := parseBroadcast(payload)
+		if ok != broadcastGrammar.MatchString(payload) {
+			t.Fatalf("parseBroadcast(%q) accepted: %v; the grammar says %v", payload, ok, !ok)
 		}
-		if ok && (msg.listening < 0 || msg.listening > maxListening || msg.kind < kindGrant || msg.kind > kindFair) {
-			t.Fatalf("parse(%q) = %+v; want a known kind and a count in [0, %d]", payload, msg, maxListening)
+		if ok && (b.listening < 0 || b.listening > maxListening) {
+			t.Fatalf("parseBroadcast(%q) = %+v; want a count in [0, %d]", payload, b, maxListening)
+		}
+		if _, ok := parseNamed(testManager, payload); ok != namedGrammar.MatchString(payload) {
+			t.Fatalf("parseNamed(%q) accepted: %v; the grammar says %v", payload, ok, !ok)
 		}
 
-		w := &Waker{pumps: make([]*pump, 1), chans: map[string]*wakeChan{}}
-		plain := w.Watch([]string{"k"}, "")
-		fair := w.Watch([]string{"k"}, "waiter-id-of-twenty-22")
-		other := w.Watch([]string{"k"}, "another-id-of-twenty-2")
-		watchers := []*Watcher{plain, fair, other}
+		w := testWaker(1)
+		all := w.Watch([]string{"k"}, "", 0)
+		named := w.Watch([]string{"k"}, testWaiter, 1)
+		named2 := w.Watch([]string{"k"}, testWaiter2, 1)
+		bch, nch := script.WakeChannel("k"), script.ManagerChannel("k", testManager)
 		h := handler{w: w}
 		malformed := uint64(0)
 		for _, p := range append([]string{payload}, strings.Split(payload, "\n")...) {
-			before := w.ignored.Load()
-			h.Message(script.WakeChannel("k"), p)
-			_, ok := parse(p)
-			if !ok {
-				malformed++
-			}
-			if got := w.ignored.Load() - before; got != map[bool]uint64{false: 1}[ok] {
-				t.Fatalf("Message(%q) counted %d malformed messages; want %d", p, got, map[bool]uint64{false: 1}[ok])
-			}
-			for _, wt := range watchers {
-				if d := wt.spread(time.Duration(attempt)); d < 0 || d >= maxSpread {
+			for _, ch := range []string{bch, nch} {
+				before := w.ignored.Load()
+				h.Message(ch, p)
+				var ok bool
+				if ch == bch {
+					_, ok = parseBroadcast(p)
+				} else {
+					_, ok = parseNamed(testManager, p)
+				}
+				if !ok {
+					malformed++
+				}
+				if got := w.ignored.Load() - before; got != map[bool]uint64{false: 1}[ok] {
+					t.Fatalf("Message(%s, %q) counted %d malformed messages; want %d", ch, p, got, map[bool]uint64{false: 1}[ok])
+				}
+				if d := all.spread(time.Duration(attempt)); d < 0 || d >= maxSpread {
 					t.Fatalf("after Message(%q), spread(%v) = %v; want in [0, %v)", p, time.Duration(attempt), d, maxSpread)
 				}
-				if !ok && len(wt.c)+len(wt.taken) > 0 {
-					t.Fatalf("Message(%q), malformed, woke a watcher", p)
+				n1, _, _ := named.named()
+				n2, _, _ := named2.named()
+				switch {
+				case !ok && len(all.c)+len(named.c)+len(named2.c) > 0:
+					t.Fatalf("Message(%s, %q), malformed, woke a watcher", ch, p)
+				case ch == nch && ok && (len(all.c) > 0 || (p == testWaiter) != (n1 == 1) || (p == testWaiter2) != (n2 == 1)):
+					t.Fatalf("Message(%s, %q) heard by [broadcast %d, %s %d, %s %d]; want its waiter alone", ch, p, len(all.c), testWaiter, n1, testWaiter2, n2)
+				case ch == bch && ok && (len(all.c) != 1 || n1+n2 > 0):
+					t.Fatalf("Message(%s, %q) woke the broadcast watcher %v, the named ones %d, %d; want the broadcast one alone", ch, p, len(all.c) == 1, n1, n2)
 				}
-				wt.Drain()
-				select {
-				case <-wt.taken:
-				default:
+				for _, wt := range []*Watcher{all, named, named2} {
+					wt.Drain()
 				}
 			}
 		}
 		if got := w.ignored.Load(); got != malformed {
 			t.Fatalf("counted %d malformed messages; want %d", got, malformed)
 		}
-		h.Message(script.WakeChannel("k"), "r5")
-		for i, wt := range watchers {
-			if len(wt.c) != 1 || wt.listening.Load() != 5 {
-				t.Fatalf("watcher %d after garbage %q, then r5: woken %v, listening %d; want woken, 5", i, payload, len(wt.c) == 1, wt.listening.Load())
-			}
+		h.Message(bch, "r5")
+		if len(all.c) != 1 || all.listening.Load() != 5 {
+			t.Fatalf("after garbage %q, then r5: woken %v, listening %d; want woken, 5", payload, len(all.c) == 1, all.listening.Load())
 		}
 	})
+}
+
+// testWaker returns a waker of the test manager over n nodes, whose pumps
+// are up but never run: the tests deliver messages themselves.
+func testWaker(n int) *Waker {
+	w := &Waker{id: testManager, pumps: make([]*pump, n), live: n, chans: map[string]*wakeChan{}, named: map[string]*Watcher{}}
+	for i := range w.pumps {
+		w.pumps[i] = &pump{w: w, i: i, running: true}
+	}
+	return w
+}
+
+// TestWiden checks that a widened waiter counts the releases announced on
+// its keys' broadcast channels as nodes naming it, once per node alongside
+// its manager's channel, and that a waiter that is not widened hears
+// nothing there.
+func TestWiden(t *testing.T) {
+	t.Parallel()
+	w := testWaker(3)
+	wt := w.Watch([]string{"k"}, testWaiter, 2)
+	narrow := w.Watch([]string{"k"}, testWaiter2, 2)
+	reader := w.Watch([]string{"k"}, "", 2) // the broadcast channel is watched already
+	defer reader.Stop()
+	bc, ch := script.WakeChannel("k"), script.ManagerChannel("k", testManager)
+	handler{w: w, i: 0}.Message(bc, "r3")
+	if n, _, _ := wt.named(); n != 0 {
+		t.Fatalf("before Widen, a broadcast release named the waiter on %d nodes; want 0", n)
+	}
+	w.Widen(wt, []string{"k"})
+	w.Widen(wt, []string{"k"}) // twice: no change
+	if got := len(wt.chans); got != 2 {
+		t.Errorf("after two Widens the waiter listens on %d channels; want 2", got)
+	}
+	for _, tc := range []struct {
+		node    int
+		channel string
+		payload string
+		nheard  int
+	}{
+		{0, bc, "r3", 1},
+		{0, ch, testWaiter, 1}, // node 0 again, on the manager's channel
+		{1, bc, "r3", 2},
+		{2, bc, "not a release", 2},
+	} {
+		handler{w: w, i: tc.node}.Message(tc.channel, tc.payload)
+		if n, _, _ := wt.named(); n != tc.nheard {
+			t.Errorf("after node %d heard %q on %s: %d nodes named the widened waiter; want %d", tc.node, tc.payload, tc.channel, n, tc.nheard)
+		}
+	}
+	if n, _, _ := narrow.named(); n != 0 {
+		t.Errorf("a waiter that was not widened was named by %d nodes on the broadcast channel; want 0", n)
+	}
+	wt.Stop()
+	if wc := w.chans[bc]; len(wc.watchers) != 1 {
+		t.Errorf("after Stop, the broadcast channel has %d watchers; want the reader alone", len(wc.watchers))
+	}
 }

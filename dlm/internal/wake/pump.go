@@ -24,7 +24,7 @@ type handler struct {
 }
 
 // Message passes a message heard on channel to the waker's watchers.
-func (h handler) Message(channel, payload string) { h.w.notify(channel, payload) }
+func (h handler) Message(channel, payload string) { h.w.notify(h.i, channel, payload) }
 
 // Subscribed records that node i confirmed channel.
 func (h handler) Subscribed(channel string) { h.w.answer(h.i, channel, true) }

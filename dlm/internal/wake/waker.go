@@ -39,6 +39,7 @@ const (
 // it fails. A pump ends when no channel has been needed for [Linger], or
 // when the Waker closes. A Waker is safe for concurrent use.
 type Waker struct {
+	id      string          // the manager's id, which its waiters' ids begin with
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	spawn   func(func())
@@ -53,10 +54,14 @@ type Waker struct {
 	mu     sync.Mutex
 	closed bool
 	chans  map[string]*wakeChan
+	named  map[string]*Watcher // the watchers with an id, by id
 }
 
 // wakeChan is one channel and the waiters listening on it.
 type wakeChan struct {
+	// named marks a manager's channel, on which releases name waiters; a
+	// broadcast channel otherwise.
+	named    bool
 	watchers map[*Watcher]struct{}
 	idle     time.Time // when the last watcher left; zero while watched
 	// answered marks, by node, a confirmed subscription or a failure to
@@ -64,15 +69,18 @@ type wakeChan struct {
 	answered []bool
 	left     int
 	ready    chan struct{}
+	readyAt  time.Time // when ready was closed
 }
 
-// New returns a Waker for the nodes, or nil when none can subscribe. It
-// starts each pump with spawn, whose caller waits for the goroutines it
-// started once the Waker is closed; timeout bounds each SUBSCRIBE and
-// UNSUBSCRIBE, and logger (nil for none) hears of malformed wake messages,
-// at debug level.
-func New(nodes []driver.Node, spawn func(func()), timeout time.Duration, logger *slog.Logger) *Waker {
-	w := &Waker{spawn: spawn, timeout: timeout, logger: logger, pumps: make([]*pump, len(nodes)), chans: map[string]*wakeChan{}}
+// New returns a Waker for the nodes, or nil when none can subscribe. id is
+// the manager's id ([ValidManagerID]), which the ids of the waiters it
+// wakes by name begin with. It starts each pump with spawn, whose caller
+// waits for the goroutines it started once the Waker is closed; timeout
+// bounds each SUBSCRIBE and UNSUBSCRIBE, and logger (nil for none) hears of
+// malformed wake messages, at debug level.
+func New(id string, nodes []driver.Node, spawn func(func()), timeout time.Duration, logger *slog.Logger) *Waker {
+	w := &Waker{id: id, spawn: spawn, timeout: timeout, logger: logger, pumps: make([]*pump, len(nodes)),
+		chans: map[string]*wakeChan{}, named: map[string]*Watcher{}}
 	for i, n := range nodes {
 		if s, ok := n.(driver.Subscriber); ok {
 			w.pumps[i] = &pump{w: w, i: i, node: s, kick: make(chan struct{}, 1)}
@@ -98,44 +106,45 @@ func (w *Waker) Close() {
 // Ignored returns how many malformed wake messages w heard and ignored.
 func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
 
-// Watch registers interest in the release of the lock keys rkeys, by a
-// waiter whose id (of [IDLen] characters) a fair release names, or "" for a waiter
-// woken by any release, and makes sure the pumps subscribe to their
-// channels. It returns nil once w is closed. The caller stops the Watcher
-// when it no longer waits.
-func (w *Waker) Watch(rkeys []string, id string) *Watcher {
-	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, c: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+// Watch registers interest in the release of the lock keys rkeys. A waiter
+// with an id ([ValidWaiterID], beginning with the manager's id) listens on
+// its manager's channel of each key, where the releases that hand it a key
+// name it; a waiter without an id (id "") listens on the keys' broadcast
+// channels, where the releases that hand a key to no waiter announce it.
+// need is how many nodes must name the waiter, or announce a release, for
+// [Watcher.Wait] to end at once: the quorum of the waiter's attempts, so
+// that the attempt comes once the release reached enough nodes. Watch
+// makes sure the pumps subscribe to the channels, and returns nil once w
+// is closed. The caller stops the Watcher when it no longer waits.
+func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
+	need = max(need, 1)
+	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, need: need, c: make(chan struct{}, 1),
+		heard: make([]bool, len(w.pumps)), late: make([]bool, len(w.pumps))}
 	fresh := false
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return nil
 	}
+	if id != "" {
+		w.named[id] = wt
+	}
 	for i, k := range rkeys {
 		ch := script.WakeChannel(k)
+		if id != "" {
+			ch = script.ManagerChannel(k, w.id)
+		}
 		wt.chans[i] = ch
 		wc := w.chans[ch]
 		if wc == nil {
-			wc = w.newChan()
+			wc = w.newChan(id != "")
 			w.chans[ch] = wc
 			fresh = true
 		}
 		wc.watchers[wt] = struct{}{}
 		wc.idle = time.Time{}
 	}
-	var start []*pump
-	if fresh {
-		for _, p := range w.pumps {
-			switch {
-			case p == nil:
-			case !p.running:
-				p.running = true
-				start = append(start, p)
-			default:
-				signal(p.kick)
-			}
-		}
-	}
+	start := w.kickLocked(fresh)
 	w.mu.Unlock()
 	for _, p := range start {
 		w.spawn(p.run)
@@ -143,10 +152,67 @@ func (w *Waker) Watch(rkeys []string, id string) *Watcher {
 	return wt
 }
 
+// Widen makes the waiter wt, which has an id, hear the releases announced
+// on the broadcast channels of rkeys too, each counted as a node naming
+// it: for a waiter whose keys others wait for on those channels (a process
+// of the previous release, whose releases name nobody), so that it need
+// not find the keys free by its retry pace alone. Widening twice, or a
+// watcher of the broadcast channels, changes nothing.
+func (w *Waker) Widen(wt *Watcher, rkeys []string) {
+	if wt == nil || wt.id == "" || wt.widened {
+		return
+	}
+	wt.widened = true
+	fresh := false
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	for _, k := range rkeys {
+		ch := script.WakeChannel(k)
+		wt.chans = append(wt.chans, ch)
+		wc := w.chans[ch]
+		if wc == nil {
+			wc = w.newChan(false)
+			w.chans[ch] = wc
+			fresh = true
+		}
+		wc.watchers[wt] = struct{}{}
+		wc.idle = time.Time{}
+	}
+	start := w.kickLocked(fresh)
+	w.mu.Unlock()
+	for _, p := range start {
+		w.spawn(p.run)
+	}
+}
+
+// kickLocked has the pumps subscribe to a channel new in w.chans, when
+// fresh: it signals the running ones and returns those to start. Called
+// with w.mu held.
+func (w *Waker) kickLocked(fresh bool) []*pump {
+	if !fresh {
+		return nil
+	}
+	var start []*pump
+	for _, p := range w.pumps {
+		switch {
+		case p == nil:
+		case !p.running:
+			p.running = true
+			start = append(start, p)
+		default:
+			signal(p.kick)
+		}
+	}
+	return start
+}
+
 // newChan returns a channel record in which the pumps known to be down have
 // answered already. Called with w.mu held.
-func (w *Waker) newChan() *wakeChan {
-	wc := &wakeChan{watchers: map[*Watcher]struct{}{}, answered: make([]bool, len(w.pumps)), left: w.live, ready: make(chan struct{})}
+func (w *Waker) newChan(named bool) *wakeChan {
+	wc := &wakeChan{named: named, watchers: map[*Watcher]struct{}{}, answered: make([]bool, len(w.pumps)), left: w.live, ready: make(chan struct{})}
 	for i, p := range w.pumps {
 		if p != nil && p.down {
 			wc.answered[i] = true
@@ -155,6 +221,7 @@ func (w *Waker) newChan() *wakeChan {
 	}
 	if wc.left == 0 {
 		close(wc.ready)
+		wc.readyAt = time.Now()
 	}
 	return wc
 }
@@ -175,7 +242,8 @@ func (w *Waker) malformed(channel string, length int) {
 // answer records that node i confirmed channel, or failed to subscribe to
 // it. A confirmation that comes after the channel was ready is a
 // subscription made again after a failure: releases may have been missed
-// meanwhile, so its watchers are woken to try again.
+// meanwhile, so its watchers are woken to try again; so are the watchers
+// that stopped waiting for the channel to be ready before it was.
 func (w *Waker) answer(i int, channel string, confirmed bool) {
 	w.mu.Lock()
 	wc := w.chans[channel]
@@ -187,14 +255,38 @@ func (w *Waker) answer(i int, channel string, confirmed bool) {
 		wc.answered[i] = true
 		if wc.left--; wc.left == 0 {
 			close(wc.ready)
+			wc.readyAt = time.Now()
+			// A watcher that stopped waiting for the subscriptions
+			// (Ready's bound) attempted without them: a release between
+			// that attempt and now went unheard.
+			for wt := range wc.watchers {
+				if wt.unready.Swap(false) {
+					wt.mu.Lock()
+					wt.resub = true
+					wt.mu.Unlock()
+					signal(wt.c)
+				}
+			}
 		}
 		w.mu.Unlock()
 		return
 	}
 	w.mu.Unlock()
 	if confirmed {
-		w.dispatch(channel, msg{kind: kindRelease}, false) // releases may have gone unheard
+		w.resubscribed(channel) // releases may have gone unheard
 	}
+}
+
+// live returns how many nodes' subscriptions are not down. Called with
+// w.mu held.
+func (w *Waker) liveLocked() int {
+	n := 0
+	for _, p := range w.pumps {
+		if p != nil && !p.down {
+			n++
+		}
+	}
+	return n
 }
 
 // setDown records whether node i's subscription is down.

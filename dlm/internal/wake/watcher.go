@@ -3,6 +3,8 @@ package wake
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -11,29 +13,47 @@ import (
 // [Waker.Watch]. Its methods are for the one call that waits; a nil
 // *Watcher (no Waker, or none yet) hears nothing.
 type Watcher struct {
-	w     *Waker
+	w *Waker
+	// chans are the channels wt listens on; [Waker.Widen] adds to them
+	// under w.mu, on the waiting call's goroutine, which alone reads them
+	// without it.
 	chans []string
-	id    string        // waiter id for targeted wakes; "" wakes on any
-	c     chan struct{} // receives a value when a channel hears a release
-	taken chan struct{} // receives a value when a channel hears a grant
-	// listening is how many clients listened on the channel of the last
-	// release heard, by the node's count; 0 when the release did not say.
+	id    string // the waiter's id; "" for a watcher of the broadcast channels
+	need  int    // how many nodes must name the waiter (see Wait)
+	// widened says that a waiter with an id hears the broadcast channels
+	// too (see [Waker.Widen]). Only the waiting call reads and writes it.
+	widened bool
+	// c receives a value when anything is heard that may end a wait.
+	c chan struct{}
+	// listening is how many clients listened on the broadcast channel of
+	// the last release heard, by the node's count; 0 when the release did
+	// not say.
 	listening atomic.Int64
-	// announced is set when a node announces a release meant for the
-	// watcher, and read by the wake-up's Wait: the waker's own wake-up,
-	// after a subscription was made again, leaves it unset.
-	announced atomic.Bool
-	// grants counts the grants heard.
-	grants atomic.Int64
-	// settling is when the release of the last wake-up was announced, while
-	// its rechecks last (zero otherwise); rechecks is how many were made
-	// since; grantsBefore is grants when the series began, ownGrants the
-	// grants its attempts may have announced themselves. Only the waiting
-	// call reads and writes them, in Wait.
-	settling     time.Time
-	rechecks     int
-	grantsBefore int64
-	ownGrants    int64
+
+	// What the nodes said of a waiter with an id since its last attempt
+	// began (Drain): heard marks the nodes that named it, nheard counts
+	// them, first is when the first did; resub says that a subscription was
+	// made again meanwhile, so a release may have gone unheard.
+	mu     sync.Mutex
+	heard  []bool
+	nheard int
+	first  time.Time
+	resub  bool
+	// late marks the nodes that had not named the waiter when a wake-up
+	// ended its wait: the release that woke it may still reach them, and
+	// their next message until lateUntil is that release's, not a new one.
+	late      []bool
+	lateUntil time.Time
+
+	// unready is set when Ready gave up before the channels were
+	// confirmed: the waker wakes the watcher once they are.
+	unready atomic.Bool
+
+	// gap is how long a wake-up must wait after the previous attempt,
+	// which a wake-up started and the nodes refused: it doubles with each
+	// such attempt in a row, so that forged wake messages cost a waiter a
+	// bounded rate of attempts. Only Wait reads and writes it.
+	gap time.Duration
 }
 
 // Woken returns the channel that receives a value when a release meant
@@ -45,18 +65,37 @@ func (wt *Watcher) Woken() <-chan struct{} {
 	return wt.c
 }
 
-// Taken returns the channel that receives a value when a grant is heard;
-// nil, which blocks, for a nil wt.
-func (wt *Watcher) Taken() <-chan struct{} {
-	if wt == nil {
-		return nil
+// watches reports whether wt listens on channel. Called with w.mu held:
+// [Waker.Widen] adds channels.
+func (wt *Watcher) watches(channel string) bool { return slices.Contains(wt.chans, channel) }
+
+// hear records that node i named the waiter, unless the message is a late
+// one of the release that woke it last (see [Watcher.late]).
+func (wt *Watcher) hear(i int) {
+	wt.mu.Lock()
+	if i < len(wt.late) && wt.late[i] {
+		wt.late[i] = false
+		if time.Now().Before(wt.lateUntil) {
+			wt.mu.Unlock()
+			return
+		}
 	}
-	return wt.taken
+	if i < len(wt.heard) && !wt.heard[i] {
+		wt.heard[i] = true
+		wt.nheard++
+		if wt.first.IsZero() {
+			wt.first = time.Now()
+		}
+	}
+	wt.mu.Unlock()
+	signal(wt.c)
 }
 
 // Ready waits until every node has confirmed the watcher's channels (or
 // failed to), for at most bound or until ctx ends; a release published
-// after that wakes the watcher.
+// after that wakes the watcher. When bound passes first, the watcher is
+// woken once the channels are ready: a release published meanwhile may
+// have gone unheard.
 func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -67,6 +106,14 @@ func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 		select {
 		case <-ready:
 		case <-timer.C:
+			wt.unready.Store(true)
+			wt.w.mu.Lock()
+			select {
+			case <-ready: // ready meanwhile, before the waker could wake it
+				wt.unready.Store(false)
+			default:
+			}
+			wt.w.mu.Unlock()
 			return
 		case <-ctx.Done():
 			return
@@ -74,12 +121,42 @@ func (wt *Watcher) Ready(ctx context.Context, bound time.Duration) {
 	}
 }
 
-// Drain forgets a wake-up already received, before a new attempt.
+// Hears reports whether the waiter hears as many nodes as it needs: a
+// named waiter, a quorum of them; false for a nil wt.
+func (wt *Watcher) Hears() bool {
+	if wt == nil {
+		return false
+	}
+	wt.w.mu.Lock()
+	defer wt.w.mu.Unlock()
+	return wt.w.liveLocked() >= wt.need
+}
+
+// ListeningSince reports whether every channel of wt has been subscribed
+// to on every node (or failed to be) since before t: a release that named
+// the waiter after t was heard.
+func (wt *Watcher) ListeningSince(t time.Time) bool {
+	wt.w.mu.Lock()
+	defer wt.w.mu.Unlock()
+	for _, ch := range wt.chans {
+		wc := wt.w.chans[ch]
+		if wc == nil || wc.readyAt.IsZero() || !wc.readyAt.Before(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// Drain forgets what was heard, before a new attempt: what is heard from
+// now on is about releases the attempt may not have seen.
 func (wt *Watcher) Drain() {
 	if wt == nil {
 		return
 	}
-	wt.announced.Store(false)
+	wt.mu.Lock()
+	clear(wt.heard)
+	wt.nheard, wt.first, wt.resub = 0, time.Time{}, false
+	wt.mu.Unlock()
 	select {
 	case <-wt.c:
 	default:
@@ -95,6 +172,9 @@ func (wt *Watcher) Stop() {
 	now := time.Now()
 	wt.w.mu.Lock()
 	defer wt.w.mu.Unlock()
+	if wt.id != "" && wt.w.named[wt.id] == wt {
+		delete(wt.w.named, wt.id)
+	}
 	for _, ch := range wt.chans {
 		wc := wt.w.chans[ch]
 		delete(wc.watchers, wt)
@@ -104,15 +184,13 @@ func (wt *Watcher) Stop() {
 	}
 }
 
-// spread returns how long to wait, after a release was announced, before
-// trying again: a random share of as many half attempts (each of about
-// attempt) as other clients listened for the release, at most maxSpread.
-// Every waiter wakes at the same announcement; spread over time, the first
-// takes the lock alone, and its grant, announced in turn, sends the others
-// back to waiting without a request. Waiting for a release meant for this
-// watcher alone (fairness) is not spread. The count comes from whoever
-// published the release: whatever it says, the wait is within
-// [0, maxSpread).
+// spread returns how long a watcher of the broadcast channels waits, after
+// a release was announced, before trying again: a random share of as many
+// half attempts (each of about attempt) as other clients listened for the
+// release, at most maxSpread. Every such waiter wakes at the same
+// announcement; spread over time, the first ones take what the release
+// freed. The count comes from whoever published the release: whatever it
+// says, the wait is within [0, maxSpread).
 func (wt *Watcher) spread(attempt time.Duration) time.Duration {
 	// Two clients competing at once always leave one with a majority (of
 	// the nodes that answer), so spreading starts at three listeners — of
@@ -122,8 +200,8 @@ func (wt *Watcher) spread(attempt time.Duration) time.Duration {
 		return 0
 	}
 	others := listening - 2
-	// Half an attempt: about when a grant is announced to the others. The
-	// product is taken only when it is at most 2*maxSpread: no overflow.
+	// Half an attempt: about when a grant is made. The product is taken
+	// only when it is at most 2*maxSpread: no overflow.
 	share := maxSpread
 	if others <= int64(2*maxSpread/attempt) {
 		share = time.Duration(others) * attempt / 2

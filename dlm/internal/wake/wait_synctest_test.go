@@ -1,0 +1,269 @@
+//go:build go1.25
+
+// synctest needs the Go 1.23 timer channels, which a go 1.22 module turns
+// off by default; the go:debug line turns them on for this test binary.
+
+//go:debug asynctimerchan=0
+
+package wake
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/script"
+)
+
+// TestWaitNamed checks, on synctest's fake clock, when a named waiter's
+// wait ends: at once once as many nodes as it needs named it; a settle
+// after the first of fewer; at once after its subscription was made again;
+// at its timer when nobody named it, also after an attempt a wake-up
+// started that the nodes' failures cut short, and a settle after one that
+// other holders refused (no wake-up: the attempt after it starts none);
+// and never sooner than a gap after the previous such attempt, which
+// doubles up to the settle. A waiter of the broadcast channels (a lease's)
+// is woken alike by the nodes that announce a release: only once as many
+// as it needs did, or a settle after the first.
+func TestWaitNamed(t *testing.T) {
+	t.Parallel()
+	const (
+		settle = 100 * time.Millisecond
+		retry  = 10 * time.Second
+	)
+	type hearing struct {
+		at   time.Duration // after Wait began
+		node int
+	}
+	for _, tc := range []struct {
+		name      string
+		broadcast bool // a waiter without an id, on the broadcast channels
+		need      int
+		down      int // pumps down, of five
+		heard     []hearing
+		resub     time.Duration // when the subscription is made again; 0: never
+		woken     bool          // the attempt before was woken, and refused
+		held      bool          // … by other holders
+		gap       time.Duration // the gap before Wait, from earlier refused attempts
+		want      time.Duration
+		wantWoke  bool
+	}{
+		{name: "quorum named", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {3 * time.Millisecond, 4}}, want: 3 * time.Millisecond, wantWoke: true},
+		{name: "one node twice", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}, {3 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
+		{name: "fewer than the quorum", need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
+		{name: "quorum of the live subscriptions", need: 3, down: 3, heard: []hearing{{4 * time.Millisecond, 1}, {7 * time.Millisecond, 2}}, want: 7 * time.Millisecond, wantWoke: true},
+		{name: "nobody named it", need: 3, want: retry},
+		{name: "subscription made again", need: 3, resub: 9 * time.Millisecond, want: 9 * time.Millisecond, wantWoke: true},
+		{name: "after a woken attempt the nodes failed", need: 3, woken: true, want: retry},
+		{name: "after a woken attempt other holders refused", need: 3, woken: true, held: true, want: settle},
+		{name: "after a woken attempt, named at once", need: 3, woken: true, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: minGap, wantWoke: true},
+		{name: "gap doubles", need: 3, woken: true, gap: 8 * time.Millisecond, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: 16 * time.Millisecond, wantWoke: true},
+		{name: "gap capped at the settle", need: 3, woken: true, gap: settle, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: settle, wantWoke: true},
+		{name: "broadcast: a quorum announced", broadcast: true, need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {4 * time.Millisecond, 4}}, want: 4 * time.Millisecond, wantWoke: true},
+		{name: "broadcast: fewer than the quorum", broadcast: true, need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
+		{name: "broadcast: one node twice", broadcast: true, need: 2, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
+		{name: "gap forgotten after a timer's attempt", need: 3, gap: settle, heard: []hearing{{time.Millisecond, 0}, {time.Millisecond, 1}, {time.Millisecond, 2}}, want: time.Millisecond, wantWoke: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				w := testWaker(5)
+				for i := range tc.down {
+					w.pumps[i].down = true
+				}
+				id, ch, payload := testWaiter, script.ManagerChannel("k", testManager), testWaiter
+				if tc.broadcast {
+					id, ch, payload = "", script.WakeChannel("k"), "r1"
+				}
+				wt := w.Watch([]string{"k"}, id, tc.need)
+				wt.gap = tc.gap
+				h := func(i int) handler { return handler{w: w, i: i} }
+				for _, hr := range tc.heard {
+					time.AfterFunc(hr.at, func() { h(hr.node).Message(ch, payload) })
+				}
+				if tc.resub > 0 {
+					time.AfterFunc(tc.resub, func() { w.resubscribed(ch) })
+				}
+				timer := time.NewTimer(retry)
+				start := time.Now()
+				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Contended: tc.held, Settle: settle})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(start); got != tc.want || woke != tc.wantWoke {
+					t.Errorf("Wait = %v after %v; want %v after %v", woke, got, tc.wantWoke, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestForgedFloodBound checks, on synctest's fake clock, what a flood of
+// forged messages naming a waiter on every node costs it: each wake-up
+// starts an attempt, which the nodes refuse (nothing was handed to it),
+// and the gap before the next doubles up to the settle, so that over a
+// second the waiter makes at most the attempts of the doubling plus one per
+// settle.
+func TestForgedFloodBound(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			settle = 50 * time.Millisecond
+			span   = time.Second
+		)
+		w := testWaker(5)
+		wt := w.Watch([]string{"k"}, testWaiter, 3)
+		ch := script.ManagerChannel("k", testManager)
+		ctx, cancel := context.WithCancel(context.Background())
+		flooding := make(chan struct{})
+		defer func() {
+			cancel()
+			<-flooding
+		}()
+		go func() { // the flood: every node names the waiter every 100 µs
+			defer close(flooding)
+			for ctx.Err() == nil {
+				for i := range 5 {
+					handler{w: w, i: i}.Message(ch, testWaiter)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		timer := time.NewTimer(time.Hour)
+		attempts, woken := 0, false
+		for start := time.Now(); time.Since(start) < span; attempts++ {
+			wt.Drain()
+			time.Sleep(time.Millisecond) // the attempt's round trip, refused
+			var err error
+			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Settle: settle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 1, 2, 4, ... 32 ms and then one per settle.
+		doubling := 0
+		for g := minGap; g < settle; g *= 2 {
+			doubling++
+		}
+		if bound := doubling + int(span/settle) + 1; attempts > bound {
+			t.Errorf("a flood of forged messages drove %d attempts in %v; want at most %d", attempts, span, bound)
+		}
+	})
+}
+
+// TestNotifyNamed checks how a waker passes what a manager's channel heard:
+// an id to its waiter alone, counted once per node; an id on another key's
+// channel, or of a waiter that stopped waiting, to nobody and not counted;
+// another manager's waiter's id, or garbage, to nobody and counted.
+func TestNotifyNamed(t *testing.T) {
+	t.Parallel()
+	w := testWaker(3)
+	wt := w.Watch([]string{"k"}, testWaiter, 2)
+	gone := w.Watch([]string{"k"}, testWaiter2, 2)
+	gone.Stop()
+	onOther := w.Watch([]string{"k2"}, testManager+"ccccccccccc", 2)
+	ch, ch2 := script.ManagerChannel("k", testManager), script.ManagerChannel("k2", testManager)
+	for _, tc := range []struct {
+		node      int
+		channel   string
+		payload   string
+		nheard    int
+		malformed uint64
+	}{
+		{0, ch, testWaiter, 1, 0},
+		{0, ch, testWaiter, 1, 0},
+		{2, ch, testWaiter, 2, 0},
+		{1, ch2, testWaiter, 2, 0},
+		{1, ch, testWaiter2, 2, 0},
+		{1, ch, otherWaiter, 2, 1},
+		{1, ch, "r5", 2, 2},
+		{1, ch, "", 2, 3},
+		{1, ch, testManager + "ccccccccccc", 2, 3},
+	} {
+		handler{w: w, i: tc.node}.Message(tc.channel, tc.payload)
+		if n, _, _ := wt.named(); n != tc.nheard || w.Ignored() != tc.malformed {
+			t.Errorf("after node %d heard %q on %s: %d nodes named the waiter, %d malformed; want %d, %d",
+				tc.node, tc.payload, tc.channel, n, w.Ignored(), tc.nheard, tc.malformed)
+		}
+	}
+	if n, _, _ := onOther.named(); n != 0 {
+		t.Errorf("the waiter of k2 was named by %d nodes on k's channel; want 0", n)
+	}
+}
+
+// TestLateNamingIgnored checks, on synctest's fake clock, that the nodes a
+// release reached after it woke a waiter do not wake it again: their
+// messages, within a settle of the wake-up, belong to that release. A new
+// release, which the nodes that had named the waiter name again, does.
+func TestLateNamingIgnored(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			settle = 100 * time.Millisecond
+			retry  = 10 * time.Second
+		)
+		w := testWaker(3)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		ch := script.ManagerChannel("k", testManager)
+		name := func(i int) { handler{w: w, i: i}.Message(ch, testWaiter) }
+		timer := time.NewTimer(retry)
+		name(0)
+		name(1)
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil {
+			t.Fatalf("Wait after two of three nodes named the waiter = %v, %v; want woken", woke, err)
+		}
+		wt.Drain()
+		name(2) // the release reaches the last node during the attempt
+		timer.Reset(retry)
+		start := time.Now()
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Woken: true, Settle: settle}); woke || err != nil || time.Since(start) != retry {
+			t.Errorf("Wait after the late node named the waiter = %v, %v after %v; want the timer, after %v", woke, err, time.Since(start), retry)
+		}
+		wt.Drain()
+		time.AfterFunc(time.Millisecond, func() { name(0); name(1) })
+		timer.Reset(retry)
+		start = time.Now()
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil || time.Since(start) != time.Millisecond {
+			t.Errorf("Wait for a new release = %v, %v after %v; want woken after 1ms", woke, err, time.Since(start))
+		}
+	})
+}
+
+// TestListening checks what a watcher says of its subscriptions: it hears
+// as many nodes as it needs while enough of them are up, and it listens
+// since a moment only when every channel was subscribed before it.
+func TestListening(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		w := testWaker(3)
+		before := time.Now()
+		time.Sleep(time.Millisecond)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		ch := script.ManagerChannel("k", testManager)
+		if wt.ListeningSince(time.Now()) {
+			t.Errorf("ListeningSince(now) before any node confirmed; want false")
+		}
+		for i := range 3 {
+			w.answer(i, ch, true)
+		}
+		if wt.ListeningSince(before) {
+			t.Errorf("ListeningSince(before the channel was subscribed) = true; want false")
+		}
+		time.Sleep(time.Millisecond)
+		if !wt.ListeningSince(time.Now()) {
+			t.Errorf("ListeningSince(after every node confirmed) = false; want true")
+		}
+		if !wt.Hears() {
+			t.Errorf("Hears with 3 of 3 nodes up = false; want true")
+		}
+		w.failed(0)
+		w.failed(1)
+		if wt.Hears() {
+			t.Errorf("Hears with 1 of 3 nodes up, needing 2 = true; want false")
+		}
+		var none *Watcher
+		if none.Hears() {
+			t.Errorf("Hears of a nil watcher = true; want false")
+		}
+	})
+}

@@ -1,0 +1,569 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/redistest"
+)
+
+// The liveness of the wake-up, on real redis-servers (issue 29): a waiter
+// never wakes itself, a release that reaches a quorum is never lost on its
+// waiters, a waiter that gives up passes its turn on, and forged wake
+// messages cost a bounded number of attempts.
+
+// pace is the retry pace of the waiters whose attempts the tests count: a
+// wait drawn from [pace/2, pace].
+const pace = 100 * time.Millisecond
+
+// paceBound is the most attempts a waiter blocked for window makes at its
+// retry pace alone: one at once, one per half pace, and one for a wait
+// under way at either end.
+func paceBound(window time.Duration) int64 { return int64(window/(pace/2)) + 2 }
+
+// counted returns a manager over its own connections to srvs whose waiters
+// retry at pace, and the counter of its attempts.
+func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) (*dlm.Manager, *attemptCounter) {
+	t.Helper()
+	c := &attemptCounter{}
+	nodes := make([]driver.Node, len(srvs))
+	for i, s := range srvs {
+		nodes[i] = respNode(t, s.Addr(), "")
+	}
+	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(pace)), dlm.WithHook(c),
+		dlm.WithNodeTimeout(200 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, c
+}
+
+// TestNoSelfWake checks, for each case in which a waiter's own failed
+// attempt used to announce a release and so wake the waiter itself into the
+// next attempt at the pace of a round trip, that a waiter blocked for a
+// second makes no more attempts than its retry pace allows: a reader, and a
+// semaphore's waiter, behind holders that lack the key on one node; a fair
+// waiter in the same place; and a waiter of the mutex while a majority of
+// the nodes is down, where the surviving nodes grant its attempts and none
+// refuses them.
+func TestNoSelfWake(t *testing.T) {
+	t.Parallel()
+	const window = time.Second
+	// lacks deletes key on the last of srvs once the others hold it: a
+	// grant returns at a quorum, and its request to the third node may
+	// still be on its way.
+	lacks := func(t *testing.T, srvs []*redistest.Server, key string) {
+		t.Helper()
+		for _, s := range srvs[:len(srvs)-1] {
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+				n, err := s.Do("EXISTS", key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == int64(1) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s not on %s 10s after its grant", key, s.Addr())
+				}
+			}
+		}
+		if _, err := srvs[len(srvs)-1].Do("DEL", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// run sets the case up on srvs and then blocks a waiter on m for
+		// window; extra is how many real releases the waiter may hear.
+		nodes int
+		run   func(t *testing.T, srvs []*redistest.Server, m *dlm.Manager, holder *dlm.Manager) (extra int64)
+	}{
+		{"reader behind a writer lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+			if _, err := holder.Lock(context.Background(), "rw", dlm.WithTTL(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			lacks(t, srvs, "redlock:{rw}")
+			ctx, cancel := context.WithTimeout(context.Background(), window)
+			defer cancel()
+			if _, err := m.RLock(ctx, "rw"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("RLock behind a writer = %v; want the deadline", err)
+			}
+			return 0
+		}},
+		{"permit behind a holder lacking it on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+			hs, err := holder.Semaphore("sem", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := hs.Acquire(context.Background(), dlm.WithTTL(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			lacks(t, srvs, "redlock:{sem}"+script.PermitsSuffix)
+			s, err := m.Semaphore("sem", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), window)
+			defer cancel()
+			if _, err := s.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire behind a holder = %v; want the deadline", err)
+			}
+			return 0
+		}},
+		{"fair waiter behind a holder lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+			// The holder takes no place: the waiter heads the line.
+			fair := dlm.WithFairness(dlm.Fairness{Expiry: 400 * time.Millisecond})
+			// (Its expiry suits its longer node timeout.)
+			holderFair := dlm.WithFairness(dlm.Fairness{Expiry: 5 * time.Second})
+			if _, err := holder.Lock(context.Background(), "fair", dlm.WithTTL(time.Minute), holderFair); err != nil {
+				t.Fatal(err)
+			}
+			lacks(t, srvs, "redlock:{fair}")
+			ctx, cancel := context.WithTimeout(context.Background(), window)
+			defer cancel()
+			if _, err := m.Lock(ctx, "fair", fair); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock behind a holder = %v; want the deadline", err)
+			}
+			return 0
+		}},
+		{"waiter while a majority of the nodes is down", 5, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+			ctx := context.Background()
+			held, err := holder.Lock(ctx, "outage", dlm.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(ctx, window)
+			defer cancel()
+			res := make(chan error, 1)
+			go func() {
+				_, err := m.Lock(ctx, "outage")
+				res <- err
+			}()
+			awaitListening(t, srvs, "outage")
+			for _, s := range srvs[2:] {
+				s.Kill()
+			}
+			// The release reaches the two nodes left, which hand the key
+			// to the waiter: its attempts are granted by both and refused
+			// by none.
+			if err := held.Unlock(context.Background()); !errors.Is(err, dlm.ErrUnavailable) {
+				t.Fatalf("Unlock with 2 of 5 nodes = %v; want ErrUnavailable", err)
+			}
+			if err := <-res; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Lock with 2 of 5 nodes = %v; want the deadline", err)
+			}
+			return 1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartServers(t, tc.nodes)
+			// The holder waits for every node: its grant is on all of
+			// them, however busy the machine.
+			holder, _ := counted(t, srvs, dlm.WithNodeTimeout(2*time.Second))
+			m, attempts := counted(t, srvs)
+			extra := tc.run(t, srvs, m, holder)
+			if got, bound := attempts.n.Load(), paceBound(window)+extra; got > bound {
+				t.Errorf("a waiter blocked for %v made %d attempts; want at most %d: its retry pace (%v) and %d per real release", window, got, bound, pace, extra)
+			}
+		})
+	}
+}
+
+// TestReleaseReachesAWaiter checks that once a release reached a quorum of
+// the nodes, a waiter obtains the lock within a few node timeouts, whatever
+// the order in which the nodes hear the waiters: two waiters, each in a
+// manager of its own whose requests reach the nodes a few milliseconds
+// apart, race for every release, which reaches the third node late, with
+// retries so slow that only a wake-up explains a grant. Woken by the first two nodes, each used to take one of
+// them and be refused by the third; a rival's failed attempt was then taken
+// for a grant, and both waiters slept out their retry while the lock was
+// free.
+func TestReleaseReachesAWaiter(t *testing.T) {
+	t.Parallel()
+	const (
+		trials      = 20
+		nodeTimeout = 200 * time.Millisecond
+		bound       = 5 * nodeTimeout
+	)
+	srvs := redistest.StartServers(t, 3)
+	opts := []dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry)), dlm.WithNodeTimeout(nodeTimeout)}
+	managerWith := func(delays ...time.Duration) *dlm.Manager {
+		nodes := make([]driver.Node, len(srvs))
+		for i, s := range srvs {
+			n := respNode(t, s.Addr(), "")
+			nodes[i] = slowSubscriber{slowRequests{n, delays[i]}, n.(driver.Subscriber)}
+		}
+		m, err := dlm.New(nodes, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	holderNodes := make([]driver.Node, len(srvs))
+	for i, s := range srvs {
+		n := respNode(t, s.Addr(), "")
+		holderNodes[i] = n
+		if i == 2 {
+			holderNodes[i] = slowRelease{n, 30 * time.Millisecond}
+		}
+	}
+	holder, err := dlm.New(holderNodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	// Node 0 hears a first, node 1 hears b first: woken by those two, each
+	// used to take one, and be refused by the third, which still held the
+	// lock.
+	a := managerWith(0, 6*time.Millisecond, 3*time.Millisecond)
+	b := managerWith(6*time.Millisecond, 0, 3*time.Millisecond)
+	ctx := context.Background()
+	for trial := range trials {
+		key := fmt.Sprintf("race-%d", trial)
+		held, err := holder.Lock(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, rb := lockAsync(a, key), lockAsync(b, key)
+		awaitWaiting(t, srvs, key, 2)
+		released := time.Now()
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		second := rb
+		var r lockResult
+		select {
+		case r = <-ra:
+		case r = <-rb:
+			second = ra
+		case <-time.After(bound):
+			t.Fatalf("trial %d: no waiter obtained the lock %v after its release; want one within %v", trial, bound, bound)
+		}
+		if r.err != nil {
+			t.Fatalf("trial %d: Lock = %v", trial, r.err)
+		}
+		if err := r.l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r = <-second:
+		case <-time.After(bound):
+			t.Fatalf("trial %d: the second waiter did not obtain the lock %v after the first released it", trial, bound)
+		}
+		if r.err != nil {
+			t.Fatalf("trial %d: second Lock = %v", trial, r.err)
+		}
+		r.l.Unlock(ctx)
+		if d := time.Since(released); d > 2*bound {
+			t.Errorf("trial %d: both waiters took %v", trial, d)
+		}
+	}
+}
+
+// TestWaiterTakesCrashedHoldersKeys checks that a waiter whose manager
+// hears the releases, and whose retry pace is far slower than the TTL,
+// obtains a lock whose holder crashed (it never releases: nothing is
+// announced) within a few node timeouts of the keys running out: a refusal
+// says how long the refusing key lives. A waiter used to try again only at
+// its retry pace then (15 to 30 s here), or later.
+func TestWaiterTakesCrashedHoldersKeys(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl         = time.Second
+		nodeTimeout = 200 * time.Millisecond
+		bound       = 5 * nodeTimeout
+	)
+	for _, nodes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartServers(t, nodes)
+			holder, _ := counted(t, srvs)
+			waiter, _ := counted(t, srvs, dlm.WithRetry(0, dlm.FixedBackoff(30*time.Second)), dlm.WithNodeTimeout(nodeTimeout))
+			ctx := context.Background()
+			// The crashed holder: it neither extends nor releases.
+			held, err := holder.Lock(ctx, "crash", dlm.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runsOut := held.Until()
+			wctx, cancel := context.WithTimeout(ctx, ttl+10*bound)
+			defer cancel()
+			r := <-lockAsyncCtx(wctx, waiter, "crash")
+			if r.err != nil {
+				t.Fatalf("the waiter's Lock = %v; want the lock, once the crashed holder's keys ran out at %v", r.err, runsOut.Format(time.StampMilli))
+			}
+			defer r.l.Unlock(ctx)
+			// Until is the end of the holder's validity, the TTL less
+			// the drift, from when its attempt began: the keys themselves
+			// run out up to a drift and a node timeout later.
+			if late := r.at.Sub(runsOut); late > bound {
+				t.Errorf("the waiter obtained the lock %v after the crashed holder's validity ended; want it within %v", late, bound)
+			}
+		})
+	}
+}
+
+// slowRelease is a node whose release script runs d after it was sent.
+type slowRelease struct {
+	driver.Node
+	d time.Duration
+}
+
+func (n slowRelease) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	if s == script.Release {
+		time.Sleep(n.d)
+	}
+	return n.Node.Eval(ctx, s, keys, args)
+}
+
+// slowRequests is a node that every request reaches d after it was sent.
+type slowRequests struct {
+	driver.Node
+	d time.Duration
+}
+
+func (n slowRequests) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	time.Sleep(n.d)
+	return n.Node.Eval(ctx, s, keys, args)
+}
+
+// slowSubscriber is a node of slow requests whose subscription hears as
+// the node's does.
+type slowSubscriber struct {
+	slowRequests
+	sub driver.Subscriber
+}
+
+func (n slowSubscriber) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	return n.sub.Subscribe(ctx, h)
+}
+
+// awaitWaiting waits until every server holds n waiters in key's line.
+func awaitWaiting(t *testing.T, srvs []*redistest.Server, key string, n int64) {
+	t.Helper()
+	line := script.LineKeys("redlock:{" + key + "}")[0]
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		all := true
+		for _, s := range srvs {
+			v, err := s.Do("ZCARD", line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = all && v.(int64) >= n
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nodes do not all hold %d waiters of %q after 5s", n, key)
+		}
+	}
+}
+
+// TestWaiterGivingUpPassesItsTurn checks that a waiter whose context ends
+// while the lock is handed to it, or just before, passes its turn to the
+// waiter behind it, which obtains the lock within a few node timeouts: the
+// waiter that gave up used to leave the line only a node timeout later,
+// and silently, so a release in that window named it and the next one slept
+// until its retry. In the fair mode and the default one.
+func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
+	t.Parallel()
+	const nodeTimeout = 200 * time.Millisecond
+	for _, tc := range []struct {
+		name         string
+		opts         []dlm.Option
+		releaseFirst bool // the release comes before the first waiter gives up
+	}{
+		{"default, gives up then released", nil, false},
+		{"default, released then gives up", nil, true},
+		{"fair, gives up then released", []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, false},
+		{"fair, released then gives up", []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartServers(t, 3)
+			opts := append([]dlm.Option{dlm.WithNodeTimeout(nodeTimeout)}, tc.opts...)
+			ctx := context.Background()
+			held, err := newWakeManager(t, srvs, opts...).Lock(ctx, "turn")
+			if err != nil {
+				t.Fatal(err)
+			}
+			firstCtx, giveUp := context.WithCancel(ctx)
+			defer giveUp()
+			first := make(chan lockResult, 1)
+			firstM := newWakeManager(t, srvs, opts...)
+			go func() {
+				l, err := firstM.Lock(firstCtx, "turn")
+				first <- lockResult{l, err, time.Now()}
+			}()
+			// A grant takes no place in line, fair or not.
+			awaitWaiting(t, srvs, "turn", 1)
+			second := lockAsync(newWakeManager(t, srvs, opts...), "turn")
+			awaitWaiting(t, srvs, "turn", 2)
+			if tc.releaseFirst {
+				if err := held.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				giveUp()
+			} else {
+				giveUp()
+				if r := <-first; r.err == nil {
+					t.Fatalf("the first waiter obtained the lock while it was held")
+				}
+				if err := held.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			released := time.Now()
+			if tc.releaseFirst {
+				// The first waiter may have obtained the lock before its
+				// context ended: then it unlocks, as a program would.
+				if r := <-first; r.err == nil {
+					r.l.Unlock(ctx)
+				}
+			}
+			select {
+			case r := <-second:
+				if r.err != nil {
+					t.Fatalf("the second waiter's Lock = %v", r.err)
+				}
+				r.l.Unlock(ctx)
+				// Within the reservation of a key handed to the first
+				// waiter, two node timeouts, whatever its end.
+				if d := r.at.Sub(released); d > 2*nodeTimeout {
+					t.Errorf("the second waiter obtained the lock %v after the release; want it within %v", d, 2*nodeTimeout)
+				}
+			case <-time.After(slowRetry / 2):
+				t.Fatalf("the second waiter did not obtain the lock %v after the release", slowRetry/2)
+			}
+		})
+	}
+}
+
+// TestForgedWakeCost checks what forged wake messages cost a blocked waiter
+// of the mutex, on real redis-servers: one message naming it on its
+// manager's channel on every node costs it one attempt; a flood of them for
+// a second costs it at most the attempts of a gap doubling from a
+// millisecond to the node timeout, then one per node timeout
+// (docs/security.md).
+func TestForgedWakeCost(t *testing.T) {
+	t.Parallel()
+	const (
+		nodeTimeout = 100 * time.Millisecond
+		flood       = time.Second
+	)
+	srvs := redistest.StartServers(t, 3)
+	ctx := context.Background()
+	holder := newWakeManager(t, srvs)
+	held, err := holder.Lock(ctx, "forged", dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	attempts := &attemptCounter{}
+	m := newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := lockAsyncCtx(wctx, m, "forged")
+	awaitWaiting(t, srvs, "forged", 1)
+	line := script.LineKeys("redlock:{forged}")[0]
+	v, err := srvs[0].Do("ZRANGE", line, "-1", "-1")
+	if err != nil || len(v.([]any)) != 1 {
+		t.Fatalf("ZRANGE %s = %v, %v; want the waiter", line, v, err)
+	}
+	id := v.([]any)[0].(string)
+	channel := script.ManagerChannel("redlock:{forged}", id[:script.ManagerIDLen])
+	forge := func() {
+		for _, s := range srvs {
+			if _, err := s.Do("PUBLISH", channel, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	awaitListening(t, srvs, "forged")
+	time.Sleep(2 * nodeTimeout) // the waiter's first attempts are over
+	before := attempts.n.Load()
+	forge()
+	time.Sleep(5 * nodeTimeout)
+	if got := attempts.n.Load() - before; got != 1 {
+		t.Errorf("one forged wake message on every node cost the waiter %d attempts; want 1", got)
+	}
+	before = attempts.n.Load()
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			forge()
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	time.Sleep(flood)
+	stop.Store(true)
+	<-done
+	doubling := int64(0)
+	for g := time.Millisecond; g < nodeTimeout; g *= 2 {
+		doubling++
+	}
+	if got, bound := attempts.n.Load()-before, doubling+int64(flood/nodeTimeout)+2; got > bound {
+		t.Errorf("a flood of forged wake messages for %v cost the waiter %d attempts; want at most %d", flood, got, bound)
+	}
+	select {
+	case r := <-res:
+		t.Fatalf("the waiter's Lock returned (%v) while the lock was held", r.err)
+	default:
+	}
+}
+
+// lockAsyncCtx is lockAsync under ctx.
+func lockAsyncCtx(ctx context.Context, m *dlm.Manager, key string) <-chan lockResult {
+	res := make(chan lockResult, 1)
+	go func() {
+		l, err := m.Lock(ctx, key)
+		res <- lockResult{l, err, time.Now()}
+	}()
+	return res
+}
+
+// TestForgedBroadcastCost checks that a forged release on a key's broadcast
+// channel, published on every node, costs a reader blocked behind a writer
+// one attempt: it used to cost three (the attempt and two rechecks).
+func TestForgedBroadcastCost(t *testing.T) {
+	t.Parallel()
+	const nodeTimeout = 100 * time.Millisecond
+	srvs := redistest.StartServers(t, 3)
+	ctx := context.Background()
+	held, err := newWakeManager(t, srvs).Lock(ctx, "forged-rw", dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	attempts := &attemptCounter{}
+	m := newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go m.RLock(rctx, "forged-rw")
+	awaitListening(t, srvs, "forged-rw")
+	time.Sleep(2 * nodeTimeout) // the reader's first attempts are over
+	before := attempts.n.Load()
+	for _, s := range srvs {
+		if _, err := s.Do("PUBLISH", script.WakeChannel("redlock:{forged-rw}"), script.WakeRelease+"1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * nodeTimeout)
+	if got := attempts.n.Load() - before; got != 1 {
+		t.Errorf("a forged release on every node cost a blocked reader %d attempts; want 1", got)
+	}
+}
