@@ -29,15 +29,15 @@ import (
 func (m *Manager) nodeCalls() []round.Call {
 	calls := make([]round.Call, len(m.nodes))
 	for i, n := range m.nodes {
-		args := m.nodeArgs(i)
-		call := evalCall(n, args)
+		args := nodeArgs(n)
+		call := evalCall(n.drv, args)
 		if a := m.cfg.replicaAck; a != nil {
 			call = ackCall(n, a, args, call)
 		}
-		if m.plain != nil && m.plain.setters[i] != nil {
-			call = m.plain.call(i, call)
+		if m.plain != nil && n.setter != nil {
+			call = m.plain.call(n, call)
 		}
-		if m.clusterNodes == nil || !m.clusterNodes[i] {
+		if !n.cluster {
 			call = redirectCall(call)
 		}
 		calls[i] = hideArgs(args, m.admitCall(i, call))
@@ -78,5 +78,5 @@ func (m *Manager) admitCall(i int, next round.Call) round.Call {
 
 // nodeError is the failure err of node i, as the round reports it.
 func (m *Manager) nodeError(i int, err error) error {
-	return &NodeError{Node: m.addrs[i], Err: err}
+	return &NodeError{Node: m.nodes[i].addr, Err: err}
 }

@@ -114,15 +114,17 @@ type servers struct {
 	probing []bool          // by node: its run_id is being compared
 }
 
-// newServers returns the identities of n nodes: unknown, to be asked, when
-// ask is set, but for the nodes marked in cluster; otherwise not compared.
-func newServers(n int, cluster []bool, ask bool) *servers {
+// newServers returns the identities of nodes: unknown, to be asked, when
+// ask is set, but for the nodes that are Redis Clusters; otherwise not
+// compared.
+func newServers(nodes []*node, ask bool) *servers {
+	n := len(nodes)
 	s := &servers{
 		state: make([]atomic.Int32, n), admitted: make([]atomic.Int64, n), from: make([]atomic.Int64, n),
 		ids: make([]string, n), dups: make([]error, n), errs: make([]error, n), wait: make([]chan struct{}, n), probing: make([]bool, n),
 	}
 	for i := range s.state {
-		if !ask || (cluster != nil && cluster[i]) {
+		if !ask || nodes[i].cluster {
 			s.state[i].Store(idUnsaid)
 		}
 	}
@@ -323,7 +325,7 @@ func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, e
 		switch outcome {
 		case probeSame:
 			s.mu.Lock()
-			s.dups[i] = &sameServerError{Node: i, Of: j, Addr: m.addrs[i], OfAddr: m.addrs[j]}
+			s.dups[i] = &sameServerError{Node: i, Of: j, Addr: m.nodes[i].addr, OfAddr: m.nodes[j].addr}
 			s.state[i].Store(idDuplicate)
 			s.mu.Unlock()
 			return idDuplicate, nil, nil
@@ -368,7 +370,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 	keys := []string{script.ProbeKey(m.cfg.prefix, vals[0])}
 	ttl := fmt.Sprint((2 * m.identifyTimeout()).Milliseconds())
 	step := func(ctx context.Context, n int, value string) (string, error) {
-		v, err := m.nodes[n].Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
+		v, err := m.nodes[n].drv.Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
 		if err != nil {
 			return "", err
 		}
@@ -377,7 +379,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 	}
 	fail := func(n int, err error) error {
 		return fmt.Errorf("node %d (%s) said the run_id of node %d (%s); checking whether they are one server, node %s failed: %w",
-			i, m.addrs[i], j, m.addrs[j], m.addrs[n], err)
+			i, m.nodes[i].addr, j, m.nodes[j].addr, m.nodes[n].addr, err)
 	}
 	if _, err := step(ctx, i, vals[1]); err != nil {
 		return probeNewcomer, fail(i, err)
@@ -413,7 +415,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 // did not answer, or answered that it cannot now (BUSY, LOADING, ...), so
 // that it is asked again by its next request.
 func (m *Manager) askServerID(ctx context.Context, i int) (id string, why, err error) {
-	v, err := m.nodes[i].Eval(ctx, script.ServerID, nil, nil)
+	v, err := m.nodes[i].drv.Eval(ctx, script.ServerID, nil, nil)
 	if err != nil {
 		if !answered(err) {
 			return "", nil, fmt.Errorf("asking the server for its run_id: %w", err)
@@ -470,7 +472,7 @@ func (m *Manager) identifyAll(timeout time.Duration) error {
 		var e *sameServerError
 		if errors.As(m.servers.dups[i], &e) {
 			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server: both said one run_id (INFO server), and what was written through one was read through the other; "+
-				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.addrs[min(e.Of, e.Node)], max(e.Of, e.Node), m.addrs[max(e.Of, e.Node)])
+				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.nodes[min(e.Of, e.Node)].addr, max(e.Of, e.Node), m.nodes[max(e.Of, e.Node)].addr)
 		}
 	}
 	return nil
@@ -484,7 +486,7 @@ func (m *Manager) logServer(i int, err error) {
 	if !errors.As(err, &dup) {
 		if logger := m.cfg.logger; logger != nil {
 			logger.Info("dlm: a node does not say which server it is; a server named twice is not recognised through it",
-				slog.String("node", m.addrs[i]), slog.String("err", err.Error()))
+				slog.String("node", m.nodes[i].addr), slog.String("err", err.Error()))
 		}
 		return
 	}
@@ -493,7 +495,7 @@ func (m *Manager) logServer(i int, err error) {
 	}
 	if logger := m.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes are one server; the duplicate's answers do not count",
-			slog.String("node", m.addrs[i]), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
+			slog.String("node", m.nodes[i].addr), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
 	}
 }
 
@@ -503,7 +505,7 @@ func (m *Manager) logServer(i int, err error) {
 func (m *Manager) logPlaceTaken(i, j int) {
 	if logger := m.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes said one run_id, and the one that said it first did not confirm it: the other counts in its place until it proves to be another server",
-			slog.String("node", m.addrs[i]), slog.String("in_place_of", m.addrs[j]))
+			slog.String("node", m.nodes[i].addr), slog.String("in_place_of", m.nodes[j].addr))
 	}
 }
 

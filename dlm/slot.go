@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
@@ -20,11 +19,12 @@ import (
 // and fencing counters to reconcile across slots, for a use that a common
 // hash tag serves as well.
 
-// nodeArgs returns how node i's call picks a request's arguments: for a
-// node that is a Redis Cluster and announces, announce's flag is Sharded
-// rather than Loud, sharded pub/sub; a waiting writer's mark stays.
-func (m *Manager) nodeArgs(i int) func(*round.Request) []string {
-	if m.clusterNodes == nil || !m.clusterNodes[i] {
+// nodeArgs returns how n's call picks a request's arguments: for a node
+// that is a Redis Cluster and announces, announce's flag is Sharded rather
+// than Loud, sharded pub/sub; a waiting writer's mark stays.
+func nodeArgs(n *node) func(*round.Request) []string {
+	i := n.i
+	if !n.cluster {
 		return func(req *round.Request) []string { return req.ArgsFor(i) }
 	}
 	return func(req *round.Request) []string {
@@ -38,26 +38,12 @@ func (m *Manager) nodeArgs(i int) func(*round.Request) []string {
 	}
 }
 
-// clusterMask returns which nodes are Redis Clusters, or nil when none is.
-func clusterMask(nodes []driver.Node) []bool {
-	var mask []bool
-	for i, n := range nodes {
-		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
-			if mask == nil {
-				mask = make([]bool, len(nodes))
-			}
-			mask[i] = true
-		}
-	}
-	return mask
-}
-
 // anySharded returns the address of the first node that says it is a Redis
 // Cluster, or "".
-func anySharded(nodes []driver.Node) string {
+func anySharded(nodes []*node) string {
 	for _, n := range nodes {
-		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
-			return n.Addr()
+		if n.cluster {
+			return n.addr
 		}
 	}
 	return ""
