@@ -103,7 +103,10 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	m.id = id[:script.ManagerIDLen]
 	m.waker = wake.New(m.id, driverNodes(m.nodes), m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(m.nodes)
-	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
+	for _, n := range m.nodes {
+		n.call = m.nodeCall(n)
+	}
+	m.rounds = round.New(m.work, calls(m.nodes), m.nodeError, ErrNodeRestarted)
 	m.extender = newExtender(m)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
