@@ -46,11 +46,10 @@ type Manager struct {
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
-	// servers holds the run_ids the nodes said, so that one server named
-	// twice never counts twice (sameserver.go).
-	servers *servers
-	// opening is set while Open asks the nodes for their run_ids.
-	opening atomic.Bool
+	// servers compares what the nodes' servers say they are, so that one
+	// server named twice never counts twice (sameserver.go); each node
+	// keeps what its own said.
+	servers servers
 	// warnedPermits is set once a semaphore whose permits need every node
 	// was logged (semaphore.go).
 	warnedPermits atomic.Bool
@@ -95,7 +94,6 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m.sharded = anySharded(m.nodes)
-	m.servers = newServers(m.nodes, false)
 	id, err := newSecret()
 	if err != nil {
 		return nil, err
@@ -181,10 +179,10 @@ func openNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m.owned = true
-	m.servers = newServers(m.nodes, true)
-	m.opening.Store(true)
+	m.askServers()
+	m.servers.opening.Store(true)
 	err = m.identifyAll(m.cfg.timeout())
-	m.opening.Store(false)
+	m.servers.opening.Store(false)
 	if err != nil {
 		m.Close()
 		return nil, err

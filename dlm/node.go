@@ -28,6 +28,8 @@ type node struct {
 	acker  driver.ReplicaAcker // WAIT after a write, for WithReplicaAck (replicaack.go)
 	// plain is the node's state for the plain acquire (setnx.go).
 	plain plainState
+	// ident is what the node's server said it is (sameserver.go).
+	ident identity
 	// call is the node's call for the quorum rounds (see
 	// [Manager.nodeCall]), set once when the manager is made.
 	call round.Call
@@ -36,6 +38,7 @@ type node struct {
 // newNode returns node i of a manager, d, which is not nil.
 func newNode(i int, d driver.Node) *node {
 	n := &node{i: i, drv: d, addr: d.Addr()}
+	n.ident.state.Store(idUnsaid) // until the manager asks (askServers)
 	if s, ok := d.(driver.Sharded); ok && s.Sharded() {
 		n.cluster = true
 	}
