@@ -30,6 +30,9 @@ type node struct {
 	plain plainState
 	// ident is what the node's server said it is (sameserver.go).
 	ident identity
+	// sender sends the node the extender's batches of extensions
+	// (sender.go), set when the manager is made.
+	sender *nodeSender
 	// call is the node's call for the quorum rounds (see
 	// [Manager.nodeCall]), set once when the manager is made.
 	call round.Call

@@ -194,7 +194,7 @@ func (s *sweep) dispatch(c *sweepChunk) {
 		}
 	}
 	for _, i := range c.nodes {
-		s.x.senders[i].add(c)
+		s.x.m.nodes[i].sender.add(c)
 	}
 }
 
