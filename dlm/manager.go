@@ -40,9 +40,6 @@ type Manager struct {
 	waker    *wake.Waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
 	wallNow func() time.Time
-	// sharded is the address of a node that is a Redis Cluster, or "" when
-	// none is (slot.go).
-	sharded string
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
@@ -93,7 +90,6 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err := m.checkAck(); err != nil {
 		return nil, err
 	}
-	m.sharded = anySharded(m.nodes)
 	id, err := newSecret()
 	if err != nil {
 		return nil, err
