@@ -542,8 +542,8 @@ func TestBatchesInFlightBounded(t *testing.T) {
 		fs := newFakes(5)
 		m, ss := spyManager(t, fs, WithTTL(time.Second))
 		m.extender.entries = 1
-		for _, n := range m.extender.senders {
-			n.per = 1
+		for _, n := range m.nodes {
+			n.sender.per = 1
 		}
 		const slow = 10 * time.Millisecond
 		cs := make([]*concurrency, len(fs))

@@ -48,7 +48,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	elapsed := time.Since(start)
 	key := keyName(c.keys)
 	if ok {
-		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.addrs)
+		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.nodes)
 		g := grant{secret: secret, token: uint64(token), granted: v.Granted, pend: pend, waiterID: c.waiter.waiterID()}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
@@ -60,7 +60,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 		c.waiter.released = released
 	}
 	qerr := c.failure(&v, opLock, len(m.nodes), q, v.Yes >= q)
-	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.addrs)
+	cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Err: qerr}, m.nodes)
 	if ctx.Err() != nil {
 		return nil, attemptStopped(ctx, c.what(), key, &v, qerr)
 	}

@@ -181,25 +181,25 @@ func (c *config) log(ctx context.Context, e *Event) {
 
 // emitVote sends the node failures of a vote, then ev with the vote filled
 // in, if anyone is listening.
-func (c *config) emitVote(ctx context.Context, v *round.Vote, ev Event, addrs []string) {
+func (c *config) emitVote(ctx context.Context, v *round.Vote, ev Event, nodes []*node) {
 	if v.Errs != nil && c.wants(ctx, EventNodeError, nil) {
 		for i, err := range v.Errs {
 			if err != nil {
-				c.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: addrs[i], Start: ev.Start, Duration: ev.Duration, Err: err})
+				c.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: nodes[i].addr, Start: ev.Start, Duration: ev.Duration, Err: err})
 			}
 		}
 	}
 	if c.wants(ctx, ev.Kind, ev.Err) {
 		e := ev // a copy, so that ev stays off the heap when nobody listens
 		e.For, e.Against, e.Failed = v.Yes, v.No, v.Failed
-		e.NodeErrors = voteErrors(v, addrs)
+		e.NodeErrors = voteErrors(v, nodes)
 		c.emit(ctx, &e)
 	}
 }
 
 // voteErrors returns the vote's node failures in node order, or nil when
 // no node failed.
-func voteErrors(v *round.Vote, addrs []string) []*NodeError {
+func voteErrors(v *round.Vote, nodes []*node) []*NodeError {
 	if v.Errs == nil {
 		return nil
 	}
@@ -210,7 +210,7 @@ func voteErrors(v *round.Vote, addrs []string) []*NodeError {
 		}
 		nerr, ok := err.(*NodeError)
 		if !ok {
-			nerr = &NodeError{Node: addrs[i], Err: err}
+			nerr = &NodeError{Node: nodes[i].addr, Err: err}
 		}
 		out = append(out, nerr)
 	}

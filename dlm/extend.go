@@ -125,7 +125,7 @@ func (l *Lock) extensionEvent(ctx context.Context, v *round.Vote, start time.Tim
 	if v.Errs == nil && !l.cfg.wants(ctx, kind, err) {
 		return
 	}
-	l.cfg.emitVote(ctx, v, Event{Kind: kind, Op: opExtend, Key: l.Key(), Start: start, Duration: took, Token: l.token, Err: err}, l.m.addrs)
+	l.cfg.emitVote(ctx, v, Event{Kind: kind, Op: opExtend, Key: l.Key(), Start: start, Duration: took, Token: l.token, Err: err}, l.m.nodes)
 }
 
 // autoExtend starts the lock's auto-extension if its options ask for it.

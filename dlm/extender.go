@@ -28,8 +28,6 @@ type extender struct {
 	m     *Manager
 	epoch time.Time // the extender's clock counts ns from it
 	wake  chan struct{}
-	// senders send the batches to each node (see nodeSender).
-	senders []*nodeSender
 	// entries and keys bound a batch: batchEntries and batchKeys, but in
 	// tests.
 	entries, keys int
@@ -77,9 +75,8 @@ const (
 
 func newExtender(m *Manager) *extender {
 	x := &extender{m: m, epoch: time.Now(), wake: make(chan struct{}, 1), entries: batchEntries, keys: batchKeys}
-	x.senders = make([]*nodeSender, len(m.nodes))
-	for i := range x.senders {
-		x.senders[i] = newNodeSender(x, i)
+	for _, n := range m.nodes {
+		n.sender = newNodeSender(x, n.i)
 	}
 	return x
 }
@@ -128,8 +125,8 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late t
 	x.mu.Unlock()
 	switch {
 	case spawn:
-		for _, n := range x.senders {
-			x.m.work.Spawn(n.run)
+		for _, n := range x.m.nodes {
+			x.m.work.Spawn(n.sender.run)
 		}
 		x.m.work.Spawn(x.run)
 	case poke:

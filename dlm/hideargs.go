@@ -18,7 +18,7 @@ import (
 // release it under its holder. So a node's call removes the request's
 // arguments from its failure before anything else sees it, whatever the
 // adapter: hideArgs below, the outermost decorator of every node's call
-// (nodecall.go).
+// (node.go).
 
 // argsEcho starts Redis' quotation of a refused command's first arguments
 // (6.x quotes them with backticks, 7.x with single quotes, each cut at 128

@@ -157,7 +157,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same secret: nothing to release.
-		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.addrs)
+		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.nodes)
 		return nil
 	}
 	if l.pend != nil {
@@ -177,7 +177,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case expiredFor >= 0:
 		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
-	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token, Err: err}, l.m.addrs)
+	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token, Err: err}, l.m.nodes)
 	return err
 }
 

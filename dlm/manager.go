@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -27,9 +26,8 @@ type Manager struct {
 	// id begins the ids of the manager's waiters, by which the releases
 	// name them on the manager's own wake channels.
 	id     string
-	nodes  []driver.Node
-	addrs  []string
-	owned  bool // Close closes the nodes (they came from Open)
+	nodes  []*node // by node number
+	owned  bool    // Close closes the nodes (they came from Open)
 	cfg    config
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
@@ -42,20 +40,13 @@ type Manager struct {
 	waker    *wake.Waker // nil when no node implements driver.Subscriber
 	// wallNow reads the wall clock for Handle and Resume; tests step it.
 	wallNow func() time.Time
-	// sharded is the address of a node that is a Redis Cluster, or "" when
-	// none is (slot.go).
-	sharded string
-	// clusterNodes marks the nodes that are Redis Clusters; nil when none
-	// is.
-	clusterNodes []bool
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
-	// servers holds the run_ids the nodes said, so that one server named
-	// twice never counts twice (sameserver.go).
-	servers *servers
-	// opening is set while Open asks the nodes for their run_ids.
-	opening atomic.Bool
+	// servers compares what the nodes' servers say they are, so that one
+	// server named twice never counts twice (sameserver.go); each node
+	// keeps what its own said.
+	servers servers
 	// warnedPermits is set once a semaphore whose permits need every node
 	// was logged (semaphore.go).
 	warnedPermits atomic.Bool
@@ -83,32 +74,33 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: slices.Clone(nodes), addrs: make([]string, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now, work: round.NewPool()}
+	m := &Manager{nodes: make([]*node, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now, work: round.NewPool()}
 	seen := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		if n == nil {
+	for i, d := range nodes {
+		if d == nil {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
-		m.addrs[i] = n.Addr()
-		if j, dup := seen[m.addrs[i]]; dup {
-			return nil, fmt.Errorf("%w: nodes %d and %d are both %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, m.addrs[i])
+		n := newNode(i, d)
+		if j, dup := seen[n.addr]; dup {
+			return nil, fmt.Errorf("%w: nodes %d and %d are both %s; duplicates break the quorum arithmetic", ErrInvalid, j, i, n.addr)
 		}
-		seen[m.addrs[i]] = i
+		seen[n.addr] = i
+		m.nodes[i] = n
 	}
 	if err := m.checkAck(); err != nil {
 		return nil, err
 	}
-	m.sharded = anySharded(nodes)
-	m.clusterNodes = clusterMask(nodes)
-	m.servers = newServers(len(nodes), m.clusterNodes, false)
 	id, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
 	m.id = id[:script.ManagerIDLen]
-	m.waker = wake.New(m.id, m.nodes, m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
-	m.plain = newPlainAcquire(nodes)
-	m.rounds = round.New(m.work, m.nodeCalls(), m.nodeError, ErrNodeRestarted)
+	m.waker = wake.New(m.id, driverNodes(m.nodes), m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
+	m.plain = newPlainAcquire(m.nodes)
+	for _, n := range m.nodes {
+		n.call = m.nodeCall(n)
+	}
+	m.rounds = round.New(m.work, calls(m.nodes), m.nodeError, ErrNodeRestarted)
 	m.extender = newExtender(m)
 	if len(nodes)%2 == 0 {
 		logger := cfg.logger
@@ -183,10 +175,10 @@ func openNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
 		return nil, err
 	}
 	m.owned = true
-	m.servers = newServers(len(nodes), m.clusterNodes, true)
-	m.opening.Store(true)
+	m.askServers()
+	m.servers.opening.Store(true)
 	err = m.identifyAll(m.cfg.timeout())
-	m.opening.Store(false)
+	m.servers.opening.Store(false)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -211,12 +203,16 @@ func (m *Manager) Close() error {
 	if !m.owned {
 		return nil
 	}
-	return closeAll(m.nodes)
+	return closeAll(driverNodes(m.nodes))
 }
 
 // Nodes returns the addresses of the manager's nodes, in order.
 func (m *Manager) Nodes() []string {
-	return append([]string(nil), m.addrs...)
+	addrs := make([]string, len(m.nodes))
+	for i, n := range m.nodes {
+		addrs[i] = n.addr
+	}
+	return addrs
 }
 
 // checkNotBareAddr refuses a node given as a bare address, such as

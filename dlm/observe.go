@@ -165,7 +165,7 @@ func (m *Manager) ignoreLeader(ctx context.Context, cfg *config, rkey string, i 
 		return
 	}
 	cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: observe: leader value ignored as invalid",
-		slog.String("key", rkey), slog.String("node", m.addrs[i]), slog.Int64("length", size), slog.Uint64("ignored", n))
+		slog.String("key", rkey), slog.String("node", m.nodes[i].addr), slog.Int64("length", size), slog.Uint64("ignored", n))
 }
 
 // readLeader reads the election's key on every node at once, each within

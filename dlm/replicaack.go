@@ -72,9 +72,9 @@ func (m *Manager) checkAck() error {
 	if m.cfg.replicaAck == nil {
 		return nil
 	}
-	for i, n := range m.nodes {
-		if _, ok := n.(driver.ReplicaAcker); !ok {
-			return fmt.Errorf("%w: WithReplicaAck: node %s (%T) does not implement driver.ReplicaAcker", ErrInvalid, m.addrs[i], n)
+	for _, n := range m.nodes {
+		if n.acker == nil {
+			return fmt.Errorf("%w: WithReplicaAck: node %s (%T) does not implement driver.ReplicaAcker", ErrInvalid, n.addr, n.drv)
 		}
 	}
 	return nil
@@ -110,17 +110,17 @@ var ackedScripts = func() map[*driver.Script]bool {
 // an extension, or a raise of fencing counters.
 func acked(req *round.Request) bool { return ackedScripts[req.Script] }
 
-// ackCall is node n's call under WithReplicaAck a: a request that writes
-// what a waits for ([acked]) runs with WAIT, and a write acknowledged by
-// too few replicas is the node's failure; any other goes to next. args
-// gives the node's arguments.
-func ackCall(n driver.Node, a *replicaAck, args func(*round.Request) []string, next round.Call) round.Call {
-	ra, ok := n.(driver.ReplicaAcker)
+// ackCall is n's call under WithReplicaAck a: a request that writes what a
+// waits for ([acked]) runs with WAIT, and a write acknowledged by too few
+// replicas is the node's failure; any other goes to next. args gives the
+// node's arguments.
+func ackCall(n *node, a *replicaAck, args func(*round.Request) []string, next round.Call) round.Call {
+	ra := n.acker
 	return func(ctx context.Context, req *round.Request) (any, error) {
 		if !acked(req) {
 			return next(ctx, req)
 		}
-		if !ok { // checked by New
+		if ra == nil { // checked by New
 			return nil, fmt.Errorf("node does not implement driver.ReplicaAcker")
 		}
 		v, got, err := ra.EvalAck(ctx, req.Script, req.Keys, args(req), a.replicas, a.timeout)

@@ -70,7 +70,7 @@ func (m *Manager) readFence(ctx context.Context, cfg *config, rkeys []string, se
 		}
 		c, held, err := parseFence(res, len(rkeys))
 		if err != nil {
-			replies[i].Err = &NodeError{Node: m.addrs[i], Err: err}
+			replies[i].Err = &NodeError{Node: m.nodes[i].addr, Err: err}
 			return
 		}
 		replies[i].Yes, least[i] = held, c

@@ -92,41 +92,47 @@ const (
 	idDuplicate              // shown to be the server of another node
 )
 
-// servers holds what the nodes said they are.
+// identity is what a node said it is, and the requests it was admitted
+// to: a node's part of the comparison of servers.
+type identity struct {
+	state atomic.Int32
+	// admitted is the latest deadline of a request the node was admitted
+	// to, in ns on the monotonic clock (see clockAt); from is the deadline
+	// a request of the node must end after to count, set when the node
+	// took the place of another.
+	admitted atomic.Int64
+	from     atomic.Int64
+
+	// Guarded by the manager's servers.mu.
+	runID   string        // once known
+	dup     error         // once a duplicate: its *sameServerError
+	err     error         // why the last asking got no answer
+	wait    chan struct{} // closed when the asking under way ends
+	probing bool          // its run_id is being compared
+}
+
+// servers is what the comparison of the nodes' servers shares; each node
+// keeps its own part in its identity.
 type servers struct {
-	state []atomic.Int32
-	// admitted is, by node, the latest deadline of a request the node
-	// was admitted to, in ns on the monotonic clock (see clockAt);
-	// from is the deadline a request of the node must end after to
-	// count, set when the node took the place of another.
-	admitted []atomic.Int64
-	from     []atomic.Int64
 	// settling is held while a node's run_id is compared with the
 	// others', probes included: two nodes that say one run_id are never
 	// both compared with a third only.
 	settling sync.Mutex
-
-	mu      sync.Mutex
-	ids     []string        // by node, once known
-	dups    []error         // by node, once a duplicate: its *sameServerError
-	errs    []error         // by node: why the last asking got no answer
-	wait    []chan struct{} // by node: closed when the asking under way ends
-	probing []bool          // by node: its run_id is being compared
+	// mu guards the fields of the nodes' identities that say so.
+	mu sync.Mutex
+	// opening is set while Open asks the nodes for their run_ids.
+	opening atomic.Bool
 }
 
-// newServers returns the identities of n nodes: unknown, to be asked, when
-// ask is set, but for the nodes marked in cluster; otherwise not compared.
-func newServers(n int, cluster []bool, ask bool) *servers {
-	s := &servers{
-		state: make([]atomic.Int32, n), admitted: make([]atomic.Int64, n), from: make([]atomic.Int64, n),
-		ids: make([]string, n), dups: make([]error, n), errs: make([]error, n), wait: make([]chan struct{}, n), probing: make([]bool, n),
-	}
-	for i := range s.state {
-		if !ask || (cluster != nil && cluster[i]) {
-			s.state[i].Store(idUnsaid)
+// askServers makes every node's server unknown, to be asked, but for the
+// nodes that are Redis Clusters. Until it is called, no node is compared
+// (see newNode).
+func (m *Manager) askServers() {
+	for _, n := range m.nodes {
+		if !n.cluster {
+			n.ident.state.Store(idUnknown)
 		}
 	}
-	return s
 }
 
 // clockBase is the origin of the deadlines servers records: their
@@ -137,29 +143,30 @@ var clockBase = time.Now()
 // has its reading, as the deadlines of time.Now().Add do.
 func clockAt(t time.Time) int64 { return int64(t.Sub(clockBase)) }
 
-// enter admits node i, known, to a request bounded by ctx: it records the
+// enter admits n, known, to a request bounded by ctx: it records the
 // request's deadline, then reports whether the node is still known (a
 // node whose place was taken meanwhile is not), and, when it is, the
 // error of a request that may not count: one whose deadline is not after
-// that of the requests of the node whose place node i took.
-func (s *servers) enter(ctx context.Context, i int) (known bool, err error) {
+// that of the requests of the node whose place n took.
+func (n *node) enter(ctx context.Context) (known bool, err error) {
+	id := &n.ident
 	d := int64(math.MaxInt64) // no deadline: later than any
 	if dl, ok := ctx.Deadline(); ok {
 		d = clockAt(dl)
 	}
 	for {
-		cur := s.admitted[i].Load()
-		if d <= cur || s.admitted[i].CompareAndSwap(cur, d) {
+		cur := id.admitted.Load()
+		if d <= cur || id.admitted.CompareAndSwap(cur, d) {
 			break
 		}
 	}
 	// After the record: a node whose place is taken is first marked,
 	// then its record read, so either this request is in the record
 	// read, or it sees the mark.
-	if s.state[i].Load() != idKnown {
+	if id.state.Load() != idKnown {
 		return false, nil
 	}
-	if d <= s.from[i].Load() {
+	if d <= id.from.Load() {
 		return true, errPlaceTaken
 	}
 	return true, nil
@@ -191,23 +198,24 @@ func (e *sameServerError) Error() string {
 // than a request may is still identified, and counts from the request
 // after the answer. Callers wait for the answer within ctx.
 func (m *Manager) admit(ctx context.Context, i int) error {
-	s := m.servers
-	switch s.state[i].Load() {
+	s, n := &m.servers, m.nodes[i]
+	id := &n.ident
+	switch id.state.Load() {
 	case idUnsaid:
 		return nil
 	case idKnown:
-		if known, err := s.enter(ctx, i); known {
+		if known, err := n.enter(ctx); known {
 			return err
 		}
 	case idDuplicate:
-		return s.dups[i]
+		return id.dup
 	}
 	s.mu.Lock()
-	ch := s.wait[i]
-	start := ch == nil && s.state[i].Load() == idUnknown
+	ch := id.wait
+	start := ch == nil && id.state.Load() == idUnknown
 	if start {
 		ch = make(chan struct{})
-		s.wait[i] = ch
+		id.wait = ch
 	}
 	s.mu.Unlock()
 	if start {
@@ -222,20 +230,20 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch s.state[i].Load() {
+	switch id.state.Load() {
 	case idUnsaid:
 		return nil
 	case idKnown:
-		if known, err := s.enter(ctx, i); known {
+		if known, err := n.enter(ctx); known {
 			return err
 		}
 	case idDuplicate:
-		return s.dups[i]
+		return id.dup
 	}
-	if s.errs[i] == nil {
+	if id.err == nil {
 		return errors.New("asking the server for its run_id: asked again, after another node took its place")
 	}
-	return s.errs[i] // the asking failed: the next request asks again
+	return id.err // the asking failed: the next request asks again
 }
 
 // identifyTimeout bounds the asking of a node's run_id, its probes
@@ -262,16 +270,16 @@ func (m *Manager) identify(i int, done chan struct{}) {
 	if err == nil {
 		st, took, err = m.settle(ctx, i, id)
 	}
-	s := m.servers
+	s, ident := &m.servers, &m.nodes[i].ident
 	s.mu.Lock()
-	s.wait[i] = nil
-	s.errs[i] = err
+	ident.wait = nil
+	ident.err = err
 	s.mu.Unlock()
 	// Logged before the waiters wake, so that the log holds the duplicate
 	// once its first request has failed.
 	switch st {
 	case idDuplicate:
-		m.logServer(i, s.dups[i])
+		m.logServer(i, ident.dup)
 	case idUnsaid:
 		m.logServer(i, why)
 	}
@@ -294,25 +302,25 @@ const (
 // comment at the top of this file): i's new state, the nodes whose place
 // i took, and why i is still unknown when it is.
 func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, error) {
-	s := m.servers
+	s, self := &m.servers, &m.nodes[i].ident
 	if id == "" {
-		s.state[i].Store(idUnsaid)
+		self.state.Store(idUnsaid)
 		return idUnsaid, nil, nil
 	}
 	s.mu.Lock()
-	s.probing[i] = true
+	self.probing = true
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.probing[i] = false
+		self.probing = false
 		s.mu.Unlock()
 	}()
 	s.settling.Lock()
 	defer s.settling.Unlock()
 	s.mu.Lock()
 	var same []int
-	for j, other := range s.ids {
-		if j != i && other == id && s.state[j].Load() == idKnown {
+	for j, other := range m.nodes {
+		if j != i && other.ident.runID == id && other.ident.state.Load() == idKnown {
 			same = append(same, j)
 		}
 	}
@@ -323,8 +331,8 @@ func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, e
 		switch outcome {
 		case probeSame:
 			s.mu.Lock()
-			s.dups[i] = &sameServerError{Node: i, Of: j, Addr: m.addrs[i], OfAddr: m.addrs[j]}
-			s.state[i].Store(idDuplicate)
+			self.dup = &sameServerError{Node: i, Of: j, Addr: m.nodes[i].addr, OfAddr: m.nodes[j].addr}
+			self.state.Store(idDuplicate)
 			s.mu.Unlock()
 			return idDuplicate, nil, nil
 		case probeNewcomer:
@@ -335,16 +343,17 @@ func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from := s.from[i].Load()
+	from := self.from.Load()
 	for _, j := range took {
 		// Marked first, then its record read: see enter.
-		s.state[j].Store(idUnknown)
-		s.ids[j] = ""
-		from = max(from, s.admitted[j].Load())
+		other := &m.nodes[j].ident
+		other.state.Store(idUnknown)
+		other.runID = ""
+		from = max(from, other.admitted.Load())
 	}
-	s.from[i].Store(from)
-	s.ids[i] = id
-	s.state[i].Store(idKnown)
+	self.from.Store(from)
+	self.runID = id
+	self.state.Store(idKnown)
 	return idKnown, took, nil
 }
 
@@ -368,7 +377,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 	keys := []string{script.ProbeKey(m.cfg.prefix, vals[0])}
 	ttl := fmt.Sprint((2 * m.identifyTimeout()).Milliseconds())
 	step := func(ctx context.Context, n int, value string) (string, error) {
-		v, err := m.nodes[n].Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
+		v, err := m.nodes[n].drv.Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
 		if err != nil {
 			return "", err
 		}
@@ -377,7 +386,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 	}
 	fail := func(n int, err error) error {
 		return fmt.Errorf("node %d (%s) said the run_id of node %d (%s); checking whether they are one server, node %s failed: %w",
-			i, m.addrs[i], j, m.addrs[j], m.addrs[n], err)
+			i, m.nodes[i].addr, j, m.nodes[j].addr, m.nodes[n].addr, err)
 	}
 	if _, err := step(ctx, i, vals[1]); err != nil {
 		return probeNewcomer, fail(i, err)
@@ -413,7 +422,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 // did not answer, or answered that it cannot now (BUSY, LOADING, ...), so
 // that it is asked again by its next request.
 func (m *Manager) askServerID(ctx context.Context, i int) (id string, why, err error) {
-	v, err := m.nodes[i].Eval(ctx, script.ServerID, nil, nil)
+	v, err := m.nodes[i].drv.Eval(ctx, script.ServerID, nil, nil)
 	if err != nil {
 		if !answered(err) {
 			return "", nil, fmt.Errorf("asking the server for its run_id: %w", err)
@@ -455,22 +464,22 @@ func (m *Manager) identifyAll(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	m.work.ForEach(len(m.nodes), func(i int) { m.admit(ctx, i) })
-	for i := range m.nodes {
+	for _, n := range m.nodes {
 		m.servers.mu.Lock()
-		ch, probing := m.servers.wait[i], m.servers.probing[i]
+		ch, probing := n.ident.wait, n.ident.probing
 		m.servers.mu.Unlock()
 		if probing && ch != nil {
 			<-ch
 		}
 	}
-	for i := range m.nodes {
-		if m.servers.state[i].Load() != idDuplicate {
+	for _, n := range m.nodes {
+		if n.ident.state.Load() != idDuplicate {
 			continue
 		}
 		var e *sameServerError
-		if errors.As(m.servers.dups[i], &e) {
+		if errors.As(n.ident.dup, &e) {
 			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server: both said one run_id (INFO server), and what was written through one was read through the other; "+
-				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.addrs[min(e.Of, e.Node)], max(e.Of, e.Node), m.addrs[max(e.Of, e.Node)])
+				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.nodes[min(e.Of, e.Node)].addr, max(e.Of, e.Node), m.nodes[max(e.Of, e.Node)].addr)
 		}
 	}
 	return nil
@@ -484,16 +493,16 @@ func (m *Manager) logServer(i int, err error) {
 	if !errors.As(err, &dup) {
 		if logger := m.cfg.logger; logger != nil {
 			logger.Info("dlm: a node does not say which server it is; a server named twice is not recognised through it",
-				slog.String("node", m.addrs[i]), slog.String("err", err.Error()))
+				slog.String("node", m.nodes[i].addr), slog.String("err", err.Error()))
 		}
 		return
 	}
-	if m.opening.Load() {
+	if m.servers.opening.Load() {
 		return // Open returns it
 	}
 	if logger := m.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes are one server; the duplicate's answers do not count",
-			slog.String("node", m.addrs[i]), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
+			slog.String("node", m.nodes[i].addr), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
 	}
 }
 
@@ -503,7 +512,7 @@ func (m *Manager) logServer(i int, err error) {
 func (m *Manager) logPlaceTaken(i, j int) {
 	if logger := m.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes said one run_id, and the one that said it first did not confirm it: the other counts in its place until it proves to be another server",
-			slog.String("node", m.addrs[i]), slog.String("in_place_of", m.addrs[j]))
+			slog.String("node", m.nodes[i].addr), slog.String("in_place_of", m.nodes[j].addr))
 	}
 }
 

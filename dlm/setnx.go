@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/internal/wake"
@@ -45,13 +45,10 @@ import (
 // is sent to a node only after the node ran the acquire script once, so
 // that an ACL that refuses what the scripts need is reported by the first
 // Lock, not by an Unlock.
+//
+// A plainAcquire is the manager's part, shared by its nodes; each node
+// keeps its own in a [plainState].
 type plainAcquire struct {
-	setters []driver.Setter // by node; nil where the node is not one
-	// proven marks, by node, that the node ran the acquire script.
-	proven []atomic.Bool
-	// rest holds, by node, the time (since born) until which the node's
-	// command is not sent: it failed where the script answered.
-	rest []atomic.Int64
 	// contended holds, by a hash of the key, the time (since born) until
 	// which keys of that hash go through the script. Keys that share a slot
 	// share it: a collision only sends the script where the command would
@@ -61,6 +58,15 @@ type plainAcquire struct {
 	contendFor atomic.Int64
 	seed       maphash.Seed
 	born       time.Time
+}
+
+// plainState is one node's part of the plain acquire.
+type plainState struct {
+	// proven is set once the node ran the acquire script.
+	proven atomic.Bool
+	// rest is the time (since the plain acquire was made) until which the
+	// node's command is not sent: it failed where the script answered.
+	rest atomic.Int64
 }
 
 const (
@@ -77,20 +83,12 @@ const (
 
 // newPlainAcquire returns the plain acquire for nodes, or nil when no node
 // implements driver.Setter.
-func newPlainAcquire(nodes []driver.Node) *plainAcquire {
-	var p *plainAcquire
-	for i, n := range nodes {
-		if s, ok := n.(driver.Setter); ok {
-			if p == nil {
-				p = &plainAcquire{
-					setters: make([]driver.Setter, len(nodes)), proven: make([]atomic.Bool, len(nodes)),
-					rest: make([]atomic.Int64, len(nodes)), seed: maphash.MakeSeed(), born: time.Now(),
-				}
-				p.contendFor.Store(int64(contendedFor))
-			}
-			p.setters[i] = s
-		}
+func newPlainAcquire(nodes []*node) *plainAcquire {
+	if !slices.ContainsFunc(nodes, func(n *node) bool { return n.setter != nil }) {
+		return nil
 	}
+	p := &plainAcquire{seed: maphash.MakeSeed(), born: time.Now()}
+	p.contendFor.Store(int64(contendedFor))
 	return p
 }
 
@@ -118,26 +116,27 @@ func (m *Manager) contend(rkeys []string) {
 	}
 }
 
-// call is node i's call, next, with the command in place of the acquire
-// script when the request may use it (req.Plain, set per attempt by
+// call is n's call, next, with the command in place of the acquire script
+// when the request may use it (req.Plain, set per attempt by
 // [Manager.plainUsable]) and the node has proven it runs the script and is
-// not resting; the first acquire script the node answers proves it.
-func (p *plainAcquire) call(i int, next round.Call) round.Call {
-	s := p.setters[i]
+// not resting; the first acquire script the node answers proves it. n
+// implements driver.Setter.
+func (p *plainAcquire) call(n *node, next round.Call) round.Call {
+	st := &n.plain
 	return func(ctx context.Context, req *round.Request) (any, error) {
-		if req.Plain && p.proven[i].Load() && p.rest[i].Load() <= p.now() {
-			return p.setNX(ctx, i, s, next, req)
+		if req.Plain && st.proven.Load() && st.rest.Load() <= p.now() {
+			return p.setNX(ctx, n, next, req)
 		}
 		v, err := next(ctx, req)
-		if err == nil && req.Plain && !p.proven[i].Load() {
-			p.proven[i].Store(true)
+		if err == nil && req.Plain && !st.proven.Load() {
+			st.proven.Store(true)
 		}
 		return v, err
 	}
 }
 
 // setNX runs req, an attempt of the acquire script on one key, as the
-// command on node i, and answers as the script would: 1 for a grant, 0 for a
+// command on n, and answers as the script would: 1 for a grant, 0 for a
 // refusal. When the command fails while ctx has not ended, the script is
 // run in its place, by run, the node's call; if it answers, the node is
 // sent only the script for setterRest.
@@ -151,9 +150,9 @@ func (p *plainAcquire) call(i int, next round.Call) round.Call {
 // (it records the intent, or grants the key if the readers left meanwhile).
 // The command alone therefore answers only for a free key, the attempt's
 // own secret, or a refusal that needs no intent.
-func (p *plainAcquire) setNX(ctx context.Context, i int, s driver.Setter, run round.Call, req *round.Request) (any, error) {
+func (p *plainAcquire) setNX(ctx context.Context, n *node, run round.Call, req *round.Request) (any, error) {
 	secret := req.Args[0]
-	v, err := s.SetNXGet(ctx, req.Keys[0], secret, req.Args[1])
+	v, err := n.setter.SetNXGet(ctx, req.Keys[0], secret, req.Args[1])
 	if err == nil {
 		switch v := v.(type) {
 		case nil:
@@ -177,7 +176,7 @@ func (p *plainAcquire) setNX(ctx context.Context, i int, s driver.Setter, run ro
 	}
 	res, serr := run(ctx, req)
 	if serr == nil {
-		p.rest[i].Store(p.now() + int64(setterRest))
+		n.plain.rest.Store(p.now() + int64(setterRest))
 	}
 	return res, serr
 }

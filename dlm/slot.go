@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
@@ -20,11 +19,12 @@ import (
 // and fencing counters to reconcile across slots, for a use that a common
 // hash tag serves as well.
 
-// nodeArgs returns how node i's call picks a request's arguments: for a
-// node that is a Redis Cluster and announces, announce's flag is Sharded
-// rather than Loud, sharded pub/sub; a waiting writer's mark stays.
-func (m *Manager) nodeArgs(i int) func(*round.Request) []string {
-	if m.clusterNodes == nil || !m.clusterNodes[i] {
+// nodeArgs returns how n's call picks a request's arguments: for a node
+// that is a Redis Cluster and announces, announce's flag is Sharded rather
+// than Loud, sharded pub/sub; a waiting writer's mark stays.
+func nodeArgs(n *node) func(*round.Request) []string {
+	i := n.i
+	if !n.cluster {
 		return func(req *round.Request) []string { return req.ArgsFor(i) }
 	}
 	return func(req *round.Request) []string {
@@ -38,26 +38,12 @@ func (m *Manager) nodeArgs(i int) func(*round.Request) []string {
 	}
 }
 
-// clusterMask returns which nodes are Redis Clusters, or nil when none is.
-func clusterMask(nodes []driver.Node) []bool {
-	var mask []bool
-	for i, n := range nodes {
-		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
-			if mask == nil {
-				mask = make([]bool, len(nodes))
-			}
-			mask[i] = true
-		}
-	}
-	return mask
-}
-
-// anySharded returns the address of the first node that says it is a Redis
-// Cluster, or "".
-func anySharded(nodes []driver.Node) string {
-	for _, n := range nodes {
-		if s, ok := n.(driver.Sharded); ok && s.Sharded() {
-			return n.Addr()
+// sharded returns the address of the manager's first node that says it is
+// a Redis Cluster, or "" when none does.
+func (m *Manager) sharded() string {
+	for _, n := range m.nodes {
+		if n.cluster {
+			return n.addr
 		}
 	}
 	return ""
@@ -66,7 +52,11 @@ func anySharded(nodes []driver.Node) string {
 // checkSlots returns ErrInvalid when rkeys fall in more than one hash slot
 // and the manager has a node that is a Redis Cluster (m.sharded names it).
 func (m *Manager) checkSlots(keys, rkeys []string) error {
-	if m.sharded == "" || len(rkeys) < 2 {
+	if len(rkeys) < 2 {
+		return nil
+	}
+	sharded := m.sharded()
+	if sharded == "" {
 		return nil
 	}
 	first := keySlot(rkeys[0])
@@ -74,7 +64,7 @@ func (m *Manager) checkSlots(keys, rkeys []string) error {
 		if s := keySlot(k); s != first {
 			return fmt.Errorf("%w: keys %q and %q fall in different hash slots (%d and %d) and node %s is a Redis Cluster, "+
 				"whose scripts cannot span slots: give the keys a common hash tag, as in \"{order42}:a\" and \"{order42}:b\"",
-				ErrInvalid, keys[0], keys[i+1], first, s, m.sharded)
+				ErrInvalid, keys[0], keys[i+1], first, s, sharded)
 		}
 	}
 	return nil
@@ -114,7 +104,8 @@ func hashTag(key string) (string, bool) {
 // attempt. A key containing "}" elsewhere keeps a tag, its part before the
 // "}", which its derived keys share.
 func (m *Manager) checkTag(key, rkey string) error {
-	if m.sharded == "" {
+	sharded := m.sharded()
+	if sharded == "" {
 		return nil
 	}
 	if _, ok := hashTag(rkey); ok {
@@ -123,10 +114,10 @@ func (m *Manager) checkTag(key, rkey string) error {
 	if strings.HasPrefix(key, "}") {
 		return fmt.Errorf("%w: key %q begins with \"}\", which closes the hash tag of its Redis key %q at once, "+
 			"and node %s is a Redis Cluster: with an empty hash tag the lock's keys would fall in different slots; "+
-			"use a key that does not begin with \"}\"", ErrInvalid, key, rkey, m.sharded)
+			"use a key that does not begin with \"}\"", ErrInvalid, key, rkey, sharded)
 	}
 	return fmt.Errorf("%w: the Redis key %q of key %q has no hash tag (see WithKeyPrefix), and node %s is a Redis Cluster: "+
-		"the lock's keys would fall in different slots", ErrInvalid, rkey, key, m.sharded)
+		"the lock's keys would fall in different slots", ErrInvalid, rkey, key, sharded)
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum

@@ -40,7 +40,7 @@ func (m *Manager) Status(ctx context.Context, key string, opts ...Option) ([]Nod
 	}
 	out := make([]NodeStatus, len(m.nodes))
 	req := &round.Request{Op: "status", Script: script.Status, Keys: []string{rkeys[0], script.FenceKey(rkeys[0])}, Timeout: cfg.timeout()}
-	m.rounds.Each(ctx, req, func(i int, res any, err error) { out[i] = nodeStatus(m.addrs[i], res, err) })
+	m.rounds.Each(ctx, req, func(i int, res any, err error) { out[i] = nodeStatus(m.nodes[i].addr, res, err) })
 	return out, nil
 }
 

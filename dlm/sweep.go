@@ -153,8 +153,8 @@ func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
 func (s *sweep) send() {
 	m := s.x.m
 	var plain, cluster []int
-	for i := range m.nodes {
-		if m.clusterNodes != nil && m.clusterNodes[i] {
+	for i, n := range m.nodes {
+		if n.cluster {
 			cluster = append(cluster, i)
 		} else {
 			plain = append(plain, i)
@@ -194,7 +194,7 @@ func (s *sweep) dispatch(c *sweepChunk) {
 		}
 	}
 	for _, i := range c.nodes {
-		s.x.senders[i].add(c)
+		s.x.m.nodes[i].sender.add(c)
 	}
 }
 
