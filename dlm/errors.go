@@ -58,12 +58,15 @@ var (
 	// once such failures leave no quorum possible.
 	ErrPermission = errors.New("dlm: node refused access (check the password and ACL rules)")
 	// ErrRenewalBehind is the Err of an [EventRenewal] whose round of
-	// auto-extensions started late: at least one extension started after
+	// auto-extensions started late — at least one extension started after
 	// more than half the margin its schedule left it before its lock's
-	// loss guard. The locks still hold, but the process does not keep up
-	// with the extensions it owes: if it goes on, locks will be lost, the
-	// nearest to the end of their validity last extended first. Give the
-	// process more CPU, hold fewer locks per Manager, or lengthen the TTL.
+	// loss guard — or whose extensions a node did not keep up with: a
+	// batch waited for it more than half the time its first lock had to be
+	// sent, or went unanswered until its deadline. The locks still hold,
+	// but the process, or the nodes, do not keep up with the extensions it
+	// owes: if it goes on, locks will be lost, the nearest to the end of
+	// their validity last extended first. Give the process, or the nodes,
+	// more CPU, hold fewer locks per Manager, or lengthen the TTL.
 	ErrRenewalBehind = errors.New("dlm: auto-extension falling behind")
 )
 

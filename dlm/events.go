@@ -40,8 +40,13 @@ const (
 	// the renewal lag: how much later than planned the most overdue of
 	// them started. Err wraps [ErrRenewalBehind] when the round started
 	// late enough that locks are at risk (logged at Warn, at most once a
-	// second); nil otherwise. It is the Manager's, not one lock's: Key is
-	// empty, and the hook and logger are the Manager's ([New], [Open]).
+	// second); nil otherwise. A round the nodes do not keep up with —
+	// a batch of its extensions that waited for a node too long, or that
+	// a node left unanswered until its deadline — has one more, whose Err
+	// wraps [ErrRenewalBehind], Duration is how long that batch waited,
+	// and For the extensions it carried, sent before they are settled. It
+	// is the Manager's, not one lock's: Key is empty, and the hook and
+	// logger are the Manager's ([New], [Open]).
 	EventRenewal
 )
 

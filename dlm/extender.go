@@ -19,7 +19,8 @@ import (
 // to maxRound, and sends them nearest to the end of their validity first;
 // one whose start is late by more than half the margin its schedule left
 // it before its lock's loss guard is reported ([EventRenewal] with
-// [ErrRenewalBehind]) before that lock can be lost.
+// [ErrRenewalBehind]) before that lock can be lost, and so is a batch that
+// a node is slow to take or leaves unanswered (see [sweep.stall]).
 //
 // The goroutine is one of the manager's (Manager.Close stops it and waits
 // for it), started with the first auto-extended lock. A zero extender is

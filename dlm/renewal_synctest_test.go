@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -132,6 +133,47 @@ func TestRoundNearestDeadlineFirst(t *testing.T) {
 		slices.SortFunc(round, func(x, y []string) int { return len(y) - len(x) })
 		if len(round) != 2 || !slices.Contains(round[0], rkey("a")) || !slices.Contains(round[0], rkey("b")) || !slices.Equal(round[1], []string{rkey("c")}) {
 			t.Errorf("the round after the stall sent batches %q; want a and b together, c alone", round)
+		}
+	})
+}
+
+// TestRenewalBehindWhenNodesStall checks that a manager whose extension
+// batches the nodes do not answer in time reports it (an EventRenewal
+// wrapping ErrRenewalBehind, logged at Warn) before the lock they carry is
+// lost, though every round started on time: the overload that costs locks
+// can be the nodes', not the process's.
+func TestRenewalBehindWhenNodesStall(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		hook := &recordingHook{}
+		logger, logs := newLogger()
+		m := newManager(t, fs, WithTTL(time.Second), WithNodeTimeout(200*time.Millisecond), WithHook(hook), WithLogger(logger))
+		for _, f := range fs[:3] {
+			f.injectFor(holding(rkey("a"), hang, 0))
+		}
+		locks := lockAll(t, m, []string{"a"})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if !isClosed(locks["a"].Lost()) {
+			t.Fatal("lock a, whose batches hang on 3 of 5 nodes, is not lost; the test wants it lost")
+		}
+		behind, lost := -1, -1
+		hook.mu.Lock()
+		for i, e := range hook.events {
+			switch {
+			case behind < 0 && e.Kind == EventRenewal && errors.Is(e.Err, ErrRenewalBehind):
+				behind = i
+			case lost < 0 && e.Kind == EventLost:
+				lost = i
+			}
+		}
+		hook.mu.Unlock()
+		if behind < 0 || behind > lost {
+			t.Errorf("ErrRenewalBehind reported at event %d, the loss at %d; want it reported before the loss; events %v", behind, lost, hook.kinds())
+		}
+		if !strings.Contains(logs.String(), "auto-extension falling behind") {
+			t.Errorf("the nodes' stall not logged; log:\n%s", logs)
 		}
 	})
 }

@@ -46,6 +46,9 @@ const batchesInFlight = 8
 // timeout left to be extended by then.
 var errTooLate = errors.New("dlm: extension batch not sent: the node's earlier batches took the time its locks had left")
 
+// addr is the node's address, for reports.
+func (n *nodeSender) addr() string { return n.x.m.nodes[n.i].addr }
+
 func newNodeSender(x *extender, i int) *nodeSender {
 	return &nodeSender{x: x, i: i, wake: make(chan struct{}, 1), per: batchesInFlight}
 }
@@ -100,9 +103,14 @@ func (n *nodeSender) run() {
 				n.busy++
 			}
 			n.mu.Unlock()
+			waited := now.Sub(c.s.began)
 			if !send {
+				c.s.stall(n.addr(), len(c.entries), waited, "took too long to take")
 				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, errTooLate)})
 				continue
+			}
+			if 2*waited > c.sendBy.Sub(c.s.began) {
+				c.s.stall(n.addr(), len(c.entries), waited, "was slow to take")
 			}
 			n.send(c, now)
 		}
@@ -121,6 +129,9 @@ func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 	ctx, cancel := driver.WithNodeDeadline(context.Background(), deadline)
 	n.x.m.rounds.Batch(ctx, n.i, c.req, func(b round.BatchReply) {
 		cancel()
+		if b.Err != nil && errors.Is(b.Err, context.DeadlineExceeded) {
+			c.s.stall(n.addr(), len(c.entries), time.Since(now), "did not answer")
+		}
 		c.answer(b)
 		n.mu.Lock()
 		n.busy--

@@ -38,6 +38,9 @@ type sweep struct {
 
 	mu      sync.Mutex
 	entries []sweepEntry
+	// stalled is set once the round reported that the nodes did not keep
+	// up with it (see [sweep.stalled]).
+	stalled bool
 }
 
 // sweepEntry is one lock's extension in a sweep.
@@ -278,13 +281,40 @@ func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 // many started after half their margin. The log has at most one such
 // round a second.
 func (x *extender) report(s *sweep, lag time.Duration, behind int) {
-	cfg := &x.m.cfg
 	var err error
-	logged := true
 	if behind > 0 {
 		err = fmt.Errorf("%w: %d of the %d extensions of a round started after half their margin; the most overdue %v late",
 			ErrRenewalBehind, behind, len(s.entries), lag.Round(time.Millisecond))
-		c := x.clock(s.began)
+	}
+	x.emit(s, lag, len(s.entries), err)
+}
+
+// stall reports, at most once for s, that a node did not keep up with the
+// round's extensions although the round started in time: a batch waited
+// for the node more than half the time its first lock had to be sent, was
+// not sent in time at all ([errTooLate]), or went unanswered until its
+// deadline. It is called before the batch's locks are settled, so the
+// report comes before any of them can be lost for it. wait is how long
+// the batch waited, or went unanswered.
+func (s *sweep) stall(node string, locks int, wait time.Duration, what string) {
+	s.mu.Lock()
+	done := s.stalled
+	s.stalled = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	s.x.emit(s, wait, locks, fmt.Errorf("%w: node %s %s a batch of %d extensions for %v",
+		ErrRenewalBehind, node, what, locks, wait.Round(time.Millisecond)))
+}
+
+// emit sends an [EventRenewal] for s, of locks extensions, with lag and
+// err. A report of falling behind is logged at most once a second.
+func (x *extender) emit(s *sweep, lag time.Duration, locks int, err error) {
+	cfg := &x.m.cfg
+	logged := true
+	if err != nil {
+		c := x.clock(time.Now())
 		x.mu.Lock()
 		if x.lastBehind != 0 && c-x.lastBehind < int64(time.Second) {
 			logged = false
@@ -297,7 +327,7 @@ func (x *extender) report(s *sweep, lag time.Duration, behind int) {
 	if !cfg.wants(ctx, EventRenewal, err) {
 		return
 	}
-	e := &Event{Kind: EventRenewal, Op: opExtend, Start: s.began, Duration: lag, For: len(s.entries), Err: err}
+	e := &Event{Kind: EventRenewal, Op: opExtend, Start: s.began, Duration: lag, For: locks, Err: err}
 	ctx = cfg.observe(ctx, e)
 	if logged {
 		cfg.log(ctx, e)
