@@ -180,7 +180,7 @@ func TestBadInputRefused(t *testing.T) {
 	lock := func(key string, opts ...dlm.Option) func() error {
 		return func() error { return lockErr(m.Lock(ctx, key, opts...)) }
 	}
-	newManager := func(nodes []driver.Node, opts ...dlm.Option) func() error {
+	newManager := func(nodes []driver.Node, opts ...dlm.ManagerOption) func() error {
 		return func() error { return managerErr(dlm.New(nodes, opts...)) }
 	}
 	open := func(urls ...string) func() error {

@@ -20,7 +20,7 @@ func TestNodeTimeoutNotBelowTTLInvalid(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// manager returns a manager over three in-memory nodes.
-	manager := func(t *testing.T, opts ...dlm.Option) *dlm.Manager {
+	manager := func(t *testing.T, opts ...dlm.ManagerOption) *dlm.Manager {
 		t.Helper()
 		m, err := dlm.New(asDriverNodes(memNodes(3)), opts...)
 		if err != nil {

@@ -23,14 +23,14 @@ const electPrefix = "elect:"
 // each with nodes of its own, as separate processes would have.
 type electionCluster struct {
 	servers []*redistest.Server
-	opts    []dlm.Option
+	opts    []dlm.ManagerOption
 }
 
-func newElectionCluster(t *testing.T, n int, opts ...dlm.Option) *electionCluster {
+func newElectionCluster(t *testing.T, n int, opts ...dlm.ManagerOption) *electionCluster {
 	t.Helper()
 	return &electionCluster{
 		servers: redistest.StartServers(t, n),
-		opts:    append([]dlm.Option{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
+		opts:    append([]dlm.ManagerOption{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
 	}
 }
 

@@ -90,7 +90,7 @@ func SetContendedFor(m *Manager, d time.Duration) {
 
 // OpenNodes is Open over nodes the test opened itself: the manager owns
 // them and compares their servers as Open does.
-func OpenNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
+func OpenNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	return openNodes(nodes, opts...)
 }
 

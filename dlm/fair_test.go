@@ -17,7 +17,7 @@ import (
 
 // fairOpts is the fair mode with places that live long enough that the
 // waiters' retries (at most a third of it) are far slower than a wake-up.
-var fairOpts = []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
+var fairOpts = []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second})}
 
 // lineLen returns how many waiters s keeps in key's line whose places have
 // not ended (a place that ended is dropped when the line is next read for
@@ -206,7 +206,7 @@ func TestFairLineBound(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
-	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
+	opts := []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
 	holder := newWakeManager(t, srvs, opts...)
 	held, err := holder.Lock(ctx, "bounded")
 	if err != nil {

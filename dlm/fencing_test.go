@@ -88,7 +88,7 @@ type fencingCluster struct {
 
 const fencePrefix = "fence:"
 
-func newFencingCluster(t *testing.T, opts ...dlm.Option) *fencingCluster {
+func newFencingCluster(t *testing.T, opts ...dlm.ManagerOption) *fencingCluster {
 	t.Helper()
 	c := &fencingCluster{servers: redistest.StartServers(t, 5)}
 	var nodes []driver.Node
@@ -102,7 +102,7 @@ func newFencingCluster(t *testing.T, opts ...dlm.Option) *fencingCluster {
 		c.nodes = append(c.nodes, n)
 		nodes = append(nodes, n)
 	}
-	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithFencing(), dlm.WithKeyPrefix(fencePrefix), dlm.WithNodeTimeout(time.Second)}, opts...)...)
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithFencing(), dlm.WithKeyPrefix(fencePrefix), dlm.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,8 +404,8 @@ func BenchmarkAcquire(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
-		opts []dlm.Option
-	}{{"plain", nil}, {"fenced", []dlm.Option{dlm.WithFencing()}}} {
+		opts []dlm.ManagerOption
+	}{{"plain", nil}, {"fenced", []dlm.ManagerOption{dlm.WithFencing()}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			m, err := dlm.New(nodes, bc.opts...)
 			if err != nil {

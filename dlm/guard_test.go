@@ -18,15 +18,15 @@ func TestRestartGuard(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		opts    []dlm.Option
+		opts    []dlm.ManagerOption
 		granted bool
 	}{
 		{"unguarded", nil, true},
-		{"guarded", []dlm.Option{dlm.WithRestartGuard(3 * time.Second)}, false},
-		{"guarded+fencing", []dlm.Option{dlm.WithRestartGuard(3 * time.Second), dlm.WithFencing()}, false},
+		{"guarded", []dlm.ManagerOption{dlm.WithRestartGuard(3 * time.Second)}, false},
+		{"guarded+fencing", []dlm.ManagerOption{dlm.WithRestartGuard(3 * time.Second), dlm.WithFencing()}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFencingCluster(t, append([]dlm.Option{dlm.WithTTL(3 * time.Second)}, tc.opts...)...)
+			c := newFencingCluster(t, append([]dlm.ManagerOption{dlm.WithTTL(3 * time.Second)}, tc.opts...)...)
 			ctx := context.Background()
 			if len(tc.opts) > 0 {
 				// Every node is new to the guard: wait out its window once.

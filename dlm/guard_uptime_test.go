@@ -33,10 +33,10 @@ func TestRestartGuardNotSoonerThanWindow(t *testing.T) {
 	const window = time.Second
 	for _, tc := range []struct {
 		name string
-		opts []dlm.Option
+		opts []dlm.ManagerOption
 	}{
 		{"plain", nil},
-		{"fencing", []dlm.Option{dlm.WithFencing()}},
+		{"fencing", []dlm.ManagerOption{dlm.WithFencing()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -45,7 +45,7 @@ func TestRestartGuardNotSoonerThanWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := append([]dlm.Option{dlm.WithTTL(window), dlm.WithRestartGuard(window), dlm.WithNodeTimeout(window / 2)}, tc.opts...)
+			opts := append([]dlm.ManagerOption{dlm.WithTTL(window), dlm.WithRestartGuard(window), dlm.WithNodeTimeout(window / 2)}, tc.opts...)
 			m, err := dlm.New([]driver.Node{resp.NewNode(cfg)}, opts...)
 			if err != nil {
 				t.Fatal(err)

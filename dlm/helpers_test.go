@@ -60,8 +60,19 @@ func asNodes(fs []*fakeNode) []driver.Node {
 	return ns
 }
 
+// asManager returns opts as a manager's options.
+func asManager(opts []Option) []ManagerOption {
+	out := make([]ManagerOption, len(opts))
+	for i, o := range opts {
+		if o != nil {
+			out[i] = o
+		}
+	}
+	return out
+}
+
 // newManager returns a Manager over fs, closed when the test ends.
-func newManager(t *testing.T, fs []*fakeNode, opts ...Option) *Manager {
+func newManager(t *testing.T, fs []*fakeNode, opts ...ManagerOption) *Manager {
 	t.Helper()
 	m, err := New(asNodes(fs), opts...)
 	if err != nil {

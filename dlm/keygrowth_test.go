@@ -135,7 +135,7 @@ func TestFenceExpiry(t *testing.T) {
 func TestFenceExpiryFair(t *testing.T) {
 	t.Parallel()
 	const expiry = 5 * time.Second
-	opts := []dlm.Option{
+	opts := []dlm.ManagerOption{
 		dlm.WithTTL(time.Second), dlm.WithNodeTimeout(500 * time.Millisecond), dlm.WithFencing(), dlm.WithFenceExpiry(expiry),
 		dlm.WithRestartGuard(time.Second), dlm.WithFairness(dlm.Fairness{}),
 	}
@@ -201,7 +201,7 @@ func TestFairLineExpires(t *testing.T) {
 		keep   = max(expiry, ttl) // how long a place keeps the line's keys
 	)
 	srvs := redistest.StartServers(t, 3)
-	opts := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: expiry}), dlm.WithTTL(ttl), dlm.WithNodeTimeout(expiry / 5)}
+	opts := []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{Expiry: expiry}), dlm.WithTTL(ttl), dlm.WithNodeTimeout(expiry / 5)}
 	ctx := context.Background()
 	lineKeys := []string{"redlock:{q}:waiters", "redlock:{q}:waiters:end"}
 	pttls := func(key string) []int64 {
@@ -220,7 +220,7 @@ func TestFairLineExpires(t *testing.T) {
 	// wait starts waiter i's Lock, from a manager of its own, and returns
 	// once the waiter is in line, which then holds inLine places. The
 	// waiter sends i to granted when it obtains the lock, and unlocks.
-	wait := func(i int, inLine int64, opts ...dlm.Option) {
+	wait := func(i int, inLine int64, opts ...dlm.ManagerOption) {
 		t.Helper()
 		m := newWakeManager(t, srvs, opts...)
 		go func() {
@@ -305,7 +305,7 @@ func TestFairLineExpires(t *testing.T) {
 	}
 
 	// A line begun afresh serves its waiters in order.
-	long := []dlm.Option{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second}), dlm.WithTTL(30 * time.Second), dlm.WithNodeTimeout(expiry / 5)}
+	long := []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second}), dlm.WithTTL(30 * time.Second), dlm.WithNodeTimeout(expiry / 5)}
 	held, err := newWakeManager(t, srvs, long...).Lock(ctx, "q")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // and a lock after Unlock.
 
 // redisManager returns a Manager over srvs, closed when the test ends.
-func redisManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
+func redisManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	t.Helper()
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {

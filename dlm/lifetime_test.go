@@ -61,7 +61,7 @@ func (s *spyNode) times(name string) []time.Time {
 
 // spyManager returns a Manager over spies wrapping fs, closed when the test
 // ends.
-func spyManager(t *testing.T, fs []*fakeNode, opts ...Option) (*Manager, []*spyNode) {
+func spyManager(t *testing.T, fs []*fakeNode, opts ...ManagerOption) (*Manager, []*spyNode) {
 	t.Helper()
 	ss := newSpies(fs)
 	ns := make([]driver.Node, len(ss))

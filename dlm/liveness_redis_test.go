@@ -30,14 +30,14 @@ func paceBound(window time.Duration) int64 { return int64(window/(pace/2)) + 2 }
 
 // counted returns a manager over its own connections to srvs whose waiters
 // retry at pace, and the counter of its attempts.
-func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) (*dlm.Manager, *attemptCounter) {
+func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) (*dlm.Manager, *attemptCounter) {
 	t.Helper()
 	c := &attemptCounter{}
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {
 		nodes[i] = respNode(t, s.Addr(), "")
 	}
-	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(pace)), dlm.WithHook(c),
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithRetry(0, dlm.FixedBackoff(pace)), dlm.WithHook(c),
 		dlm.WithNodeTimeout(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestReleaseReachesAWaiter(t *testing.T) {
 		bound       = 5 * nodeTimeout
 	)
 	srvs := redistest.StartServers(t, 3)
-	opts := []dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry)), dlm.WithNodeTimeout(nodeTimeout)}
+	opts := []dlm.ManagerOption{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry)), dlm.WithNodeTimeout(nodeTimeout)}
 	managerWith := func(delays ...time.Duration) *dlm.Manager {
 		nodes := make([]driver.Node, len(srvs))
 		for i, s := range srvs {
@@ -382,18 +382,18 @@ func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
 	const nodeTimeout = 200 * time.Millisecond
 	for _, tc := range []struct {
 		name         string
-		opts         []dlm.Option
+		opts         []dlm.ManagerOption
 		releaseFirst bool // the release comes before the first waiter gives up
 	}{
 		{"default, gives up then released", nil, false},
 		{"default, released then gives up", nil, true},
-		{"fair, gives up then released", []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, false},
-		{"fair, released then gives up", []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, true},
+		{"fair, gives up then released", []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}, false},
+		{"fair, released then gives up", []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, 3)
-			opts := append([]dlm.Option{dlm.WithNodeTimeout(nodeTimeout)}, tc.opts...)
+			opts := append([]dlm.ManagerOption{dlm.WithNodeTimeout(nodeTimeout)}, tc.opts...)
 			ctx := context.Background()
 			held, err := newWakeManager(t, srvs, opts...).Lock(ctx, "turn")
 			if err != nil {

@@ -10,7 +10,7 @@ import (
 
 // lockOn takes lock "k" on fresh fake nodes, and waits until every node
 // holds it (TryLock returns once a quorum did).
-func lockOn(t *testing.T, n int, opts ...Option) ([]*fakeNode, *Manager, *Lock) {
+func lockOn(t *testing.T, n int, opts ...ManagerOption) ([]*fakeNode, *Manager, *Lock) {
 	t.Helper()
 	fs := newFakes(n)
 	m := newManager(t, fs, opts...)

@@ -66,11 +66,11 @@ type Manager struct {
 // An even number of nodes is allowed but tolerates no more failures than one
 // node fewer; New logs a warning for it, on the logger of [WithLogger] or,
 // without that option, on [slog.Default].
-func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
+func New(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
 	}
-	cfg, err := defaultConfig().with(opts)
+	cfg, err := defaultConfig().withManager(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +133,11 @@ func New(nodes []driver.Node, opts ...Option) (*Manager, error) {
 // and the manager logs it once at Warn (on [slog.Default] without
 // [WithLogger]). A node that is a Redis Cluster, or whose server does not
 // say its run_id (an ACL without +info), is not compared.
-func Open(urls []string, opts ...Option) (*Manager, error) {
+func Open(urls []string, opts ...ManagerOption) (*Manager, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no node URLs", ErrInvalid)
 	}
-	if _, err := defaultConfig().with(opts); err != nil {
+	if _, err := defaultConfig().withManager(opts); err != nil {
 		return nil, err // before opening nodes only to close them
 	}
 	seen := make(map[string]int, len(urls))
@@ -168,7 +168,7 @@ func Open(urls []string, opts ...Option) (*Manager, error) {
 
 // openNodes is Open's manager over the nodes it opened, which the manager
 // owns: it closes them, when New fails too.
-func openNodes(nodes []driver.Node, opts ...Option) (*Manager, error) {
+func openNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	m, err := New(nodes, opts...)
 	if err != nil {
 		closeAll(nodes)
@@ -266,9 +266,6 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 		}
 	}
 	if err := m.checkSlots(keys, rkeys); err != nil {
-		return cfg, nil, err
-	}
-	if err := m.checkCallAck(&cfg); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, rkeys, nil

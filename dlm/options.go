@@ -28,17 +28,50 @@ const (
 	maxDerivedNodeTimeout = 250 * time.Millisecond
 )
 
-// An Option configures a [Manager] (as its default) or one call (as an
-// override of the manager's default). Options are checked when used: an
-// invalid value makes [New], [Open] or the call return an error wrapping
-// [ErrInvalid], before any round trip.
+// Options come in three scopes, and the compiler keeps each where it
+// belongs: an [Option] configures a [Manager] (as its default) or one call
+// (as an override of the manager's default); a [ManagerOption] the Manager
+// only ([New], [Open]), for every call; a [SemaphoreOption] one semaphore
+// ([Manager.Semaphore]). Every Option is also a ManagerOption and a
+// SemaphoreOption. Options are checked when used: an invalid value makes
+// [New], [Open] or the call return an error wrapping [ErrInvalid], before
+// any round trip.
 type Option interface {
+	ManagerOption
+	SemaphoreOption
 	apply(*config)
 }
 
+// A ManagerOption configures a [Manager] ([New], [Open]). Every [Option]
+// is one, as the default of the manager's calls; [WithReplicaAck] is one
+// only: it cannot be given to a single call.
+type ManagerOption interface {
+	applyManager(*config)
+}
+
+// A SemaphoreOption configures one semaphore ([Manager.Semaphore]): its
+// permits' calls take the manager's options, overridden by these. Every
+// [Option] is one; [WithPermitQuorum] is one only.
+type SemaphoreOption interface {
+	applySemaphore(*config)
+}
+
+// optionFunc is an [Option]: it applies in every scope.
 type optionFunc func(*config)
 
-func (f optionFunc) apply(c *config) { f(c) }
+func (f optionFunc) apply(c *config)          { f(c) }
+func (f optionFunc) applyManager(c *config)   { f(c) }
+func (f optionFunc) applySemaphore(c *config) { f(c) }
+
+// managerOption is a [ManagerOption] only.
+type managerOption func(*config)
+
+func (f managerOption) applyManager(c *config) { f(c) }
+
+// semaphoreOption is a [SemaphoreOption] only.
+type semaphoreOption func(*config)
+
+func (f semaphoreOption) applySemaphore(c *config) { f(c) }
 
 type config struct {
 	ttl          time.Duration
@@ -151,13 +184,30 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// with returns a copy of c with opts applied, validated.
+// with returns a copy of c with a call's opts applied, validated.
 func (c config) with(opts []Option) (config, error) {
+	return withScope(c, opts, Option.apply)
+}
+
+// withManager returns a copy of c with a manager's opts applied, validated.
+func (c config) withManager(opts []ManagerOption) (config, error) {
+	return withScope(c, opts, ManagerOption.applyManager)
+}
+
+// withSemaphore returns a copy of c with a semaphore's opts applied,
+// validated.
+func (c config) withSemaphore(opts []SemaphoreOption) (config, error) {
+	return withScope(c, opts, SemaphoreOption.applySemaphore)
+}
+
+// withScope returns a copy of c with opts, of one scope, applied by apply,
+// validated.
+func withScope[O any](c config, opts []O, apply func(O, *config)) (config, error) {
 	for _, o := range opts {
-		if o == nil {
+		if any(o) == nil {
 			return c, fmt.Errorf("%w: nil Option", ErrInvalid)
 		}
-		o.apply(&c)
+		apply(o, &c)
 	}
 	if err := c.validate(); err != nil {
 		return c, err

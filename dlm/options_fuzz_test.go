@@ -68,7 +68,7 @@ func FuzzOptions(f *testing.F) {
 
 		// The same options as a manager's defaults.
 		node := newFakeNode(0)
-		if m, err := New([]driver.Node{node}, opts...); valid != (err == nil) || err != nil && !errors.Is(err, ErrInvalid) {
+		if m, err := New([]driver.Node{node}, asManager(opts)...); valid != (err == nil) || err != nil && !errors.Is(err, ErrInvalid) {
 			t.Fatalf("New(%d options) = %v; config.with said %v", len(opts), err, valid)
 		} else if m != nil {
 			m.Close()

@@ -56,7 +56,7 @@ func TestInvalidInput(t *testing.T) {
 				t.Errorf("Lock(%s) = %v, %v; want ErrInvalid saying %q", tc.name, l, err, tc.want)
 			}
 			if tc.ctx != nil && tc.key == "k" {
-				m, err := New(asNodes(fs), tc.opts...)
+				m, err := New(asNodes(fs), asManager(tc.opts)...)
 				if m != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("New(%s) = %v, %v; want ErrInvalid saying %q", tc.name, m, err, tc.want)
 				}
@@ -209,5 +209,54 @@ func TestKeyPrefix(t *testing.T) {
 		if err := l.Unlock(ctx); err != nil {
 			t.Errorf("Unlock(%s) = %v", l.Key(), err)
 		}
+	}
+}
+
+// TestOptionScopes checks the scope of each kind of option: an option of
+// the Manager only, or of a semaphore only, is not an Option, so no call
+// takes it (given to one, it does not compile), while an Option is good in
+// every scope.
+func TestOptionScopes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                 string
+		opt                  any
+		call, mgr, semaphore bool
+	}{
+		{"WithReplicaAck", WithReplicaAck(1, time.Second), false, true, false},
+		{"WithPermitQuorum", WithPermitQuorum(3), false, false, true},
+		{"WithTTL", WithTTL(time.Second), true, true, true},
+		{"WithFairness", WithFairness(Fairness{}), true, true, true},
+	} {
+		_, call := tc.opt.(Option)
+		_, mgr := tc.opt.(ManagerOption)
+		_, sem := tc.opt.(SemaphoreOption)
+		if call != tc.call || mgr != tc.mgr || sem != tc.semaphore {
+			t.Errorf("%s: an Option %v, a ManagerOption %v, a SemaphoreOption %v; want %v, %v, %v",
+				tc.name, call, mgr, sem, tc.call, tc.mgr, tc.semaphore)
+		}
+	}
+}
+
+// TestSemaphoreOptionsReachPermits checks that a semaphore's options of
+// every scope are the defaults of its permits' calls, and that one of the
+// semaphore's only is read when it is made: WithTTL given to Semaphore
+// sets its permits' TTL; WithPermitQuorum its quorum.
+func TestSemaphoreOptionsReachPermits(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, newFakes(5))
+	s, err := m.Semaphore("sem", 1, WithTTL(3*time.Second), WithPermitQuorum(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.kind.need != 5 {
+		t.Errorf("the permit quorum = %d; want 5, as asked", s.kind.need)
+	}
+	cfg, err := m.cfg.with(s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ttl != 3*time.Second {
+		t.Errorf("a permit's TTL = %v; want the semaphore's, 3s", cfg.ttl)
 	}
 }

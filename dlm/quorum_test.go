@@ -44,7 +44,7 @@ func deadlineNodes(fs []*fakeNode) []driver.Node {
 	return ns
 }
 
-func newDeadlineManager(t *testing.T, fs []*fakeNode, opts ...Option) (*Manager, []driver.Node) {
+func newDeadlineManager(t *testing.T, fs []*fakeNode, opts ...ManagerOption) (*Manager, []driver.Node) {
 	t.Helper()
 	ns := deadlineNodes(fs)
 	m, err := New(ns, opts...)

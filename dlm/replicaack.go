@@ -45,10 +45,10 @@ type replicaAck struct {
 // the window of a failover losing a lock, not as a replacement for
 // independent masters; see docs/operations.md.
 //
-// It is an option of the Manager ([New], [Open]), for every call: given to
-// a single call it fails with ErrInvalid.
-func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return optionFunc(func(c *config) { c.replicaAck = &replicaAck{replicas: replicas, timeout: timeout} })
+// It is an option of the Manager ([New], [Open]), for every call: a
+// [ManagerOption] only, which no single call accepts.
+func WithReplicaAck(replicas int, timeout time.Duration) ManagerOption {
+	return managerOption(func(c *config) { c.replicaAck = &replicaAck{replicas: replicas, timeout: timeout} })
 }
 
 func (c *config) validateReplicaAck() error {
@@ -76,15 +76,6 @@ func (m *Manager) checkAck() error {
 		if n.acker == nil {
 			return fmt.Errorf("%w: WithReplicaAck: node %s (%T) does not implement driver.ReplicaAcker", ErrInvalid, n.addr, n.drv)
 		}
-	}
-	return nil
-}
-
-// checkCallAck returns ErrInvalid when a call's options changed the
-// manager's replica acks.
-func (m *Manager) checkCallAck(cfg *config) error {
-	if cfg.replicaAck != m.cfg.replicaAck {
-		return fmt.Errorf("%w: WithReplicaAck is an option of the Manager (New, Open), not of one call", ErrInvalid)
 	}
 	return nil
 }

@@ -14,13 +14,13 @@ func TestReplicaAckInvalid(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		opts []ManagerOption
 		want string
 	}{
-		{"no replicas", []Option{WithReplicaAck(0, 10*time.Millisecond)}, "at least 1"},
-		{"WAIT 0", []Option{WithReplicaAck(1, 0)}, "WAIT 0"},
-		{"timeout over the node timeout", []Option{WithNodeTimeout(50 * time.Millisecond), WithReplicaAck(1, 50*time.Millisecond)}, "node timeout"},
-		{"node without driver.ReplicaAcker", []Option{WithReplicaAck(1, 10*time.Millisecond)}, "ReplicaAcker"},
+		{"no replicas", []ManagerOption{WithReplicaAck(0, 10*time.Millisecond)}, "at least 1"},
+		{"WAIT 0", []ManagerOption{WithReplicaAck(1, 0)}, "WAIT 0"},
+		{"timeout over the node timeout", []ManagerOption{WithNodeTimeout(50 * time.Millisecond), WithReplicaAck(1, 50*time.Millisecond)}, "node timeout"},
+		{"node without driver.ReplicaAcker", []ManagerOption{WithReplicaAck(1, 10*time.Millisecond)}, "ReplicaAcker"},
 	} {
 		_, err := New(asNodes(newFakes(3)), tc.opts...)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {

@@ -29,7 +29,7 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 		watch     = 2*ttl + time.Second    // the intent of one attempt would have lapsed
 	)
 	ctx := context.Background()
-	newManager := func(opts ...dlm.Option) *dlm.Manager {
+	newManager := func(opts ...dlm.ManagerOption) *dlm.Manager {
 		m, err := dlm.New(nodes, opts...)
 		if err != nil {
 			t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 
 // rwManager returns a manager over the nodes of srvs, closed when the test
 // ends.
-func rwManager(t *testing.T, nodes []driver.Node, opts ...dlm.Option) *dlm.Manager {
+func rwManager(t *testing.T, nodes []driver.Node, opts ...dlm.ManagerOption) *dlm.Manager {
 	t.Helper()
-	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithNodeTimeout(time.Second)}, opts...)...)
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

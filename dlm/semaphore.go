@@ -60,14 +60,14 @@ type Semaphore struct {
 // or, without that option, on [slog.Default]: limits up to nodes−2
 // tolerate a node down. A quorum asked for with [WithPermitQuorum] is not
 // reported.
-func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore, error) {
+func (m *Manager) Semaphore(name string, limit int, opts ...SemaphoreOption) (*Semaphore, error) {
 	if err := checkKey(name); err != nil {
 		return nil, err
 	}
 	if limit < 1 || limit > MaxPermits {
 		return nil, fmt.Errorf("%w: semaphore %q: limit %d: want 1 to %d", ErrInvalid, name, limit, MaxPermits)
 	}
-	cfg, err := m.cfg.with(opts)
+	cfg, err := m.cfg.withSemaphore(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,15 @@ func (m *Manager) Semaphore(name string, limit int, opts ...Option) (*Semaphore,
 	if cfg.permitQuorum == 0 {
 		m.warnNoFailureTolerance(&cfg, name, limit, q)
 	}
-	return &Semaphore{m: m, name: name, opts: opts, kind: permitKind(limit, q)}, nil
+	// The options of every scope are the defaults of the permits' calls;
+	// those of the semaphore only were read here.
+	var calls []Option
+	for _, o := range opts {
+		if co, ok := o.(Option); ok {
+			calls = append(calls, co)
+		}
+	}
+	return &Semaphore{m: m, name: name, opts: calls, kind: permitKind(limit, q)}, nil
 }
 
 // warnNoFailureTolerance logs, once per manager, at Warn on the logger of
@@ -138,10 +146,10 @@ func permitQuorum(n, limit, asked int) (int, error) {
 // (default: [SemaphoreQuorum] of the nodes and the limit, the least that is
 // safe). A larger quorum is allowed, up to the number of nodes; a smaller
 // one is refused with an error wrapping [ErrInvalid] that says why. It is
-// read when the semaphore is created (from [New]'s options or those of
-// [Manager.Semaphore]); other calls ignore it.
-func WithPermitQuorum(q int) Option {
-	return optionFunc(func(c *config) { c.permitQuorum = q })
+// a [SemaphoreOption] only: [Manager.Semaphore] takes it, and no other
+// call.
+func WithPermitQuorum(q int) SemaphoreOption {
+	return semaphoreOption(func(c *config) { c.permitQuorum = q })
 }
 
 // Name returns the semaphore's name.

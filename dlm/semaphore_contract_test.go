@@ -44,7 +44,7 @@ func TestSemaphoreNoFailureToleranceLogged(t *testing.T) {
 		name   string
 		nodes  int
 		limits []int // a semaphore of each, twice
-		opts   []dlm.Option
+		opts   []dlm.SemaphoreOption
 		want   int // warnings
 	}{
 		{"3 nodes, limit 2", 3, []int{2}, nil, 1},
@@ -53,7 +53,7 @@ func TestSemaphoreNoFailureToleranceLogged(t *testing.T) {
 		{"5 nodes, limit 3", 5, []int{3}, nil, 0},
 		{"5 nodes, limit 4", 5, []int{4}, nil, 1},
 		{"1 node, limit 3", 1, []int{3}, nil, 0}, // no lock survives a failure
-		{"3 nodes, quorum asked", 3, []int{1}, []dlm.Option{dlm.WithPermitQuorum(3)}, 0},
+		{"3 nodes, quorum asked", 3, []int{1}, []dlm.SemaphoreOption{dlm.WithPermitQuorum(3)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -56,15 +56,15 @@ func TestSemaphoreRefusesUnsafe(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		limit int
-		opts  []dlm.Option
+		opts  []dlm.SemaphoreOption
 	}{
 		{"limit 0", 0, nil},
 		{"limit -1", -1, nil},
 		{"limit too large", dlm.MaxPermits + 1, nil},
-		{"majority for 2 permits", 2, []dlm.Option{dlm.WithPermitQuorum(3)}},
-		{"quorum 4 for 4 permits", 4, []dlm.Option{dlm.WithPermitQuorum(4)}},
-		{"quorum above the nodes", 1, []dlm.Option{dlm.WithPermitQuorum(6)}},
-		{"negative quorum", 1, []dlm.Option{dlm.WithPermitQuorum(-1)}},
+		{"majority for 2 permits", 2, []dlm.SemaphoreOption{dlm.WithPermitQuorum(3)}},
+		{"quorum 4 for 4 permits", 4, []dlm.SemaphoreOption{dlm.WithPermitQuorum(4)}},
+		{"quorum above the nodes", 1, []dlm.SemaphoreOption{dlm.WithPermitQuorum(6)}},
+		{"negative quorum", 1, []dlm.SemaphoreOption{dlm.WithPermitQuorum(-1)}},
 	} {
 		_, err := m.Semaphore("jobs", tc.limit, tc.opts...)
 		if !errors.Is(err, dlm.ErrInvalid) {

@@ -64,7 +64,7 @@ func (s *setterNode) setCount() int {
 // setterManager returns n setterNodes and a Manager over them, closed when
 // the test ends. Every node has run the acquire script once, for a lock on
 // another key; the counts start after it.
-func setterManager(t *testing.T, n int, opts ...Option) ([]*setterNode, []*fakeNode, *Manager) {
+func setterManager(t *testing.T, n int, opts ...ManagerOption) ([]*setterNode, []*fakeNode, *Manager) {
 	t.Helper()
 	ss := make([]*setterNode, n)
 	fs := newFakes(n)

@@ -181,7 +181,7 @@ func TestNodeTimeout(t *testing.T) {
 		t.Run(fmt.Sprintf("ttl=%v/want=%v", tc.ttl, tc.want), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
 				fs := newFakes(3)
-				m := newManager(t, fs, tc.opts...)
+				m := newManager(t, fs, asManager(tc.opts)...)
 				ctx := context.Background()
 				l, err := m.TryLock(ctx, "k")
 				if err != nil {

@@ -188,7 +188,7 @@ func TestUpgradeFleet(t *testing.T) {
 		t.Run(map[bool]string{false: "default", true: "fair"}[fair], func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, 3)
-			var opts []dlm.Option
+			var opts []dlm.ManagerOption
 			if fair {
 				opts = append(opts, dlm.WithFairness(dlm.Fairness{}))
 			}

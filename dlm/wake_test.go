@@ -19,13 +19,13 @@ const slowRetry = 10 * time.Second
 
 // newWakeManager returns a manager over its own connections to srvs, whose
 // waiters retry only every 5 to 10 seconds unless woken.
-func newWakeManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
+func newWakeManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	t.Helper()
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {
 		nodes[i] = respNode(t, s.Addr(), "")
 	}
-	m, err := dlm.New(nodes, append([]dlm.Option{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry))}, opts...)...)
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithRetry(0, dlm.FixedBackoff(slowRetry))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func wrap(t testing.TB, opt valkey.ClientOption) driver.Node {
 
 // manager returns a manager over a node of this backend on each server,
 // closed with t.
-func manager(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
+func manager(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	urls := make([]string, len(servers))
 	for i, s := range servers {
 		urls[i] = "redis+valkey://" + s.Addr()

@@ -98,13 +98,13 @@ func redactAll(urls []string) []string {
 
 // openManager opens a manager over the configured nodes with opts, logging
 // through log. On failure it logs why and returns the exit code.
-func openManager(c *config, log *slog.Logger, opts ...dlm.Option) (*dlm.Manager, secrets, int) {
+func openManager(c *config, log *slog.Logger, opts ...dlm.ManagerOption) (*dlm.Manager, secrets, int) {
 	urls, pw, err := nodeURLs(c.nodes, c.backend)
 	if err != nil {
 		log.Error("redlock: " + err.Error())
 		return nil, nil, exitConfig
 	}
-	opts = append([]dlm.Option{dlm.WithKeyPrefix(c.keyPrefix), dlm.WithLogger(log)}, opts...)
+	opts = append([]dlm.ManagerOption{dlm.WithKeyPrefix(c.keyPrefix), dlm.WithLogger(log)}, opts...)
 	if c.nodeTimeout > 0 {
 		opts = append(opts, dlm.WithNodeTimeout(c.nodeTimeout))
 	}

@@ -50,13 +50,13 @@ type rig struct {
 	reader  *sdkmetric.ManualReader
 }
 
-func newRig(t *testing.T, opts ...dlm.Option) *rig {
+func newRig(t *testing.T, opts ...dlm.ManagerOption) *rig {
 	t.Helper()
 	return newRigOn(t, redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password)), opts...)
 }
 
 // newRigOn is newRig over servers, started with the password.
-func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *rig {
+func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOption) *rig {
 	t.Helper()
 	r := &rig{
 		servers: servers,
@@ -80,7 +80,7 @@ func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *ri
 	}
 	// A node timeout far above a loaded machine's stalls under -race: a
 	// killed node refuses connections at once anyway.
-	opts = append([]dlm.Option{dlm.WithHook(h), dlm.WithNodeTimeout(2 * time.Second)}, opts...)
+	opts = append([]dlm.ManagerOption{dlm.WithHook(h), dlm.WithNodeTimeout(2 * time.Second)}, opts...)
 	r.m, err = dlm.Open(urls, opts...)
 	if err != nil {
 		t.Fatalf("dlm.Open: %v", err)

@@ -93,12 +93,12 @@ type cluster struct {
 	m       *dlm.Manager
 	snap    *leakcheck.Snapshot
 	dial    Dial
-	opts    []dlm.Option
+	opts    []dlm.ManagerOption
 	others  []*dlm.Manager // see client
 	otherNs []driver.Node
 }
 
-func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
+func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.ManagerOption) *cluster {
 	t.Helper()
 	servers := redistest.StartServers(t, n)
 	targets := make([]target, n)
@@ -109,14 +109,14 @@ func startCluster(t *testing.T, n int, dial Dial, opts ...dlm.Option) *cluster {
 }
 
 // startOn returns a manager over a node dialled for each target.
-func startOn(t *testing.T, targets []target, dial Dial, opts ...dlm.Option) *cluster {
+func startOn(t *testing.T, targets []target, dial Dial, opts ...dlm.ManagerOption) *cluster {
 	t.Helper()
 	n := len(targets)
 	c := &cluster{servers: targets, snap: leakcheck.Scoped(), dial: dial}
 	for _, s := range c.servers {
 		c.nodes = append(c.nodes, dial(t, s.Addr()))
 	}
-	c.opts = append([]dlm.Option{
+	c.opts = append([]dlm.ManagerOption{
 		dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(5 * time.Second), dlm.WithNodeTimeout(500 * time.Millisecond),
 	}, opts...)
 	m, err := dlm.New(c.nodes, c.opts...)

@@ -27,7 +27,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 	for _, tc := range []struct {
 		name string
 		fn   func(*testing.T, *cluster)
-		opts []dlm.Option
+		opts []dlm.ManagerOption
 	}{
 		{"MutualExclusion", testMutualExclusion, nil},
 		{"ReleaseOnFailure", testReleaseOnFailure, nil},
@@ -40,8 +40,8 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"CallerCancelReleases", testCallerCancelReleases, nil},
 		{"WakeOnRelease", testWakeOnRelease, nil},
 		{"MultiKey", testClusterMultiKey, nil},
-		{"Fencing", testClusterFencing, []dlm.Option{dlm.WithFencing()}},
-		{"Fairness", testClusterFairness, []dlm.Option{dlm.WithFairness(dlm.Fairness{})}},
+		{"Fencing", testClusterFencing, []dlm.ManagerOption{dlm.WithFencing()}},
+		{"Fairness", testClusterFairness, []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}},
 		{"RestartGuard", testClusterGuard, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

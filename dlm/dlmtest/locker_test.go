@@ -35,7 +35,7 @@ func TestSharedOnRedis(t *testing.T) {
 }
 
 // openManager returns a manager over servers, closed with the test.
-func openManager(t *testing.T, servers []*redistest.Server, opts ...dlm.Option) *dlm.Manager {
+func openManager(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	var nodes []driver.Node
 	for _, s := range servers {
 		cfg, err := driver.ParseURL("redis://" + s.Addr())

@@ -163,10 +163,10 @@ func (s *secure) urls(user string) []string {
 
 // open opens a manager over urls with the suite's logger and a hook of its
 // own. The caller closes the manager.
-func (s *secure) open(t *testing.T, urls []string, opts ...dlm.Option) (*dlm.Manager, *watch) {
+func (s *secure) open(t *testing.T, urls []string, opts ...dlm.ManagerOption) (*dlm.Manager, *watch) {
 	t.Helper()
 	w := &watch{s: s}
-	m, err := dlm.Open(urls, append([]dlm.Option{
+	m, err := dlm.Open(urls, append([]dlm.ManagerOption{
 		dlm.WithTTL(secureTTL), dlm.WithNodeTimeout(secureNodeTimeout), dlm.WithLogger(s.logger), dlm.WithHook(w),
 	}, opts...)...)
 	if err != nil {

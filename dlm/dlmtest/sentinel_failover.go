@@ -48,7 +48,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 	n, rn := dial(t, sentinel.Addr()), dial(t, sentinel.Addr())
 	defer n.Close()
 	defer rn.Close()
-	opts := []dlm.Option{dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(failoverTTL), dlm.WithNodeTimeout(4 * time.Second)}
+	opts := []dlm.ManagerOption{dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(failoverTTL), dlm.WithNodeTimeout(4 * time.Second)}
 	m, err := dlm.New([]driver.Node{n}, append(opts, dlm.WithReplicaAck(1, time.Second), dlm.WithHook(hookFunc(func(ctx context.Context, e *dlm.Event) {
 		if e.Err != nil {
 			t.Logf("event %v %v: %v", e.Kind, e.Op, e.Err)

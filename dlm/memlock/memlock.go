@@ -34,6 +34,6 @@ import (
 // lock), with opts as its defaults. Managers from separate calls share
 // nothing; to have several managers contend, as several processes would,
 // give each a dlm.New over the same [Node]s.
-func New(opts ...dlm.Option) (*dlm.Manager, error) {
+func New(opts ...dlm.ManagerOption) (*dlm.Manager, error) {
 	return dlm.New([]driver.Node{NewNode("memlock:0")}, opts...)
 }

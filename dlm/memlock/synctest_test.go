@@ -143,7 +143,7 @@ func TestFairOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := memlock.NewNode("a:1")
 		fair := dlm.WithFairness(dlm.Fairness{})
-		newManager := func(opts ...dlm.Option) *dlm.Manager {
+		newManager := func(opts ...dlm.ManagerOption) *dlm.Manager {
 			m, err := dlm.New([]driver.Node{n}, append(opts, fair)...)
 			if err != nil {
 				t.Fatal(err)

@@ -47,8 +47,8 @@ type HeldResult struct {
 	Goroutines int
 	// Lag is the renewal lag the Manager reported over the hold (one
 	// sample per round of extensions: how late its most overdue one
-	// started), Overloads how many of those rounds it reported as
-	// falling behind.
+	// started); Overloads how many reports of falling behind it made
+	// over the whole case, while the locks were taken too.
 	Lag       Dist
 	Overloads int
 }
@@ -96,12 +96,13 @@ func (h *lagHook) OnEvent(_ context.Context, e *dlm.Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.on {
-		return
-	}
-	h.lags = append(h.lags, e.Duration)
+	// Overload is counted over the whole case: locks may be lost while
+	// they are taken.
 	if e.Err != nil {
 		h.overloads++
+	}
+	if h.on {
+		h.lags = append(h.lags, e.Duration)
 	}
 }
 
@@ -123,7 +124,7 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	for i, a := range addrs {
 		urls[i] = "redis+" + backend + "://" + a
 	}
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithHook(hook)}
+	opts := []dlm.ManagerOption{dlm.WithTTL(ttl), dlm.WithHook(hook)}
 	if nodeTimeout > 0 {
 		opts = append(opts, dlm.WithNodeTimeout(nodeTimeout))
 	}

@@ -65,7 +65,7 @@ var redlockBackends = []string{"goredis", "redigo", "rueidis", "valkey"}
 type redlockMode struct {
 	name string // added to the library's ID after a dash, and to its name after a space
 	fair bool
-	opts []dlm.Option
+	opts []dlm.ManagerOption
 	desc string // opts as the report shows them
 }
 
@@ -74,7 +74,7 @@ type redlockMode struct {
 // target only.
 var redlockModes = []redlockMode{
 	{},
-	{name: "fair", fair: true, opts: []dlm.Option{dlm.WithFairness(dlm.Fairness{})}, desc: "dlm.WithFairness(dlm.Fairness{})"},
+	{name: "fair", fair: true, opts: []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}, desc: "dlm.WithFairness(dlm.Fairness{})"},
 }
 
 // Libraries returns the libraries of a run: redlock over each backend in
@@ -98,13 +98,13 @@ func Libraries() []Library {
 // openRedlock opens a dlm.Manager over the nodes through backend, with the
 // library's defaults but for the TTL, the node timeout when one is given
 // and the mode's options in extra: Lock retries until its context ends.
-func openRedlock(backend string, extra ...dlm.Option) func([]string, time.Duration, time.Duration, int) (Locker, error) {
+func openRedlock(backend string, extra ...dlm.ManagerOption) func([]string, time.Duration, time.Duration, int) (Locker, error) {
 	return func(addrs []string, ttl, nodeTimeout time.Duration, _ int) (Locker, error) {
 		urls := make([]string, len(addrs))
 		for i, a := range addrs {
 			urls[i] = "redis+" + backend + "://" + a
 		}
-		opts := []dlm.Option{dlm.WithTTL(ttl)}
+		opts := []dlm.ManagerOption{dlm.WithTTL(ttl)}
 		if nodeTimeout > 0 {
 			opts = append(opts, dlm.WithNodeTimeout(nodeTimeout))
 		}

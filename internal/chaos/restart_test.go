@@ -23,7 +23,7 @@ type pair struct {
 	hist    *History
 }
 
-func startPair(t *testing.T, persist bool, opts ...dlm.Option) *pair {
+func startPair(t *testing.T, persist bool, opts ...dlm.ManagerOption) *pair {
 	t.Helper()
 	servers := make([]*redistest.Server, 5)
 	others := redistest.StartServers(t, 4, redistest.WithArgs(ServerArgs...))
@@ -49,7 +49,7 @@ func startPair(t *testing.T, persist bool, opts ...dlm.Option) *pair {
 		for _, a := range n.Addrs(client) {
 			urls = append(urls, NodeURL(backend, a))
 		}
-		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithNodeTimeout(pairNodeTimeout)}, opts...)...)
+		m, err := dlm.Open(urls, append([]dlm.ManagerOption{dlm.WithNodeTimeout(pairNodeTimeout)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestRestartAtOnceIsUnsafe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := leakcheck.Take()
-			var opts []dlm.Option
+			var opts []dlm.ManagerOption
 			if tc.guard {
 				opts = guardOpts()
 			}
@@ -235,8 +235,8 @@ func TestRestartAtOnceIsUnsafe(t *testing.T) {
 
 // guardOpts returns the manager options that turn the restart guard on,
 // with a window covering the test's TTL, which is also the managers'.
-func guardOpts() []dlm.Option {
-	return []dlm.Option{dlm.WithTTL(3 * time.Second), dlm.WithRestartGuard(3 * time.Second)}
+func guardOpts() []dlm.ManagerOption {
+	return []dlm.ManagerOption{dlm.WithTTL(3 * time.Second), dlm.WithRestartGuard(3 * time.Second)}
 }
 
 // TestDelayedRestartIsSafe is the same sequence as TestRestartAtOnceIsUnsafe

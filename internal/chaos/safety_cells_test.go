@@ -39,13 +39,13 @@ const (
 func lockKey(name string) string { return "redlock:{" + name + "}" }
 
 // openManager opens a manager over addrs through backend.
-func openManager(t testing.TB, backend string, addrs []string, opts ...dlm.Option) *dlm.Manager {
+func openManager(t testing.TB, backend string, addrs []string, opts ...dlm.ManagerOption) *dlm.Manager {
 	t.Helper()
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
 		urls[i] = NodeURL(backend, a)
 	}
-	m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithNodeTimeout(safetyNodeTimeout)}, opts...)...)
+	m, err := dlm.Open(urls, append([]dlm.ManagerOption{dlm.WithNodeTimeout(safetyNodeTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func pauseHolder(t *testing.T, trials int, fenced, autoExtend bool) tally {
 		urls[i] = NodeURL("goredis", s.Addr())
 	}
 	h := startHolder(t, urls)
-	var ropts []dlm.Option
+	var ropts []dlm.ManagerOption
 	if fenced {
 		ropts = append(ropts, dlm.WithFencing())
 	}
@@ -148,7 +148,7 @@ type twoClients struct {
 	a, b    *dlm.Manager
 }
 
-func startTwoClients(t *testing.T, servers []*redistest.Server, aOpts, bOpts []dlm.Option) *twoClients {
+func startTwoClients(t *testing.T, servers []*redistest.Server, aOpts, bOpts []dlm.ManagerOption) *twoClients {
 	t.Helper()
 	n, err := NewNet(addrsOf(servers), 2)
 	if err != nil {
@@ -203,7 +203,7 @@ func containsInt(s []int, v int) bool {
 // while A's validity runs. Both write; A writes again.
 func clockJump(t *testing.T, trials int, fenced bool) tally {
 	servers := redistest.StartServers(t, 3, redistest.WithArgs(ServerArgs...))
-	var opts []dlm.Option
+	var opts []dlm.ManagerOption
 	if fenced {
 		opts = append(opts, dlm.WithFencing())
 	}
@@ -270,7 +270,7 @@ func restartEmpty(t *testing.T, trials int, cfg restartConfig) tally {
 		args = append(args, "--dir", t.TempDir(), "--appendonly", "yes", "--appendfsync", cfg.appendfsync)
 	}
 	servers[1] = redistest.StartServer(t, redistest.WithArgs(args...))
-	opts := []dlm.Option{dlm.WithTTL(restartTTL)}
+	opts := []dlm.ManagerOption{dlm.WithTTL(restartTTL)}
 	if cfg.guard {
 		opts = append(opts, dlm.WithRestartGuard(restartTTL))
 	}
@@ -382,7 +382,7 @@ func delayedReplies(t *testing.T, trials int, fenced, toy bool) tally {
 		a, b = cl[0].Locker, cl[1].Locker
 	} else {
 		delay, ttl = delayManagerReplies, delayManagerTTL
-		var opts []dlm.Option
+		var opts []dlm.ManagerOption
 		if fenced {
 			opts = append(opts, dlm.WithFencing())
 		}

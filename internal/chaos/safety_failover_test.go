@@ -95,7 +95,7 @@ func failover(t *testing.T, trials int, ack bool) tally {
 	for i := 0; tl.Trials < trials; i++ {
 		g := startSentinelGroup(t)
 		url := "redis+goredis://" + g.sentinel.Addr() + "?sentinel_master=" + redistest.SentinelMaster
-		opts := []dlm.Option{dlm.WithTTL(failoverLockTTL), dlm.WithNodeTimeout(2 * time.Second)}
+		opts := []dlm.ManagerOption{dlm.WithTTL(failoverLockTTL), dlm.WithNodeTimeout(2 * time.Second)}
 		aOpts := opts
 		if ack {
 			aOpts = append(aOpts, dlm.WithReplicaAck(1, time.Second))

@@ -94,7 +94,7 @@ func (c *Cluster) OpenNodes(client int, backend string) ([]driver.Node, error) {
 
 // ManagerClients opens a real dlm.Manager for each client, rotating the
 // backends, with opts.
-func (c *Cluster) ManagerClients(opts ...dlm.Option) []*Client {
+func (c *Cluster) ManagerClients(opts ...dlm.ManagerOption) []*Client {
 	c.t.Helper()
 	clients := make([]*Client, len(c.Net.Proxies))
 	for i := range clients {
@@ -104,7 +104,7 @@ func (c *Cluster) ManagerClients(opts ...dlm.Option) []*Client {
 			urls = append(urls, NodeURL(b, a))
 		}
 		// Fencing is on, so the checker also requires tokens to grow.
-		m, err := dlm.Open(urls, append([]dlm.Option{dlm.WithFencing()}, opts...)...)
+		m, err := dlm.Open(urls, append([]dlm.ManagerOption{dlm.WithFencing()}, opts...)...)
 		if err != nil {
 			c.t.Fatalf("dlm.Open through %s: %v", b, err)
 		}
