@@ -114,7 +114,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		} else {
 			timer.Reset(wait)
 		}
-		last := wake.Attempt{Took: took, Woken: woken, Contended: qerr.For > 0, Settle: cfg.timeout()}
+		last := wake.Attempt{Took: took, Woken: woken, Contended: qerr.For > 0, Grace: cfg.timeout()}
 		if woken, err = w.Wait(ctx, m.done, timer, last); err != nil {
 			if errors.Is(err, wake.ErrDone) {
 				err = ErrClosed

@@ -253,7 +253,7 @@ func (m *Manager) identifyTimeout() time.Duration {
 }
 
 // identify asks node i for its run_id, compares it with the others' (see
-// [Manager.settle]), records what it found, or why it could not say, and
+// [Manager.compareServer]), records what it found, or why it could not say, and
 // closes done. Close ends the asking.
 func (m *Manager) identify(i int, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.identifyTimeout())
@@ -268,7 +268,7 @@ func (m *Manager) identify(i int, done chan struct{}) {
 	id, why, err := m.askServerID(ctx, i)
 	st, took := idUnknown, []int(nil)
 	if err == nil {
-		st, took, err = m.settle(ctx, i, id)
+		st, took, err = m.compareServer(ctx, i, id)
 	}
 	s, ident := &m.servers, &m.nodes[i].ident
 	s.mu.Lock()
@@ -297,11 +297,11 @@ const (
 	probeAdmitted        // the node admitted first did not do its part
 )
 
-// settle compares node i's run_id id ("" for none) with those of the
+// compareServer compares node i's run_id id ("" for none) with those of the
 // nodes admitted under it, probing each, and records the outcome (see the
 // comment at the top of this file): i's new state, the nodes whose place
 // i took, and why i is still unknown when it is.
-func (m *Manager) settle(ctx context.Context, i int, id string) (int32, []int, error) {
+func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, []int, error) {
 	s, self := &m.servers, &m.nodes[i].ident
 	if id == "" {
 		self.state.Store(idUnsaid)

@@ -7,7 +7,7 @@
 // ([script.ManagerChannel]). Each release thus wakes one waiter, in one
 // process, whatever the number of processes waiting; the waiter attempts
 // once a quorum of nodes named it, when the key is reserved for it on a
-// quorum, or a settle after the first did ([Watcher.Wait]). Readers,
+// quorum, or a grace after the first did ([Watcher.Wait]). Readers,
 // permits' waiters and the observers of an election listen on a key's
 // broadcast channel ([script.WakeChannel]) instead, where the releases that
 // handed the key to nobody, and an election's grants, are announced to all.

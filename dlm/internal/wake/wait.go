@@ -21,10 +21,10 @@ type Attempt struct {
 	// key was held still, or a node failed. An attempt that no node granted
 	// was started by no real release (a forged one, or a stale one).
 	Contended bool
-	// Settle bounds how long a waiter that fewer than need nodes named
+	// Grace bounds how long a waiter that fewer than need nodes named
 	// waits for the others: the node timeout, within which a release
 	// reaches every node.
-	Settle time.Duration
+	Grace time.Duration
 }
 
 // Bounds of the gap between a refused attempt that a wake-up started and
@@ -39,7 +39,7 @@ const minGap = time.Millisecond
 // many nodes as it needs (the quorum, or every node whose subscription is
 // up when fewer are) have named it since its last attempt began, which is
 // when the release reached them and the key is reserved for it there; or
-// when Settle has passed since the first of them did, by when a release
+// when Grace has passed since the first of them did, by when a release
 // that reached one node has reached every node that will announce it. So
 // after a release reaches a quorum, the waiter it names attempts within one
 // node timeout whatever the order of the announcements, and one forged
@@ -47,23 +47,23 @@ const minGap = time.Millisecond
 // one attempt beyond its timer's pace, and one more when some nodes granted
 // that attempt and it failed all the same (a request of its own earlier
 // attempt, or of another client, held a key still, or a node failed): a
-// Settle later, the waiter attempts once more, an attempt that no wake-up
+// Grace later, the waiter attempts once more, an attempt that no wake-up
 // started. When no node granted it (a forged message), it waits for its
 // timer. The nodes the release had not reached when the
-// waiter woke may still name it: their next message within Settle is taken
+// waiter woke may still name it: their next message within Grace is taken
 // for that release's, not a new one's.
 //
 // A waiter without an id is woken alike by the releases announced on the
 // broadcast channels, once as many nodes as it needs announced one (or
-// Settle after the first did), after a spread wait when other clients heard
+// Grace after the first did), after a spread wait when other clients heard
 // it too (see [Watcher.spread]): woken by the first node alone, its attempt
 // would often come before the release reached a quorum, and the other
 // nodes' announcements of that release are not a new one's.
 //
 // Either way, a wake-up after a refused attempt that a wake-up started
 // comes no sooner than a gap after Wait began, which doubles with each such
-// attempt in a row, from a millisecond up to Settle: a flood of forged
-// messages costs a waiter at most one attempt per Settle beyond its timer's
+// attempt in a row, from a millisecond up to Grace: a flood of forged
+// messages costs a waiter at most one attempt per Grace beyond its timer's
 // pace. When a wake-up ends the wait, timer is stopped and drained, so that
 // its next Reset starts a full wait.
 func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.Timer, last Attempt) (bool, error) {
@@ -79,26 +79,26 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 	}
 	began := time.Now()
 	if last.Woken {
-		wt.gap = min(max(2*wt.gap, minGap), max(last.Settle, minGap))
+		wt.gap = min(max(2*wt.gap, minGap), max(last.Grace, minGap))
 	} else {
 		wt.gap = 0
 	}
-	var settle *time.Timer
+	var grace *time.Timer
 	defer func() {
-		if settle != nil {
-			settle.Stop()
+		if grace != nil {
+			grace.Stop()
 		}
 	}()
-	var settled <-chan time.Time
+	var graceC <-chan time.Time
 	retry := last.Woken && last.Contended && wt.id != ""
 	if retry {
 		// The keys were handed to the waiter, and still the attempt was
 		// refused: a request of its own, or another's, still held one of
 		// them. Its release, or the rest of the release that woke the
-		// waiter, comes within Settle: one attempt more then, which is no
+		// waiter, comes within Grace: one attempt more then, which is no
 		// wake-up of its own.
-		settle = time.NewTimer(last.Settle)
-		settled = settle.C
+		grace = time.NewTimer(last.Grace)
+		graceC = grace.C
 	}
 	for {
 		n, first, resub := wt.named()
@@ -108,14 +108,14 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 			if wt.id == "" {
 				at = began.Add(max(wt.gap, wt.spread(last.Took)))
 			}
-			return wt.wake(ctx, done, timer, at, last.Settle)
-		case n > 0 && (settled == nil || retry):
-			if settle != nil {
-				settle.Stop()
+			return wt.wake(ctx, done, timer, at, last.Grace)
+		case n > 0 && (graceC == nil || retry):
+			if grace != nil {
+				grace.Stop()
 			}
 			retry = false
-			settle = time.NewTimer(max(time.Until(first.Add(last.Settle)), 0))
-			settled = settle.C
+			grace = time.NewTimer(max(time.Until(first.Add(last.Grace)), 0))
+			graceC = grace.C
 		}
 		select {
 		case <-ctx.Done():
@@ -124,12 +124,12 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 			return false, ErrDone
 		case <-timer.C:
 			return false, nil
-		case <-settled:
+		case <-graceC:
 			if retry {
 				stopTimer(timer)
 				return false, nil
 			}
-			return wt.wake(ctx, done, timer, began.Add(wt.gap), last.Settle)
+			return wt.wake(ctx, done, timer, began.Add(wt.gap), last.Grace)
 		case <-wt.c:
 		}
 	}
@@ -138,8 +138,8 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 // wake ends a wait that a wake-up ended, at at: it waits until then unless
 // the timer comes first, and stops the timer. When a release woke it, the
 // nodes that have not announced the release yet are marked late until
-// settle from now (see [Watcher.late]).
-func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time, settle time.Duration) (bool, error) {
+// grace from now (see [Watcher.late]).
+func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time, grace time.Duration) (bool, error) {
 	if d := time.Until(at); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -159,7 +159,7 @@ func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.T
 		for i, h := range wt.heard {
 			wt.late[i] = !h
 		}
-		wt.lateUntil = time.Now().Add(settle)
+		wt.lateUntil = time.Now().Add(grace)
 	}
 	wt.mu.Unlock()
 	return true, nil

@@ -17,20 +17,20 @@ import (
 )
 
 // TestWaitNamed checks, on synctest's fake clock, when a named waiter's
-// wait ends: at once once as many nodes as it needs named it; a settle
+// wait ends: at once once as many nodes as it needs named it; a grace
 // after the first of fewer; at once after its subscription was made again;
 // at its timer when nobody named it, also after an attempt a wake-up
-// started that the nodes' failures cut short, and a settle after one that
+// started that the nodes' failures cut short, and a grace after one that
 // other holders refused (no wake-up: the attempt after it starts none);
 // and never sooner than a gap after the previous such attempt, which
-// doubles up to the settle. A waiter of the broadcast channels (a lease's)
+// doubles up to the grace. A waiter of the broadcast channels (a lease's)
 // is woken alike by the nodes that announce a release: only once as many
-// as it needs did, or a settle after the first.
+// as it needs did, or a grace after the first.
 func TestWaitNamed(t *testing.T) {
 	t.Parallel()
 	const (
-		settle = 100 * time.Millisecond
-		retry  = 10 * time.Second
+		grace = 100 * time.Millisecond
+		retry = 10 * time.Second
 	)
 	type hearing struct {
 		at   time.Duration // after Wait began
@@ -50,20 +50,20 @@ func TestWaitNamed(t *testing.T) {
 		wantWoke  bool
 	}{
 		{name: "quorum named", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {3 * time.Millisecond, 4}}, want: 3 * time.Millisecond, wantWoke: true},
-		{name: "one node twice", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}, {3 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
-		{name: "fewer than the quorum", need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
+		{name: "one node twice", need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}, {3 * time.Millisecond, 0}}, want: time.Millisecond + grace, wantWoke: true},
+		{name: "fewer than the quorum", need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + grace, wantWoke: true},
 		{name: "quorum of the live subscriptions", need: 3, down: 3, heard: []hearing{{4 * time.Millisecond, 1}, {7 * time.Millisecond, 2}}, want: 7 * time.Millisecond, wantWoke: true},
 		{name: "nobody named it", need: 3, want: retry},
 		{name: "subscription made again", need: 3, resub: 9 * time.Millisecond, want: 9 * time.Millisecond, wantWoke: true},
 		{name: "after a woken attempt the nodes failed", need: 3, woken: true, want: retry},
-		{name: "after a woken attempt other holders refused", need: 3, woken: true, held: true, want: settle},
+		{name: "after a woken attempt other holders refused", need: 3, woken: true, held: true, want: grace},
 		{name: "after a woken attempt, named at once", need: 3, woken: true, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: minGap, wantWoke: true},
 		{name: "gap doubles", need: 3, woken: true, gap: 8 * time.Millisecond, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: 16 * time.Millisecond, wantWoke: true},
-		{name: "gap capped at the settle", need: 3, woken: true, gap: settle, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: settle, wantWoke: true},
+		{name: "gap capped at the grace", need: 3, woken: true, gap: grace, heard: []hearing{{0, 0}, {0, 1}, {0, 2}}, want: grace, wantWoke: true},
 		{name: "broadcast: a quorum announced", broadcast: true, need: 3, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 3}, {4 * time.Millisecond, 4}}, want: 4 * time.Millisecond, wantWoke: true},
-		{name: "broadcast: fewer than the quorum", broadcast: true, need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + settle, wantWoke: true},
-		{name: "broadcast: one node twice", broadcast: true, need: 2, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}}, want: time.Millisecond + settle, wantWoke: true},
-		{name: "gap forgotten after a timer's attempt", need: 3, gap: settle, heard: []hearing{{time.Millisecond, 0}, {time.Millisecond, 1}, {time.Millisecond, 2}}, want: time.Millisecond, wantWoke: true},
+		{name: "broadcast: fewer than the quorum", broadcast: true, need: 3, heard: []hearing{{5 * time.Millisecond, 1}, {6 * time.Millisecond, 2}}, want: 5*time.Millisecond + grace, wantWoke: true},
+		{name: "broadcast: one node twice", broadcast: true, need: 2, heard: []hearing{{time.Millisecond, 0}, {2 * time.Millisecond, 0}}, want: time.Millisecond + grace, wantWoke: true},
+		{name: "gap forgotten after a timer's attempt", need: 3, gap: grace, heard: []hearing{{time.Millisecond, 0}, {time.Millisecond, 1}, {time.Millisecond, 2}}, want: time.Millisecond, wantWoke: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -87,7 +87,7 @@ func TestWaitNamed(t *testing.T) {
 				}
 				timer := time.NewTimer(retry)
 				start := time.Now()
-				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Contended: tc.held, Settle: settle})
+				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Contended: tc.held, Grace: grace})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -102,15 +102,15 @@ func TestWaitNamed(t *testing.T) {
 // TestForgedFloodBound checks, on synctest's fake clock, what a flood of
 // forged messages naming a waiter on every node costs it: each wake-up
 // starts an attempt, which the nodes refuse (nothing was handed to it),
-// and the gap before the next doubles up to the settle, so that over a
+// and the gap before the next doubles up to the grace, so that over a
 // second the waiter makes at most the attempts of the doubling plus one per
-// settle.
+// grace.
 func TestForgedFloodBound(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			settle = 50 * time.Millisecond
-			span   = time.Second
+			grace = 50 * time.Millisecond
+			span  = time.Second
 		)
 		w := testWaker(5)
 		wt := w.Watch([]string{"k"}, testWaiter, 3)
@@ -136,16 +136,16 @@ func TestForgedFloodBound(t *testing.T) {
 			wt.Drain()
 			time.Sleep(time.Millisecond) // the attempt's round trip, refused
 			var err error
-			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Settle: settle}); err != nil {
+			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		// 1, 2, 4, ... 32 ms and then one per settle.
+		// 1, 2, 4, ... 32 ms and then one per grace.
 		doubling := 0
-		for g := minGap; g < settle; g *= 2 {
+		for g := minGap; g < grace; g *= 2 {
 			doubling++
 		}
-		if bound := doubling + int(span/settle) + 1; attempts > bound {
+		if bound := doubling + int(span/grace) + 1; attempts > bound {
 			t.Errorf("a flood of forged messages drove %d attempts in %v; want at most %d", attempts, span, bound)
 		}
 	})
@@ -193,14 +193,14 @@ func TestNotifyNamed(t *testing.T) {
 
 // TestLateNamingIgnored checks, on synctest's fake clock, that the nodes a
 // release reached after it woke a waiter do not wake it again: their
-// messages, within a settle of the wake-up, belong to that release. A new
+// messages, within a grace of the wake-up, belong to that release. A new
 // release, which the nodes that had named the waiter name again, does.
 func TestLateNamingIgnored(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			settle = 100 * time.Millisecond
-			retry  = 10 * time.Second
+			grace = 100 * time.Millisecond
+			retry = 10 * time.Second
 		)
 		w := testWaker(3)
 		wt := w.Watch([]string{"k"}, testWaiter, 2)
@@ -209,21 +209,21 @@ func TestLateNamingIgnored(t *testing.T) {
 		timer := time.NewTimer(retry)
 		name(0)
 		name(1)
-		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil {
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Grace: grace}); !woke || err != nil {
 			t.Fatalf("Wait after two of three nodes named the waiter = %v, %v; want woken", woke, err)
 		}
 		wt.Drain()
 		name(2) // the release reaches the last node during the attempt
 		timer.Reset(retry)
 		start := time.Now()
-		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Woken: true, Settle: settle}); woke || err != nil || time.Since(start) != retry {
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Woken: true, Grace: grace}); woke || err != nil || time.Since(start) != retry {
 			t.Errorf("Wait after the late node named the waiter = %v, %v after %v; want the timer, after %v", woke, err, time.Since(start), retry)
 		}
 		wt.Drain()
 		time.AfterFunc(time.Millisecond, func() { name(0); name(1) })
 		timer.Reset(retry)
 		start = time.Now()
-		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Settle: settle}); !woke || err != nil || time.Since(start) != time.Millisecond {
+		if woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Grace: grace}); !woke || err != nil || time.Since(start) != time.Millisecond {
 			t.Errorf("Wait for a new release = %v, %v after %v; want woken after 1ms", woke, err, time.Since(start))
 		}
 	})
