@@ -105,12 +105,12 @@ func (n *nodeSender) run() {
 			n.mu.Unlock()
 			waited := now.Sub(c.s.began)
 			if !send {
-				c.s.stall(n.addr(), len(c.entries), waited, "took too long to take")
+				c.s.stall("waited %v for node %s and was not sent in time", len(c.entries), waited, n.addr())
 				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, errTooLate)})
 				continue
 			}
 			if 2*waited > c.sendBy.Sub(c.s.began) {
-				c.s.stall(n.addr(), len(c.entries), waited, "was slow to take")
+				c.s.stall("waited %v for node %s, more than half the time its locks had to be sent", len(c.entries), waited, n.addr())
 			}
 			n.send(c, now)
 		}
@@ -130,7 +130,7 @@ func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 	n.x.m.rounds.Batch(ctx, n.i, c.req, func(b round.BatchReply) {
 		cancel()
 		if b.Err != nil && errors.Is(b.Err, context.DeadlineExceeded) {
-			c.s.stall(n.addr(), len(c.entries), time.Since(now), "did not answer")
+			c.s.stall("went unanswered for %v by node %s", len(c.entries), time.Since(now), n.addr())
 		}
 		c.answer(b)
 		n.mu.Lock()

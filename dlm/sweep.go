@@ -39,7 +39,7 @@ type sweep struct {
 	mu      sync.Mutex
 	entries []sweepEntry
 	// stalled is set once the round reported that the nodes did not keep
-	// up with it (see [sweep.stalled]).
+	// up with it (see [sweep.stall]).
 	stalled bool
 }
 
@@ -295,8 +295,9 @@ func (x *extender) report(s *sweep, lag time.Duration, behind int) {
 // not sent in time at all ([errTooLate]), or went unanswered until its
 // deadline. It is called before the batch's locks are settled, so the
 // report comes before any of them can be lost for it. wait is how long
-// the batch waited, or went unanswered.
-func (s *sweep) stall(node string, locks int, wait time.Duration, what string) {
+// the batch waited, or went unanswered; what says it, of "a batch of n
+// extensions", wait and the node's address, in that order.
+func (s *sweep) stall(what string, locks int, wait time.Duration, node string) {
 	s.mu.Lock()
 	done := s.stalled
 	s.stalled = true
@@ -304,8 +305,8 @@ func (s *sweep) stall(node string, locks int, wait time.Duration, what string) {
 	if done {
 		return
 	}
-	s.x.emit(s, wait, locks, fmt.Errorf("%w: node %s %s a batch of %d extensions for %v",
-		ErrRenewalBehind, node, what, locks, wait.Round(time.Millisecond)))
+	s.x.emit(s, wait, locks, fmt.Errorf("%w: a batch of %d extensions "+what,
+		ErrRenewalBehind, locks, wait.Round(time.Millisecond), node))
 }
 
 // emit sends an [EventRenewal] for s, of locks extensions, with lag and
