@@ -162,7 +162,10 @@ func TestPlainAcquireNeverTakesHeldKey(t *testing.T) {
 	if !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("TryLock = %v; want ErrNotObtained", err)
 	}
-	waitFor(t, "the refused attempt's release", func() bool { return countAll(fs, "release") == 1 })
+	// A release is counted when it is sent, and runs a moment later.
+	waitFor(t, "the refused attempt's release", func() bool {
+		return countAll(fs, "release") == 1 && holders(fs, rkey("k"))[2] == ""
+	})
 	if got := setsAll(ss); got != 3 {
 		t.Errorf("SetNXGet sent %d times; want 3", got)
 	}
