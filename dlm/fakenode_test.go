@@ -102,13 +102,9 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	if err != nil {
 		return nil, fmt.Errorf("fake %s: %w", f.addr, err)
 	}
-	if delay > 0 && fl != lateReply {
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+	if fl != lateReply {
+		if err := f.wait(ctx, delay); err != nil {
+			return nil, err
 		}
 	}
 	switch fl {
@@ -136,15 +132,26 @@ func (f *fakeNode) Eval(ctx context.Context, s *driver.Script, keys, args []stri
 	case err == nil && fl == loseReply:
 		return nil, fmt.Errorf("read tcp %s: i/o timeout", f.addr)
 	case fl == lateReply:
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+		if err := f.wait(ctx, delay); err != nil {
+			return nil, err
 		}
 	}
 	return res, err
+}
+
+// wait waits for d, or fails as a request does when ctx ends first.
+func (f *fakeNode) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("fake %s: %w", f.addr, ctx.Err())
+	}
 }
 
 // run executes the script called name; f.mu is held. The acquire and
