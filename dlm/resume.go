@@ -30,11 +30,14 @@ func (l *Lock) Handle() Handle {
 	if ended {
 		until = minTime(until, time.Now())
 	}
+	// The wall clock first, then the monotonic one: a pause between the
+	// two reads can only make Until earlier, never later.
+	wall := l.m.wallNow().Round(0)
 	left := time.Until(until)
 	if left <= 0 {
 		left = min(left, -time.Millisecond) // in the past, whatever the rounding
 	}
-	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: l.m.wallNow().Round(0).Add(left), TTL: l.cfg.ttl, Token: l.token}
+	h := Handle{Keys: l.Keys(), Secret: l.secret, Until: wall.Add(left), TTL: l.cfg.ttl, Token: l.token}
 	h.Lease, h.Limit, h.Quorum = l.kind.handle()
 	return h
 }
@@ -111,12 +114,15 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 	if err := checkHandleTTL(key, h.TTL, cfg.ttl); err != nil {
 		return nil, err
 	}
-	// Rebase the wall-clock end onto this process' monotonic clock.
+	// Rebase the wall-clock end onto this process' monotonic clock: the
+	// monotonic clock first, then the wall clock, so that a pause between
+	// the two reads can only make the validity end earlier, never later.
+	mono := time.Now()
 	left := h.Until.Round(0).Sub(m.wallNow())
 	if left <= 0 {
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", key, -left.Round(time.Millisecond), ErrLockLost)
 	}
-	until := time.Now().Add(min(left, cfg.validity(cfg.ttl)))
+	until := mono.Add(min(left, cfg.validity(cfg.ttl)))
 	kind, err := m.resumeKind(h)
 	if err != nil {
 		return nil, err
