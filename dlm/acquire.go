@@ -8,7 +8,6 @@ import (
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
-	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // Lock takes the lock named key, retrying with a jittered delay (see
@@ -24,7 +23,7 @@ import (
 // cut short, before its outcome was known, does not count: if no attempt
 // completed (the first one was under way), the error wraps ctx.Err() alone.
 // [Manager.LockAll], [Manager.Do], [Manager.RLock], [Semaphore.Acquire] and
-// [Manager.Campaign] end the same way.
+// [Election.Campaign] end the same way.
 //
 // A call still waiting behind this Manager's earlier callers (see below)
 // when ctx ends has made no attempt of its own, and its error has the class
@@ -202,11 +201,7 @@ func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiti
 		mix |= 2
 	}
 	req.Args = append(req.Args, waiterArgs(cfg, w)...)
-	if cfg.observed {
-		req.Announce(script.Flag{Mode: script.Loud, WriterWaits: waiting, Grants: true}, wake.Announcers(0))
-	} else {
-		req.Announce(script.Flag{WriterWaits: waiting}, 0)
-	}
+	req.Announce(script.Flag{WriterWaits: waiting}, 0)
 	req.Script = acquireScripts[mix]
 	return req
 }

@@ -38,7 +38,6 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	if err != nil {
 		return nil, err
 	}
-	secret += cfg.secretSuffix
 	start := time.Now()
 	req := c.request(m, cfg, secret, waiting)
 	v, pend := m.rounds.Poll(ctx, req)

@@ -100,10 +100,10 @@ func TestLockContextEndKeepsLastAttemptClass(t *testing.T) {
 			return err
 		}},
 		{"Campaign", func(ctx context.Context, key string) error {
-			_, err := holder.Campaign(ctx, key, "other")
+			_, err := campaign(ctx, holder, key, "other")
 			return err
 		}, func(ctx context.Context, m *dlm.Manager, key string) error {
-			_, err := m.Campaign(ctx, key, "me")
+			_, err := campaign(ctx, m, key, "me")
 			return err
 		}},
 	}

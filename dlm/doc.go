@@ -70,12 +70,13 @@
 //
 // # Leader election
 //
-// [Manager.Campaign] waits until the caller leads an election and returns a
-// [Leadership]: a lock taken with fencing, whose secret also carries the
-// leader's value, kept by auto-extension until [Leadership.Resign], its loss
-// or [Manager.Close] — not the context given to Campaign. [Manager.Observe]
-// streams who leads, heard from the nodes' announcements and read when the
-// leader's keys expire.
+// [Manager.Election] returns an [Election], as etcd's: [Election.Campaign]
+// waits until the caller leads it and returns a [Leadership], a lock taken
+// with fencing and kept by auto-extension until [Leadership.Resign], its
+// loss or [Manager.Close] — not the context given to Campaign — with the
+// leader's value stored as data beside it. [Election.Leader] reads who
+// leads, and [Election.Observe] streams it, heard from the nodes'
+// announcements and read when the leader's keys expire.
 //
 // # Tests without Redis
 //

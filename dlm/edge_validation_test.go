@@ -79,7 +79,7 @@ func TestNodeTimeoutNotBelowTTLInvalid(t *testing.T) {
 			return err
 		}, false},
 		{"Campaign", func(t *testing.T) error {
-			_, err := manager(t, slow).Campaign(ctx, "e", "v", dlm.WithTTL(time.Second))
+			_, err := campaign(ctx, manager(t, slow), "e", "v", dlm.WithTTL(time.Second))
 			return err
 		}, false},
 		{"New, node timeout just below TTL", func(t *testing.T) error {

@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm/internal/round"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // MaxLeaderValueLen is the longest value a candidate may campaign with, in
@@ -17,56 +22,49 @@ const MaxLeaderValueLen = 4096
 // election and a lock of the same name are different keys.
 const electionPrefix = "election:"
 
-// An election is a lock whose secret carries the leader's value: the lock key
-// holds the random secret, ":" and the value. Extension, release and expiry
-// are those of any lock, so the value lives exactly as long as the
-// leadership on each node, and observers read it with script.Leader, which
-// never reveals the secret. Elections take their locks with fencing: the
-// fencing token is the leader's term, and a fenced lock is never handed over
-// under its secret to the manager's next waiting caller, who would otherwise
-// lead under the previous leader's value.
+// An election is a lock taken with fencing, whose key holds the leader's
+// random secret like any lock's; the leader's value is data beside it, in
+// the election's leader key (script.SetLeader), tied to that secret by its
+// digest and extended with it (script.BatchLeader), so the value lives as
+// long as the leadership on each node and no longer than a TTL after it.
+// Observers read both with script.Leader, which never reveals the secret.
+// The fencing token is the leader's term, and a fenced lock is never handed
+// over under its secret to the manager's next waiting caller, who would
+// otherwise lead under the previous leader's value.
 
-// Leadership is a won election, returned by [Manager.Campaign]. It lasts
-// until [Leadership.Resign], its loss, or [Manager.Close] — not the context
-// given to Campaign: it is kept by auto-extension under a context of its
-// own. Its methods are safe for concurrent use.
-//
-// A nil *Leadership, which a failed Campaign returns, never panics: Resign
-// returns an error wrapping [ErrNotHeld], Lost a closed channel, and the
-// accessors zero values.
-type Leadership struct {
-	m     *Manager
-	l     *Lock
-	name  string
-	value string
-	// end cancels the context the leadership was won under, once the
-	// leadership is over.
-	end context.CancelFunc
+// Election is one election, as etcd's concurrency.Election: candidates
+// [Election.Campaign] to lead it, a leader gives it up with
+// [Leadership.Resign], and anyone reads its leader with [Election.Leader]
+// or follows it with [Election.Observe]. Make one with [Manager.Election];
+// it is safe for concurrent use, and as many candidates and observers as
+// wanted may share it.
+type Election struct {
+	m    *Manager
+	name string
+	rkey string
+	cfg  config
+	// opts are the options of the election's lock: the election's own,
+	// then the key prefix, fencing, auto-extension and the mark of an
+	// election's lock.
+	opts []Option
+	// ignored counts the answers to reads of the election that no
+	// candidate can have written (observe.go).
+	ignored atomic.Uint64
 }
 
-// Campaign waits until this caller leads the election called name, then
-// returns its [Leadership]. While it leads, [Manager.Observe] reports value
-// to everyone observing the election. At most one candidate leads at a time,
-// with the same guarantee as a lock: it is a lock taken with [WithFencing],
-// whose fencing token is the leader's term ([Leadership.Term]), and kept by
-// auto-extension ([WithAutoExtend], with the defaults unless an option says
-// otherwise) until Resign, its loss, [AutoExtend.MaxHold] or [Manager.Close].
-// A leader acts as leader only while [Leadership.Lost] is open, and before
-// [Leadership.Until].
+// Election returns the election called name. The options are those of
+// [Manager.Lock] that apply to a leadership, given once for every
+// campaign, read and observation of this Election: the TTL, the drift
+// factor, the node timeout, the tries and backoff of a campaign, the key
+// prefix, the logger and hook, the restart guard, fairness, fence expiry,
+// and [WithAutoExtend] for how the leadership is kept (its defaults
+// otherwise). The election's keys are the key prefix, "election:" and name,
+// so an election and a lock of the same name are different keys.
 //
-// ctx bounds the wait only: once Campaign has returned, ending ctx changes
-// nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
-// that very moment is released; as with [Manager.Lock], it also keeps the
-// class of the last attempt that completed ([ErrNotObtained] while another
-// candidate leads, [ErrUnavailable]) and its [*QuorumError]. The other options are those of
-// [Manager.Lock]; value is at most [MaxLeaderValueLen] bytes.
-func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Option) (*Leadership, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
-	}
-	if len(value) > MaxLeaderValueLen {
-		return nil, fmt.Errorf("%w: leader value of %d bytes: at most %d allowed", ErrInvalid, len(value), MaxLeaderValueLen)
-	}
+// Election makes no round trip; it returns an error wrapping [ErrInvalid]
+// for a name or an option a lock would refuse, and [ErrClosed] after
+// [Manager.Close].
+func (m *Manager) Election(name string, opts ...Option) (*Election, error) {
 	cfg, err := m.cfg.with(opts)
 	if err != nil {
 		return nil, err
@@ -76,12 +74,66 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		ext = *cfg.autoExtend
 	}
 	lopts := append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix), WithFencing(), WithAutoExtend(ext),
-		optionFunc(func(c *config) { c.secretSuffix, c.observed = ":"+value, true }))
+		optionFunc(func(c *config) { c.observed = true }))
+	cfg, rkeys, err := m.prepare(context.Background(), []string{name}, lopts)
+	if err != nil {
+		return nil, fmt.Errorf("dlm: election %q: %w", name, err)
+	}
+	return &Election{m: m, name: name, rkey: rkeys[0], cfg: cfg, opts: lopts}, nil
+}
+
+// Name returns the election's name, as given to [Manager.Election].
+func (e *Election) Name() string { return e.name }
+
+// Leadership is a won election, returned by [Election.Campaign]. It lasts
+// until [Leadership.Resign], its loss, or [Manager.Close] — not the context
+// given to Campaign: it is kept by auto-extension under a context of its
+// own. Its methods are safe for concurrent use.
+//
+// A nil *Leadership, which a failed Campaign returns, never panics: Resign
+// returns an error wrapping [ErrNotHeld], Lost a closed channel, and the
+// accessors zero values.
+type Leadership struct {
+	l     *Lock
+	name  string
+	value string
+	// end cancels the context the leadership was won under, once the
+	// leadership is over.
+	end context.CancelFunc
+}
+
+// Campaign waits until this caller leads the election, then returns its
+// [Leadership]. While it leads, [Election.Leader] and [Election.Observe]
+// report value to everyone reading the election. At most one candidate
+// leads at a time, with the same guarantee as a lock: it is a lock taken
+// with [WithFencing], whose fencing token is the leader's term
+// ([Leadership.Term]), and kept by auto-extension until Resign, its loss,
+// [AutoExtend.MaxHold] or [Manager.Close]. A leader acts as leader only
+// while [Leadership.Lost] is open, and before [Leadership.Until].
+//
+// A candidate leads once a quorum of the nodes granted it the election's
+// lock and then stored its value beside the lock: should too few store it
+// in time, the lock is released and the candidate waits again, as it would
+// behind another leader.
+//
+// ctx bounds the wait only: once Campaign has returned, ending ctx changes
+// nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
+// that very moment is released; as with [Manager.Lock], it also keeps the
+// class of the last attempt that completed ([ErrNotObtained] while another
+// candidate leads, [ErrUnavailable]) and its [*QuorumError]. value is at
+// most [MaxLeaderValueLen] bytes.
+func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
+	}
+	if len(value) > MaxLeaderValueLen {
+		return nil, fmt.Errorf("%w: leader value of %d bytes: at most %d allowed", ErrInvalid, len(value), MaxLeaderValueLen)
+	}
 	// The lock is taken, and then extended, under lctx: ctx ends it while
 	// Campaign waits, and only the leadership's end afterwards.
 	lctx, end := context.WithCancel(context.WithoutCancel(ctx))
 	unhook := context.AfterFunc(ctx, end)
-	l, err := m.lock(lctx, []string{name}, lopts, true)
+	l, err := e.win(lctx, value)
 	if !unhook() {
 		end()
 		if l != nil {
@@ -93,15 +145,15 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 		if errors.As(err, &we) {
 			stopped := *we
 			stopped.why = ctx.Err()
-			return nil, fmt.Errorf("dlm: campaign %q: %w", name, &stopped)
+			return nil, fmt.Errorf("dlm: campaign %q: %w", e.name, &stopped)
 		}
-		return nil, fmt.Errorf("dlm: campaign %q: %w", name, ctx.Err())
+		return nil, fmt.Errorf("dlm: campaign %q: %w", e.name, ctx.Err())
 	}
 	if err != nil {
 		end()
-		return nil, fmt.Errorf("dlm: campaign %q: %w", name, err)
+		return nil, fmt.Errorf("dlm: campaign %q: %w", e.name, err)
 	}
-	ld := &Leadership{m: m, l: l, name: name, value: value, end: end}
+	ld := &Leadership{l: l, name: e.name, value: value, end: end}
 	// The leadership's context ends with it: no goroutine per leadership
 	// waits for that, the lock's end cancels it.
 	l.mu.Lock()
@@ -114,7 +166,54 @@ func (m *Manager) Campaign(ctx context.Context, name, value string, opts ...Opti
 	return ld, nil
 }
 
-// Name returns the election's name, as given to [Manager.Campaign].
+// win takes the election's lock under ctx and stores value beside it on a
+// quorum of the nodes, within the lock's validity; a lock whose value too
+// few nodes stored is released, and the candidate waits as the lock's
+// tries and backoff say before it tries again.
+func (e *Election) win(ctx context.Context, value string) (*Lock, error) {
+	for failed := 0; ; failed++ {
+		l, err := e.m.lock(ctx, []string{e.name}, e.opts, true)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		v, _ := e.m.rounds.Poll(ctx, e.setRequest(l, value))
+		until := l.Until()
+		if v.Yes >= l.quorum() && time.Now().Before(until) {
+			return l, nil
+		}
+		qerr := l.failure(&v, opLeader, !time.Now().Before(until))
+		e.cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLeader, Key: e.name, Start: start, Duration: time.Since(start), Err: qerr}, e.m.nodes)
+		l.Unlock(context.WithoutCancel(ctx))
+		if e.cfg.tries > 0 && failed+1 >= e.cfg.tries {
+			return nil, qerr
+		}
+		t := time.NewTimer(jitter(e.cfg.backoff(failed + 1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, attemptStopped(ctx, "campaign", e.name, &v, qerr)
+		case <-e.m.done:
+			t.Stop()
+			return nil, ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+// setRequest stores value as the leader's beside l's key on every node
+// ([script.SetLeader]), each within the node timeout, and announces the
+// leader to the observers.
+func (e *Election) setRequest(l *Lock, value string) *round.Request {
+	req := &round.Request{
+		Op: opLeader, Script: script.SetLeader, Keys: []string{e.rkey, script.LeaderKey(e.rkey)},
+		Args: append(make([]string, 0, 3), l.secret, value), Want: 1, Timeout: e.cfg.timeout(), Early: true,
+	}
+	req.Announce(script.Flag{Mode: script.Loud, Grants: true}, wake.Announcers(0))
+	return req
+}
+
+// Name returns the election's name, as given to [Manager.Election].
 func (ld *Leadership) Name() string {
 	if ld == nil {
 		return ""
@@ -122,7 +221,8 @@ func (ld *Leadership) Name() string {
 	return ld.name
 }
 
-// Value returns the value the leader campaigned with.
+// Value returns the value the leader campaigned with: what
+// [Election.Leader] reports while it leads.
 func (ld *Leadership) Value() string {
 	if ld == nil {
 		return ""

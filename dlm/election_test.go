@@ -76,7 +76,7 @@ func TestCampaignOneLeaderAtATime(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 3 {
-					ld, err := m.Campaign(ctx, "one", fmt.Sprintf("cand-%d-%d", i, j))
+					ld, err := campaign(ctx, m, "one", fmt.Sprintf("cand-%d-%d", i, j))
 					if err != nil {
 						t.Errorf("Campaign = %v", err)
 						return
@@ -114,14 +114,14 @@ func TestLeadershipOutlivesCampaignContext(t *testing.T) {
 	snap := leakcheck.Take()
 	m, rival := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ld, err := m.Campaign(ctx, "outlive", "first")
+	ld, err := campaign(ctx, m, "outlive", "first")
 	if err != nil {
 		t.Fatalf("Campaign = %v", err)
 	}
 	cancel()
 	rctx, rcancel := context.WithTimeout(context.Background(), 4*ttl)
 	defer rcancel()
-	if _, err := rival.Campaign(rctx, "outlive", "second"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := campaign(rctx, rival, "outlive", "second"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("rival Campaign while the first leads = %v; want DeadlineExceeded", err)
 	}
 	select {
@@ -142,7 +142,7 @@ func TestLeadershipOutlivesCampaignContext(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
-	next, err := rival.Campaign(wctx, "outlive", "second")
+	next, err := campaign(wctx, rival, "outlive", "second")
 	if err != nil {
 		t.Fatalf("rival Campaign after Resign = %v", err)
 	}
@@ -163,14 +163,14 @@ func TestCampaignContextEndsWait(t *testing.T) {
 	t.Parallel()
 	c := newElectionCluster(t, 1)
 	m := c.manager(t)
-	ld, err := m.Campaign(context.Background(), "wait", "a")
+	ld, err := campaign(context.Background(), m, "wait", "a")
 	if err != nil {
 		t.Fatalf("Campaign = %v", err)
 	}
 	defer ld.Resign(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = c.manager(t).Campaign(ctx, "wait", "b")
+	_, err = campaign(ctx, c.manager(t), "wait", "b")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Campaign while another leads = %v; want DeadlineExceeded", err)
 	}
@@ -185,7 +185,7 @@ func TestLeadershipEndsWithManager(t *testing.T) {
 	rival := c.manager(t)
 	snap := leakcheck.Take()
 	m := c.manager(t)
-	ld, err := m.Campaign(context.Background(), "close", "a")
+	ld, err := campaign(context.Background(), m, "close", "a")
 	if err != nil {
 		t.Fatalf("Campaign = %v", err)
 	}
@@ -198,7 +198,7 @@ func TestLeadershipEndsWithManager(t *testing.T) {
 	snap.Check(t, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	next, err := rival.Campaign(ctx, "close", "b")
+	next, err := campaign(ctx, rival, "close", "b")
 	if err != nil {
 		t.Fatalf("rival Campaign = %v", err)
 	}
@@ -214,7 +214,7 @@ func TestObserve(t *testing.T) {
 	observer, a, b := c.manager(t), c.manager(t), c.manager(t)
 	snap := leakcheck.Take()
 	ctx, cancel := context.WithCancel(context.Background())
-	obs, err := observer.Observe(ctx, "watched")
+	obs, err := observe(ctx, observer, "watched")
 	if err != nil {
 		t.Fatalf("Observe = %v", err)
 	}
@@ -233,7 +233,7 @@ func TestObserve(t *testing.T) {
 	// well within it even on a loaded machine.
 	const prompt = dlm.ObservePoll * 3 / 4
 	expect(dlm.Observation{}, prompt)
-	la, err := a.Campaign(ctx, "watched", "alpha")
+	la, err := campaign(ctx, a, "watched", "alpha")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestObserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(dlm.Observation{}, prompt)
-	if _, err := b.Campaign(ctx, "watched", "beta"); err != nil {
+	if _, err := campaign(ctx, b, "watched", "beta"); err != nil {
 		t.Fatal(err)
 	}
 	expect(dlm.Observation{Leader: true, Value: "beta"}, prompt)
@@ -278,11 +278,11 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 	m := c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ld, err := m.Campaign(ctx, "same", "v")
+	ld, err := campaign(ctx, m, "same", "v")
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := m.Observe(ctx, "same")
+	obs, err := observe(ctx, m, "same")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 		t.Fatalf("observed %+v; want leader v", got)
 	}
 	ld.Resign(ctx)
-	if _, err := m.Campaign(ctx, "same", "v"); err != nil {
+	if _, err := campaign(ctx, m, "same", "v"); err != nil {
 		t.Fatal(err)
 	}
 	// The reader fell behind: it gets the latest state.
@@ -319,13 +319,13 @@ func TestCampaignSameManagerNoHandOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for round := range 10 {
-		first, err := m.Campaign(ctx, "handover", fmt.Sprint("first-", round))
+		first, err := campaign(ctx, m, "handover", fmt.Sprint("first-", round))
 		if err != nil {
 			t.Fatal(err)
 		}
 		second := make(chan *dlm.Leadership, 1)
 		go func() {
-			ld, err := m.Campaign(ctx, "handover", fmt.Sprint("second-", round))
+			ld, err := campaign(ctx, m, "handover", fmt.Sprint("second-", round))
 			if err != nil {
 				t.Errorf("second Campaign = %v", err)
 			}
@@ -343,7 +343,7 @@ func TestCampaignSameManagerNoHandOver(t *testing.T) {
 			t.Errorf("round %d: second term %d after first %d; want greater", round, ld.Term(), first.Term())
 		}
 		octx, ocancel := context.WithCancel(ctx)
-		obs, err := observer.Observe(octx, "handover")
+		obs, err := observe(octx, observer, "handover")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestObserveCloseEnds(t *testing.T) {
 	t.Parallel()
 	c := newElectionCluster(t, 1)
 	m := c.manager(t)
-	obs, err := m.Observe(context.Background(), "closing")
+	obs, err := observe(context.Background(), m, "closing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,12 +392,15 @@ func TestElectionBadInput(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"empty name", func() error { _, err := m.Campaign(ctx, "", "v"); return err }()},
-		{"long value", func() error { _, err := m.Campaign(ctx, "e", strings.Repeat("x", dlm.MaxLeaderValueLen+1)); return err }()},
-		{"nil context", func() error { _, err := m.Campaign(nilCtx, "e", "v"); return err }()},
-		{"bad TTL", func() error { _, err := m.Campaign(ctx, "e", "v", dlm.WithTTL(0)); return err }()},
-		{"observe empty name", func() error { _, err := m.Observe(ctx, ""); return err }()},
-		{"observe nil context", func() error { _, err := m.Observe(nilCtx, "e"); return err }()},
+		{"empty name", func() error { _, err := campaign(ctx, m, "", "v"); return err }()},
+		{"long value", func() error {
+			_, err := campaign(ctx, m, "e", strings.Repeat("x", dlm.MaxLeaderValueLen+1))
+			return err
+		}()},
+		{"nil context", func() error { _, err := campaign(nilCtx, m, "e", "v"); return err }()},
+		{"bad TTL", func() error { _, err := campaign(ctx, m, "e", "v", dlm.WithTTL(0)); return err }()},
+		{"observe empty name", func() error { _, err := observe(ctx, m, ""); return err }()},
+		{"observe nil context", func() error { _, err := observe(nilCtx, m, "e"); return err }()},
 	} {
 		if !errors.Is(tc.err, dlm.ErrInvalid) {
 			t.Errorf("%s: %v; want ErrInvalid", tc.name, tc.err)
@@ -431,14 +434,14 @@ func TestObservePollsWithoutPubSub(t *testing.T) {
 	candidate := c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	obs, err := observer.Observe(ctx, "polled")
+	obs, err := observe(ctx, observer, "polled")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := <-obs; got.Leader {
 		t.Fatalf("observed %+v; want no leader", got)
 	}
-	ld, err := candidate.Campaign(ctx, "polled", "v")
+	ld, err := campaign(ctx, candidate, "polled", "v")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,13 +476,13 @@ func TestObserveNodesDown(t *testing.T) {
 	observer, candidate := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ld, err := candidate.Campaign(ctx, "down", "v")
+	ld, err := campaign(ctx, candidate, "down", "v")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ld.Resign(context.Background())
 	c.servers[2].Kill()
-	obs, err := observer.Observe(ctx, "down")
+	obs, err := observe(ctx, observer, "down")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,4 +500,22 @@ func TestObserveNodesDown(t *testing.T) {
 		t.Fatalf("observed %+v (open %v) with two nodes of three down; want nothing", got, ok)
 	case <-time.After(2 * dlm.ObservePoll):
 	}
+}
+
+// campaign campaigns in m's election name with value.
+func campaign(ctx context.Context, m *dlm.Manager, name, value string, opts ...dlm.Option) (*dlm.Leadership, error) {
+	e, err := m.Election(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return e.Campaign(ctx, value)
+}
+
+// observe observes m's election name.
+func observe(ctx context.Context, m *dlm.Manager, name string, opts ...dlm.Option) (<-chan dlm.Observation, error) {
+	e, err := m.Election(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return e.Observe(ctx)
 }

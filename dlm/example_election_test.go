@@ -19,15 +19,19 @@ func electionNodes() []driver.Node {
 
 // Campaign waits until the caller leads; the leadership lasts until Resign,
 // whatever becomes of Campaign's context.
-func ExampleManager_Campaign() {
+func ExampleElection_Campaign() {
 	m, err := dlm.New(electionNodes(), dlm.WithTTL(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer m.Close()
+	election, err := m.Election("scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	ld, err := m.Campaign(ctx, "scheduler", "host-1:8080")
+	ld, err := election.Campaign(ctx, "host-1:8080")
 	cancel() // bounds the wait only
 	if err != nil {
 		log.Fatal(err)
@@ -46,8 +50,8 @@ func ExampleManager_Campaign() {
 	// resign: <nil>
 }
 
-// Observe reports who leads, and each change.
-func ExampleManager_Observe() {
+// Observe reports who leads, and each change; Leader reads it once.
+func ExampleElection_Observe() {
 	nodes := electionNodes()
 	watcher, err := dlm.New(nodes)
 	if err != nil {
@@ -62,20 +66,31 @@ func ExampleManager_Observe() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	changes, err := watcher.Observe(ctx, "scheduler")
+	watched, err := watcher.Election("scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
+	changes, err := watched.Observe(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%+v\n", <-changes)
-	ld, err := candidate.Campaign(ctx, "scheduler", "host-2:8080")
+	election, err := candidate.Election("scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ld, err := election.Campaign(ctx, "host-2:8080")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%+v\n", <-changes)
+	now, err := watched.Leader(ctx)
+	fmt.Printf("leader: %q %v\n", now.Value, err)
 	ld.Resign(ctx)
 	fmt.Printf("%+v\n", <-changes)
 	// Output:
 	// {Leader:false Value:}
 	// {Leader:true Value:host-2:8080}
+	// leader: "host-2:8080" <nil>
 	// {Leader:false Value:}
 }

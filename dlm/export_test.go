@@ -94,6 +94,6 @@ func OpenNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	return openNodes(nodes, opts...)
 }
 
-// LeadersIgnored returns how many answers to reads of an election m's
-// observers ignored as invalid.
-func LeadersIgnored(m *Manager) uint64 { return m.leadersIgnored.Load() }
+// LeadersIgnored returns how many answers to reads of e its reads ignored
+// as invalid.
+func LeadersIgnored(e *Election) uint64 { return e.ignored.Load() }

@@ -293,7 +293,7 @@ func TestNodeErrorHidesScriptArgs(t *testing.T) {
 			l, err = sem.Acquire(ctx)
 			must("Acquire", err)
 			must("Release", l.Unlock(ctx))
-			ld, err := m.Campaign(ctx, "election", "Vq7-leader-value-0123")
+			ld, err := campaign(ctx, m, "election", "Vq7-leader-value-0123")
 			must("Campaign", err)
 			must("Resign", ld.Resign(ctx))
 

@@ -50,9 +50,6 @@ type Manager struct {
 	// warnedPermits is set once a semaphore whose permits need every node
 	// was logged (semaphore.go).
 	warnedPermits atomic.Bool
-	// leadersIgnored counts the answers to reads of an election that no
-	// candidate can have written (observe.go).
-	leadersIgnored atomic.Uint64
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters

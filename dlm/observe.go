@@ -12,63 +12,76 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// Observation is what [Manager.Observe] reports of an election.
+// Observation is what [Election.Observe] and [Election.Leader] report of
+// an election.
 type Observation struct {
 	// Leader reports whether the election has a leader: a quorum of the
 	// nodes hold one candidate's grant.
 	Leader bool
-	// Value is the leader's value as given to [Manager.Campaign]; "" when
+	// Value is the leader's value as given to [Election.Campaign]; "" when
 	// there is no leader.
 	Value string
 }
 
-// ObservePoll is the longest [Manager.Observe] goes without reading the
+// ObservePoll is the longest [Election.Observe] goes without reading the
 // nodes. Reads come sooner when a node announces a grant or a release (see
 // [driver.Subscriber]), and when the leader's keys are due to expire.
 const ObservePoll = time.Second
 
-// Observe streams the state of the election called name: first the state
-// when it starts, then every change — a new leader (even one with the same
-// value), or none left. A reader that falls behind gets the latest state
-// only, never a stale one. The channel is closed when ctx ends or the
-// manager closes, and the goroutine behind it has returned by then.
+// Observe streams the state of the election: first the state when it
+// starts, then every change — a new leader (even one with the same value),
+// or none left. A reader that falls behind gets the latest state only,
+// never a stale one. The channel is closed when ctx ends or the manager
+// closes, and the goroutine behind it has returned by then.
 //
-// A leader is reported when a quorum of the nodes hold the same candidate's
-// grant; none when no candidate can have a quorum. While too many nodes fail
-// to tell either, the last state stands. Changes are heard at once from the
-// nodes' announcements of grants and releases where the nodes can subscribe,
-// and otherwise within [ObservePoll]; the end of a leader that stopped
-// extending (a crash) is read when its keys expire on the nodes. Options
-// give the key prefix and the node timeout, as for [Manager.Campaign].
+// A leader is reported when a quorum of the nodes hold the same
+// candidate's grant, with the value it stored; none when no candidate can
+// have a quorum. While too many nodes fail to tell either, the last state
+// stands. Changes are heard at once from the nodes' announcements of
+// leaders and releases where the nodes can subscribe, and otherwise within
+// [ObservePoll]; the end of a leader that stopped extending (a crash) is
+// read when its keys expire on the nodes.
 //
-// The election's key is untrusted: whoever may write under the prefix can
-// store a value of any size there. Observe never reads a value longer than
-// a leader's (its secret, ':' and [MaxLeaderValueLen] bytes); a node whose
-// key holds one counts as holding no candidate's grant, and the answer is
-// logged at Debug by its node and length. It needs +strlen of an ACL user.
-func (m *Manager) Observe(ctx context.Context, name string, opts ...Option) (<-chan Observation, error) {
-	cfg, rkeys, err := m.electionKeys(ctx, name, opts)
-	if err != nil {
-		return nil, err
+// The election's keys are untrusted: whoever may write under the prefix
+// can store values of any size there. Observe never reads a value longer
+// than a leader's (a secret, or a digest and [MaxLeaderValueLen] bytes); a
+// node whose key holds one counts as holding no candidate's grant, or no
+// value, and the answer is logged at Debug by its node and length. It
+// needs +strlen of an ACL user.
+func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
+	}
+	if e.m.closed.Load() {
+		return nil, ErrClosed
 	}
 	out := make(chan Observation)
-	m.work.Spawn(func() {
+	e.m.work.Spawn(func() {
 		defer close(out)
-		m.observe(ctx, &cfg, rkeys[0], out)
+		e.observe(ctx, out)
 	})
 	return out, nil
 }
 
-// electionKeys is prepare for the election called name.
-func (m *Manager) electionKeys(ctx context.Context, name string, opts []Option) (config, []string, error) {
+// Leader reads the election's state once, as [Election.Observe] reports
+// it: the leader and its value, or none. It returns an error wrapping
+// [ErrUnavailable] when too many nodes failed to answer within the node
+// timeout to tell either, and the context's error when ctx ended first.
+func (e *Election) Leader(ctx context.Context) (Observation, error) {
 	if ctx == nil {
-		return config{}, nil, fmt.Errorf("%w: nil Context", ErrInvalid)
+		return Observation{}, fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
-	cfg, err := m.cfg.with(opts)
-	if err != nil {
-		return cfg, nil, err
+	if e.m.closed.Load() {
+		return Observation{}, ErrClosed
 	}
-	return m.prepare(ctx, []string{name}, append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix)))
+	r := e.read(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return Observation{}, fmt.Errorf("dlm: leader of %q: %w", e.name, ctx.Err())
+	case !r.known:
+		return Observation{}, fmt.Errorf("dlm: leader of %q: too few nodes answered: %w", e.name, ErrUnavailable)
+	}
+	return Observation{Leader: r.id != "", Value: r.value}, nil
 }
 
 // leaderRead is what one read of the nodes tells of an election.
@@ -83,7 +96,8 @@ type leaderRead struct {
 }
 
 // observe runs Observe's goroutine.
-func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out chan<- Observation) {
+func (e *Election) observe(ctx context.Context, out chan<- Observation) {
+	m, cfg, rkey := e.m, &e.cfg, e.rkey
 	var wake <-chan struct{}
 	if m.waker != nil {
 		if w := m.waker.Watch([]string{rkey}, "", 1); w != nil {
@@ -119,7 +133,7 @@ func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out cha
 		case <-timer.C:
 		case <-wake:
 		}
-		r := m.readLeader(ctx, cfg, rkey)
+		r := e.read(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -145,71 +159,103 @@ func (m *Manager) observe(ctx context.Context, cfg *config, rkey string, out cha
 	}
 }
 
-// leaderKeyMax is the longest value a candidate's key holds, a secret, ':'
-// and a leader value, as script.Leader's argument: a longer value is
-// measured on the node, never read.
+// leaderKeyMax is the longest value an election's lock key holds as
+// script.Leader reads it: a secret, ':' and a leader value (a candidate of
+// the previous release stored its value so). A longer value is measured on
+// the node, never read.
 var leaderKeyMax = strconv.Itoa(secretLen + 1 + MaxLeaderValueLen)
 
-// leaderIDLen is the length of a leader's id, a SHA-1 in hex.
-const leaderIDLen = 40
+// leaderValueMax is the longest value of a leader key script.Leader reads:
+// a digest and a leader value.
+var leaderValueMax = strconv.Itoa(script.LeaderDigestLen + MaxLeaderValueLen)
 
-// ignoreLeader counts node i's answer to a read of the election's key
-// rkey that no candidate can have written — a value longer than
-// [MaxLeaderValueLen], which the script measured without reading it, or a
-// reply the script cannot give — and logs it at Debug by its node and
-// length, never its bytes. The answer counts as a node that holds no
-// candidate's grant.
-func (m *Manager) ignoreLeader(ctx context.Context, cfg *config, rkey string, i int, size int64) {
-	n := m.leadersIgnored.Add(1)
-	if !cfg.logger.Enabled(ctx, slog.LevelDebug) {
+// ignore counts node i's answer to a read of the election that no
+// candidate can have written — a key longer than a candidate writes,
+// which the script measured without reading it, or a reply the script
+// cannot give — and logs it at Debug by its node and length, never its
+// bytes. The answer counts as a node that holds no candidate's grant, or
+// no value.
+func (e *Election) ignore(ctx context.Context, i int, size int64) {
+	n := e.ignored.Add(1)
+	if !e.cfg.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: observe: leader value ignored as invalid",
-		slog.String("key", rkey), slog.String("node", m.nodes[i].addr), slog.Int64("length", size), slog.Uint64("ignored", n))
+	e.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "dlm: observe: leader value ignored as invalid",
+		slog.String("key", e.rkey), slog.String("node", e.m.nodes[i].addr), slog.Int64("length", size), slog.Uint64("ignored", n))
 }
 
-// readLeader reads the election's key on every node at once, each within
-// the node timeout. A node's answer that no candidate can have written is
-// ignored (see ignoreLeader).
-func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) leaderRead {
-	type answer struct {
-		id, value string
-		pttl      time.Duration
-		err       error
+// leaderAnswer is one node's answer to a read of the election.
+type leaderAnswer struct {
+	id       string // the digest of the holder's secret; "" for none
+	value    string
+	hasValue bool // the holder stored its value
+	pttl     time.Duration
+	err      error
+}
+
+// parse reads node i's reply to script.Leader into a. A reply no
+// candidate can have caused is ignored (see ignore).
+func (e *Election) parse(ctx context.Context, i int, res any, a *leaderAnswer) {
+	vals, ok := res.([]any)
+	if !ok || len(vals) > 3 {
+		a.err = fmt.Errorf("leader script: unexpected reply of type %T", res)
+		return
 	}
-	n, q := len(m.nodes), round.Majority(len(m.nodes))
-	answers := make([]answer, n)
-	req := &round.Request{Op: "observe", Script: script.Leader, Keys: []string{rkey}, Args: []string{leaderKeyMax}, Timeout: cfg.timeout()}
-	m.rounds.Each(ctx, req, func(i int, res any, err error) {
+	switch len(vals) {
+	case 0:
+		return
+	case 1:
+		// A lock key no candidate writes: the node holds no candidate's
+		// grant.
+		size, _ := vals[0].(int64)
+		e.ignore(ctx, i, size)
+		return
+	}
+	id, _ := vals[0].(string)
+	pttl, _ := vals[1].(int64)
+	if len(id) != script.LeaderDigestLen {
+		e.ignore(ctx, i, int64(len(id)))
+		return
+	}
+	a.id, a.pttl = id, time.Duration(pttl)*time.Millisecond
+	if pttl < 0 { // a key without expiry: written by hand
+		a.pttl = ObservePoll
+	}
+	if len(vals) < 3 {
+		return // no value stored (yet)
+	}
+	switch v := vals[2].(type) {
+	case string:
+		if len(v) > MaxLeaderValueLen {
+			e.ignore(ctx, i, int64(len(v))) // a node that does not run the script as given
+			return
+		}
+		a.value, a.hasValue = v, true
+	case int64:
+		e.ignore(ctx, i, v) // a leader key longer than a candidate writes
+	default:
+		a.err = fmt.Errorf("leader script: unexpected value of type %T", v)
+	}
+}
+
+// read reads the election on every node at once, each within the node
+// timeout. A leader is known when a quorum of the nodes hold one
+// candidate's grant and at least one of them the value that candidate
+// stored: a candidate leads only once it stored it (see
+// [Election.Campaign]), and the value is tied to its secret, so any node's
+// copy is the leader's.
+func (e *Election) read(ctx context.Context) leaderRead {
+	cfg := &e.cfg
+	n, q := len(e.m.nodes), round.Majority(len(e.m.nodes))
+	answers := make([]leaderAnswer, n)
+	req := &round.Request{Op: "observe", Script: script.Leader, Keys: []string{e.rkey, script.LeaderKey(e.rkey)},
+		Args: []string{leaderKeyMax, leaderValueMax}, Timeout: cfg.timeout()}
+	e.m.rounds.Each(ctx, req, func(i int, res any, err error) {
 		if err != nil {
 			answers[i].err = err
 			return
 		}
-		vals, ok := res.([]any)
-		switch {
-		case ok && len(vals) == 0:
-		case ok && len(vals) == 1:
-			// A value no candidate writes: the node holds no candidate's
-			// grant.
-			size, _ := vals[0].(int64)
-			m.ignoreLeader(ctx, cfg, rkey, i, size)
-		case ok && len(vals) == 3:
-			id, _ := vals[0].(string)
-			value, _ := vals[1].(string)
-			if len(id) != leaderIDLen || len(value) > MaxLeaderValueLen {
-				// A node that does not run the script as given.
-				m.ignoreLeader(ctx, cfg, rkey, i, int64(len(value)))
-				return
-			}
-			answers[i].id, answers[i].value = id, value
-			pttl, _ := vals[2].(int64)
-			answers[i].pttl = time.Duration(pttl) * time.Millisecond
-			if pttl < 0 { // a key without expiry: written by hand
-				answers[i].pttl = ObservePoll
-			}
-		default:
-			answers[i].err = fmt.Errorf("leader script: unexpected reply of type %T", res)
-		}
+		e.parse(ctx, i, res, &answers[i])
 	})
 	failed, best, bestID := 0, 0, ""
 	counts := map[string]int{}
@@ -225,20 +271,31 @@ func (m *Manager) readLeader(ctx context.Context, cfg *config, rkey string) lead
 		}
 	}
 	settle := max(cfg.timeout()/10, time.Millisecond)
+	var value string
+	hasValue := false
+	if best >= q {
+		for _, a := range answers {
+			if a.err == nil && a.id == bestID && a.hasValue {
+				value, hasValue = a.value, true
+			}
+		}
+	}
 	switch {
-	case best >= q:
+	case best >= q && hasValue:
 		// The leader loses its quorum when all but q-1 of its grants have
 		// expired: read again then, unless it was extended meanwhile.
 		var pttls []time.Duration
-		value := ""
 		for _, a := range answers {
 			if a.err == nil && a.id == bestID {
 				pttls = append(pttls, a.pttl)
-				value = a.value
 			}
 		}
 		slices.Sort(pttls)
 		return leaderRead{known: true, id: bestID, value: value, next: min(max(pttls[len(pttls)-q]+time.Millisecond, settle), ObservePoll)}
+	case best >= q:
+		// A candidate won the lock and has yet to store its value: it
+		// does not lead yet.
+		return leaderRead{known: true, flux: true, next: settle}
 	case best+failed >= q:
 		return leaderRead{next: min(4*cfg.timeout(), ObservePoll)} // cannot tell
 	case best > 0:

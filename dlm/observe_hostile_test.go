@@ -79,9 +79,10 @@ func netOutput(t *testing.T, s *redistest.Server) int64 {
 }
 
 // TestObserveOversizedLeaderValue stores a value of 8 MiB under an
-// election's key on one node of three, as any client that may write under
-// the key prefix can, and sends the observer forged wake messages, each
-// another read of the nodes: the value is never transferred, each read's
+// election's lock key on one node of three, and another under the leader
+// key beside the leader's lock on a second node, as any client that may
+// write under the key prefix can, and sends the observer forged wake
+// messages, each another read of the nodes: neither value is transferred, each read's
 // reply on that node stays within a bound derived from MaxLeaderValueLen,
 // the observer counts the answer as invalid, and it reports the real leader,
 // who holds the other two, before and after, and the next one. Candidates
@@ -118,13 +119,20 @@ func TestObserveOversizedLeaderValue(t *testing.T) {
 		return m
 	}
 	plain := func(n *resp.Node) driver.Node { return n }
-	var measured *leaderReadsNode
+	// The observer's reads of the first two nodes are measured: the one
+	// with the oversized lock key, and the leader's with the oversized
+	// leader key.
+	var measured, measuredLeader *leaderReadsNode
 	observer := open(func(n *resp.Node) driver.Node {
-		if measured != nil {
-			return n
+		switch {
+		case measured == nil:
+			measured = &leaderReadsNode{Node: n}
+			return measured
+		case measuredLeader == nil:
+			measuredLeader = &leaderReadsNode{Node: n}
+			return measuredLeader
 		}
-		measured = &leaderReadsNode{Node: n}
-		return measured
+		return n
 	})
 	candidate := open(plain)
 	hostile := srvs[0] // the node measured above
@@ -137,16 +145,28 @@ func TestObserveOversizedLeaderValue(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ld, err := candidate.Campaign(ctx, name, "real")
+	ld, err := campaign(ctx, candidate, name, "real")
 	if err != nil {
 		t.Fatalf("Campaign with the key taken on one node of three = %v", err)
 	}
-	// The oversized value is under the very key the election uses.
-	if v, err := srvs[1].Do("GET", key); err != nil || !strings.HasSuffix(fmt.Sprint(v), ":real") {
-		t.Fatalf("GET %s on the leader's node = %v, %v; want its secret and \":real\"", key, v, err)
+	// The oversized value is under the very key the election uses, and
+	// the leader's value is data beside it, not in its secret.
+	leaderKey := key + ":leader"
+	if v, err := srvs[1].Do("GET", key); err != nil || strings.Contains(fmt.Sprint(v), "real") {
+		t.Fatalf("GET %s on the leader's node = %v, %v; want its secret alone", key, v, err)
+	}
+	if v, err := srvs[2].Do("GET", leaderKey); err != nil || !strings.HasSuffix(fmt.Sprint(v), "real") {
+		t.Fatalf("GET %s on the leader's node = %v, %v; want a digest and \"real\"", leaderKey, v, err)
+	}
+	if _, err := srvs[1].Do("SET", leaderKey, strings.Repeat("y", oversized), "PX", "60000"); err != nil {
+		t.Fatal(err)
 	}
 
-	obs, err := observer.Observe(ctx, name)
+	election, err := observer.Election(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := election.Observe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,16 +206,18 @@ func TestObserveOversizedLeaderValue(t *testing.T) {
 	sent := netOutput(t, hostile) - sentBefore
 	t.Logf("%d reads of the election cost the node holding %d bytes %d bytes of output; largest reply %d bytes",
 		reads, oversized, sent, measured.largest.Load())
-	if largest := measured.largest.Load(); largest > perRead {
-		t.Errorf("largest reply to a read of the election = %d bytes; want at most %d (MaxLeaderValueLen and framing)", largest, perRead)
+	for _, n := range []*leaderReadsNode{measured, measuredLeader} {
+		if largest := n.largest.Load(); largest > perRead {
+			t.Errorf("largest reply of %s to a read of the election = %d bytes; want at most %d (MaxLeaderValueLen and framing)", n.Addr(), largest, perRead)
+		}
 	}
 	// The node's other output in the meantime: the candidate's extensions,
 	// the wake messages and INFO's replies, a few kB.
 	if limit := reads*perRead + 64<<10; sent > limit {
 		t.Errorf("%d reads made the node send %d bytes; want at most %d: a read must not transfer the value", reads, sent, limit)
 	}
-	if got := dlm.LeadersIgnored(observer); got < uint64(forged) {
-		t.Errorf("observer ignored %d answers as invalid; want at least %d, one per read", got, forged)
+	if got := dlm.LeadersIgnored(election); got < 2*uint64(forged) {
+		t.Errorf("observer ignored %d answers as invalid; want at least %d, two per read", got, 2*forged)
 	}
 
 	// The reads changed nothing, and the observer follows the election.
@@ -208,7 +230,7 @@ func TestObserveOversizedLeaderValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(dlm.Observation{})
-	next, err := candidate.Campaign(ctx, name, "next")
+	next, err := campaign(ctx, candidate, name, "next")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,4 +6,6 @@ const (
 	opExtend = "extend"
 	opUnlock = "unlock"
 	opResume = "resume"
+	// opLeader stores a new leader's value beside the election's lock.
+	opLeader = "lead"
 )

@@ -89,11 +89,9 @@ type config struct {
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
 	permitQuorum int           // 0: derived (semaphores only)
-	// secretSuffix follows the random part of every secret: ":" and the
-	// leader's value for a campaign (see election.go), "" otherwise.
-	secretSuffix string
-	// observed marks an election's lock: its grants and releases are
-	// announced on the broadcast channel, for the observers (Observe).
+	// observed marks an election's lock: its releases are announced on
+	// the broadcast channel, for the observers (Observe), and its
+	// extensions extend the leader's value with it (election.go).
 	observed bool
 	// extendWithCtx ends auto-extension with the context of the call that
 	// took the lock, as Do wants; otherwise it outlives that context.

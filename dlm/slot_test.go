@@ -180,8 +180,7 @@ func TestClusterKeyStartingWithBraceRefused(t *testing.T) {
 		{"RDo", "}k", func(k string) error { return m.RDo(ctx, k, noop) }},
 		{"Status", "}k", func(k string) error { _, err := m.Status(ctx, k); return err }},
 		{"Semaphore", "}k", func(k string) error { _, err := m.Semaphore(k, 2); return err }},
-		{"Campaign", "}k", func(k string) error { _, err := m.Campaign(ctx, k, "v"); return err }},
-		{"Observe", "}k", func(k string) error { _, err := m.Observe(ctx, k); return err }},
+		{"Election", "}k", func(k string) error { _, err := m.Election(k); return err }},
 		{"Resume", "}k", func(k string) error {
 			secret, err := newSecret()
 			if err != nil {

@@ -252,7 +252,7 @@ func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 			if len(c.entries) > 0 && len(req.Keys)+len(l.rkeys) > s.x.keys {
 				break
 			}
-			if k := batchKind(&l.claim); group < 0 || k != kind || e.ttl != ttlFor {
+			if k := batchKind(l); group < 0 || k != kind || e.ttl != ttlFor {
 				if group >= 0 {
 					req.Args[group] = script.BatchCount(len(req.Args) - group - 1)
 				}
@@ -264,6 +264,9 @@ func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 				group = len(req.Args) - 1
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
+			if kind == script.BatchLeader {
+				req.Keys = append(req.Keys, script.LeaderKey(l.rkeys[0]))
+			}
 			req.Args = append(req.Args, l.secret)
 			c.entries = append(c.entries, order[0])
 			order = order[1:]
@@ -352,9 +355,13 @@ func (e *sweepEntry) wait(l *Lock, start time.Time) time.Duration {
 	return min(left, max(l.cfg.timeout(), left/2))
 }
 
-// batchKind is the kind of c's entry in a batch ([script.ExtendBatch]).
-func batchKind(c *claim) string {
-	switch {
+// batchKind is the kind of l's entry in a batch ([script.ExtendBatch]): a
+// leadership's extends the leader's value with its lock key (see
+// election.go).
+func batchKind(l *Lock) string {
+	switch c := &l.claim; {
+	case l.cfg.observed:
+		return script.BatchLeader
 	case c.kind == nil:
 		return script.BatchLock(len(c.rkeys))
 	case c.kind.extend == script.ReadExtend:

@@ -74,7 +74,7 @@
 // # elect
 //
 // elect campaigns in the leader election called NAME (package dlm's
-// Manager.Campaign), waiting to lead as run waits for a lock, then runs
+// Election.Campaign), waiting to lead as run waits for a lock, then runs
 // COMMAND as the leader and resigns when COMMAND exits. At most one
 // candidate leads at a time; when the leader resigns, or its leadership
 // expires after a crash, one of the waiting candidates leads. COMMAND gets

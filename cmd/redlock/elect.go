@@ -150,7 +150,11 @@ func (r *runner) campaign(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal,
 	res := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		ld, err := m.Campaign(gate.ctx, r.key, value, opts...)
+		var ld *dlm.Leadership
+		election, err := m.Election(r.key, opts...)
+		if err == nil {
+			ld, err = election.Campaign(gate.ctx, value)
+		}
 		res <- result{ld, err}
 	}()
 	for {
@@ -196,7 +200,11 @@ func (r *runner) observe(stdout io.Writer, asJSON bool) int {
 	defer m.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	obs, err := m.Observe(ctx, r.key)
+	var obs <-chan dlm.Observation
+	election, err := m.Election(r.key)
+	if err == nil {
+		obs, err = election.Observe(ctx)
+	}
 	if err != nil {
 		r.log.Error("redlock: cannot observe the election", slog.String("election", r.key), slog.Any("error", pw.scrub(err)))
 		return exitFailure

@@ -26,7 +26,7 @@ import (
 //	                           (SET NX GET) to take a free key; Open's
 //	                           probe of two nodes that said one run_id
 //	                           GETs and SETs a key under the prefix
-//	+strlen                    an election's observers (Manager.Observe)
+//	+strlen                    an election's readers (Election.Observe, Leader)
 //	                           measure the leader's value before they read
 //	                           it, and never read one that is too long
 //	+time +info                the scripts read the node's clock (the places

@@ -106,7 +106,9 @@ func (s *secure) testNodeErrorHidesScriptArgs(t *testing.T) {
 	l, err = sem.Acquire(ctx)
 	must("Acquire", err)
 	must("Unlock(permit)", l.Unlock(ctx))
-	ld, err := m.Campaign(ctx, "election", leaderValue)
+	el, err := m.Election("election")
+	must("Election", err)
+	ld, err := el.Campaign(ctx, leaderValue)
 	must("Campaign", err)
 	must("Resign", ld.Resign(ctx))
 	must("Do", m.Do(ctx, "job", func(ctx context.Context) error {

@@ -44,6 +44,10 @@ func (n *Node) extendBatch(keys, args []string) (any, error) {
 				if own, keys, err = splitKeys(keys, 1); err == nil {
 					r, err = n.permitExtend(own, []string{secret, ttl})
 				}
+			case script.BatchLeader:
+				if own, keys, err = splitKeys(keys, 2); err == nil {
+					r, err = n.extendLeader(own, secret, ttl)
+				}
 			default:
 				k, perr := strconv.Atoi(kind)
 				if perr != nil || k < 1 {

@@ -6,8 +6,7 @@
 // when another holder has a lock, [dlm.ErrLockLost] after expiry,
 // [dlm.ErrNotHeld] on a second Unlock, [dlm.ErrInvalid] for bad input; TTLs, [dlm.Lock.Until],
 // [dlm.Lock.Lost], auto-extension, fencing, Do, read-write locks (writers
-// preferred), semaphores, Campaign and Observe all behave as they do on
-// Redis.
+// preferred), semaphores and elections all behave as they do on Redis.
 //
 // Keys expire by the local clock, which inside a testing/synctest bubble is
 // the bubble's fake clock: a test can let a TTL run out in no time. The same

@@ -150,14 +150,18 @@ func TestElection(t *testing.T) {
 	defer m.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	obs, err := m.Observe(ctx, "e")
+	e, err := m.Election("e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := e.Observe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := <-obs; got.Leader {
 		t.Fatalf("observed %+v before any campaign; want no leader", got)
 	}
-	ld, err := m.Campaign(ctx, "e", "me")
+	ld, err := e.Campaign(ctx, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +239,11 @@ func TestObserveHearsWaitingGrant(t *testing.T) {
 	defer m.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	obs, err := m.Observe(ctx, "e")
+	e, err := m.Election("e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := e.Observe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +253,7 @@ func TestObserveHearsWaitingGrant(t *testing.T) {
 	// The first read is done: without an announcement the next is due
 	// dlm.ObservePoll after it.
 	start := time.Now()
-	ld, err := m.Campaign(ctx, "e", "me")
+	ld, err := e.Campaign(ctx, "me")
 	if err != nil {
 		t.Fatal(err)
 	}

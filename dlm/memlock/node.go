@@ -3,7 +3,6 @@ package memlock
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -170,31 +169,9 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		return old, nil
 	case script.Leader:
 		return n.leader(keys, args)
+	case script.SetLeader:
+		return n.setLeader(keys, args)
 	default:
 		return nil, fmt.Errorf("ERR memlock: script %s is not one the in-memory node runs", s.Hash)
 	}
-}
-
-// leader is the Leader script: the election's key read without its
-// secret, bounded by ARGV[1] bytes. A reserved value (a key handed on to
-// the next candidate) reads as absent. n.mu is held.
-func (n *Node) leader(keys, args []string) (any, error) {
-	limit, err := strconv.Atoi(args[0])
-	if err != nil {
-		return nil, errNotInteger
-	}
-	v, ok := n.get(keys[0])
-	if len(v) > limit {
-		// Measured, never read: see script.Leader.
-		return []any{int64(len(v))}, nil
-	}
-	if !ok || strings.HasPrefix(v, script.ReservedPrefix) {
-		return []any{}, nil
-	}
-	sum := sha1.Sum([]byte(v))
-	value := ""
-	if i := strings.IndexByte(v, ':'); i >= 0 {
-		value = v[i+1:]
-	}
-	return []any{hex.EncodeToString(sum[:]), value, n.pttl(keys[0])}, nil
 }

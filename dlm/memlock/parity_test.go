@@ -435,7 +435,7 @@ func runParity(t *testing.T, channels []string) {
 // memlockScripts are the scripts the in-memory node runs.
 var memlockScripts = []*driver.Script{
 	script.Acquire, script.FencedAcquire, script.GuardedAcquire, script.GuardedFencedAcquire,
-	script.Release, script.Leave, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.ServerID, script.ServerProbe,
+	script.Release, script.Leave, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.SetLeader, script.ServerID, script.ServerProbe,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
 	script.ExtendBatch,

@@ -43,7 +43,10 @@ func otherCases() []parityCase {
 	reservedFor := func(id string) preset { return str(pk, script.ReservedFor(id), 500) }
 	// leaderMax is the bound of a leader's key: a secret, ':' and the
 	// longest leader value.
-	leaderMax := []string{strconv.Itoa(len(secret) + 1 + dlm.MaxLeaderValueLen)}
+	leaderMax := []string{strconv.Itoa(len(secret) + 1 + dlm.MaxLeaderValueLen), strconv.Itoa(script.LeaderDigestLen + dlm.MaxLeaderValueLen)}
+	// lk is pk's leader key, lkeys the keys of an election's scripts.
+	lk := script.LeaderKey(pk)
+	lkeys := []string{pk, lk}
 	return []parityCase{
 		// Extend: KEYS the lock keys; ARGV secret, TTL.
 		{name: "extend/held by same token", script: script.Extend, keys: []string{pk}, args: []string{secret, ttl}, setup: []preset{held(pk, secret)}},
@@ -71,6 +74,18 @@ func otherCases() []parityCase {
 		{name: "extend batch/absent and expired", script: script.ExtendBatch, keys: []string{pk, pk2},
 			args:  []string{script.BatchLock(1), ttl, "2", secret, secret},
 			setup: []preset{{key: pk2, val: secret, expired: true}}},
+		{name: "extend batch/leadership with its value", script: script.ExtendBatch, keys: []string{pk, lk, pk2},
+			args:  []string{script.BatchLeader, ttl, "1", secret, script.BatchLock(1), ttl, "1", secret},
+			setup: []preset{held(pk, secret), str(lk, digest(secret)+"v", 1000), held(pk2, secret)}},
+		{name: "extend batch/leadership lost, value kept as it was", script: script.ExtendBatch, keys: []string{pk, lk},
+			args:  []string{script.BatchLeader, ttl, "1", secret},
+			setup: []preset{held(pk, other), str(lk, digest(secret)+"v", 1000)}},
+		{name: "extend batch/leadership without a value", script: script.ExtendBatch, keys: []string{pk, lk},
+			args:  []string{script.BatchLeader, ttl, "1", secret},
+			setup: []preset{held(pk, secret)}},
+		{name: "extend batch/leadership, forged reservation", script: script.ExtendBatch, keys: []string{pk, lk},
+			args:  []string{script.BatchLeader, ttl, "1", script.ReservedFor(w1)},
+			setup: []preset{reservedFor(w1), str(lk, "x", 1000)}},
 		{name: "extend batch/forged readers mark", script: script.ExtendBatch, keys: []string{pk, pk, readers},
 			args:  []string{script.BatchLock(1), ttl, "1", script.ReadersMark, script.BatchRead, ttl, "1", other},
 			setup: readersIn(map[string]int64{other: 5000})},
@@ -112,18 +127,37 @@ func otherCases() []parityCase {
 		{name: "status/reserved for a waiter", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{reservedFor(w1), str(script.FenceKey(pk), "5", 0)}},
 		{name: "status/held by a value like a reservation's", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, "dlm:nex")}},
 
-		// Leader: KEYS the election's lock key; ARGV the longest value read.
-		{name: "leader/absent", script: script.Leader, keys: []string{pk}, args: leaderMax},
-		{name: "leader/held with a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":10.0.0.1:80")}},
-		{name: "leader/held without a value", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret)}},
-		{name: "leader/held without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{str(pk, secret+":", 0)}},
-		{name: "leader/value of the longest size", script: script.Leader, keys: []string{pk}, args: leaderMax, near: []int{2}, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen))}},
-		{name: "leader/oversized value", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen+1))}},
-		{name: "leader/reserved for a candidate", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{reservedFor(w1)}},
-		{name: "leader/readers mark", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{held(pk, script.ReadersMark)}},
-		{name: "leader/reserved prefix with a value", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{held(pk, script.ReservedPrefix+"x:10.0.0.1:80")}},
-		{name: "leader/oversized reserved value", script: script.Leader, keys: []string{pk}, args: []string{"8"}, setup: []preset{reservedFor(w1)}},
-		{name: "leader/oversized value without TTL", script: script.Leader, keys: []string{pk}, args: leaderMax, setup: []preset{str(pk, strings.Repeat("v", 1<<20), 0)}},
+		// Leader: KEYS the election's lock key, its leader key; ARGV the
+		// longest lock key's and leader key's values read.
+		{name: "leader/absent", script: script.Leader, keys: lkeys, args: leaderMax},
+		{name: "leader/absent, a leader key left", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{held(lk, digest(secret)+"v")}},
+		{name: "leader/held with its value", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, digest(secret)+"10.0.0.1:80")}},
+		{name: "leader/held with an empty value", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, digest(secret))}},
+		{name: "leader/held, no value stored yet", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret)}},
+		{name: "leader/held, another's value", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, digest(other)+"theirs")}},
+		{name: "leader/held, a short leader key", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, "abc")}},
+		{name: "leader/held without TTL", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{str(pk, secret, 0), str(lk, digest(secret)+"v", 0)}},
+		{name: "leader/value of the longest size", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, digest(secret)+strings.Repeat("v", dlm.MaxLeaderValueLen))}},
+		{name: "leader/oversized leader key", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret), held(lk, digest(secret)+strings.Repeat("v", dlm.MaxLeaderValueLen+1))}},
+		{name: "leader/previous release's value in the secret", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret+":10.0.0.1:80"), held(lk, digest(secret)+"ignored")}},
+		{name: "leader/previous release's longest value", script: script.Leader, keys: lkeys, args: leaderMax, near: []int{1}, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen))}},
+		{name: "leader/oversized lock key", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{held(pk, secret+":"+strings.Repeat("v", dlm.MaxLeaderValueLen+1))}},
+		{name: "leader/reserved for a candidate", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{reservedFor(w1), held(lk, digest(script.ReservedFor(w1))+"v")}},
+		{name: "leader/readers mark", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{held(pk, script.ReadersMark)}},
+		{name: "leader/reserved prefix with a value", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{held(pk, script.ReservedPrefix+"x:10.0.0.1:80")}},
+		{name: "leader/oversized reserved value", script: script.Leader, keys: lkeys, args: []string{"8", "8"}, setup: []preset{reservedFor(w1)}},
+		{name: "leader/oversized value without TTL", script: script.Leader, keys: lkeys, args: leaderMax, setup: []preset{str(pk, strings.Repeat("v", 1<<20), 0)}},
+
+		// SetLeader: KEYS the election's lock key, its leader key; ARGV the
+		// secret, the value, the flag.
+		{name: "set leader/held", script: script.SetLeader, keys: lkeys, args: []string{secret, "10.0.0.1:80", grants}, setup: []preset{held(pk, secret)}},
+		{name: "set leader/held, quiet", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", quiet}, setup: []preset{held(pk, secret)}},
+		{name: "set leader/replaces another's", script: script.SetLeader, keys: lkeys, args: []string{secret, "", grants}, setup: []preset{held(pk, secret), held(lk, digest(other)+"theirs")}},
+		{name: "set leader/held by another", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{held(pk, other)}},
+		{name: "set leader/absent", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}},
+		{name: "set leader/expired", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{{key: pk, val: secret, expired: true}}},
+		{name: "set leader/held without TTL", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{str(pk, secret, 0)}},
+		{name: "set leader/forged reservation", script: script.SetLeader, keys: lkeys, args: []string{script.ReservedFor(w1), "v", grants}, setup: []preset{reservedFor(w1)}},
 
 		// ServerID.
 		{name: "server id", script: script.ServerID, id: true},

@@ -89,7 +89,11 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	defer watcher.Close()
 	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	obs, err := watcher.Observe(octx, election)
+	watched, err := watcher.Election(election)
+	if err != nil {
+		return err
+	}
+	obs, err := watched.Observe(octx)
 	if err != nil {
 		return err
 	}
@@ -125,11 +129,15 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 			return err
 		}
 		defer m.Close()
+		e, err := m.Election(election)
+		if err != nil {
+			return err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, 3*changeWait)
-			ld, err := m.Campaign(cctx, election, name)
+			ld, err := e.Campaign(cctx, name)
 			cancel() // the leadership does not depend on it
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", name, err)

@@ -98,7 +98,11 @@ func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *r
 		ttl := soakLeaderTTL[r.IntN(len(soakLeaderTTL))] * soakScale()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		start := time.Now()
-		ld, err := m.Campaign(cctx, el, name, dlm.WithTTL(ttl))
+		var ld *dlm.Leadership
+		election, err := m.Election(el, dlm.WithTTL(ttl))
+		if err == nil {
+			ld, err = election.Campaign(cctx, name)
+		}
 		cancel()
 		if err != nil {
 			sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)

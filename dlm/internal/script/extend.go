@@ -72,6 +72,10 @@ const (
 	BatchRead = "r"
 	// BatchPermit is a permit: its KEY is the set of permits.
 	BatchPermit = "p"
+	// BatchLeader is a leadership: its KEYS are the election's lock key
+	// and its leader key ([LeaderKey]). The leader key is extended with
+	// the lock key, and only when the lock key was.
+	BatchLeader = "l"
 )
 
 // BatchLock returns the kind of an [ExtendBatch] entry that extends a lock
@@ -109,9 +113,9 @@ var small = func() (a [257]string) {
 //
 // The entries come in groups of one kind and one TTL, so that what they
 // share is sent once. KEYS: each entry's keys, entry after entry (the lock
-// keys; a reader's lock key and readers' set; a set of permits). ARGV: for
-// each group, in the same order, its kind ([BatchLock], [BatchRead],
-// [BatchPermit]), the TTL (ms), the number of its entries n
+// keys; a reader's lock key and readers' set; a set of permits; an
+// election's lock key and leader key). ARGV: for each group, in the same
+// order, its kind ([BatchLock], [BatchRead], [BatchPermit], [BatchLeader]), the TTL (ms), the number of its entries n
 // ([BatchCount]), then the holder's secret of each of the n entries.
 // Reply: an array of one integer per entry, 1 when extended, 0 otherwise.
 //
@@ -143,6 +147,10 @@ while a <= #ARGV do
       elseif kind == '` + BatchPermit + `' then
         r = extendPermit(KEYS[k], s, ttl)
         k = k + 1
+      elseif kind == '` + BatchLeader + `' then
+        r = extendLock(k, 1, s, ttl)
+        if r == 1 then redis.call('PEXPIRE', KEYS[k + 1], ttl) end
+        k = k + 2
       else
         local n = tonumber(kind)
         r = extendLock(k, n, s, ttl)

@@ -19,7 +19,7 @@ var all = map[string]*driver.Script{
 	"PermitAcquire": PermitAcquire, "GuardedPermitAcquire": GuardedPermitAcquire,
 	"PermitExtend": PermitExtend, "PermitRelease": PermitRelease, "ExtendBatch": ExtendBatch,
 	"Leave":  Leave,
-	"Leader": Leader, "ServerID": ServerID, "ServerProbe": ServerProbe,
+	"Leader": Leader, "SetLeader": SetLeader, "ServerID": ServerID, "ServerProbe": ServerProbe,
 }
 
 // TestScriptHashes checks that every script carries the SHA-1 of its

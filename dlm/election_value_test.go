@@ -1,0 +1,222 @@
+package dlm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/memlock"
+)
+
+// TestLeaderValueIsData checks where a leader's value lives on the nodes:
+// the election's lock key holds the leader's secret alone, and the value
+// is data in the leader key beside it, which lives as long as the
+// leadership — extended with it over several TTLs, so that Leader still
+// reports it — and no longer than a TTL after the leader resigned.
+func TestLeaderValueIsData(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(ttl/10))
+	m := c.manager(t)
+	e, err := m.Election("data", dlm.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ld, err := e.Campaign(ctx, "10.0.0.7:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := electPrefix + "election:{data}"
+	for _, s := range c.servers {
+		v, err := s.Do("GET", key)
+		if secret := fmt.Sprint(v); err != nil || len(secret) != 22 || strings.Contains(secret, "10.0.0.7") {
+			t.Errorf("GET %s on %s = %q, %v; want the leader's secret alone", key, s.Addr(), v, err)
+		}
+		v, err = s.Do("GET", script.LeaderKey(key))
+		if err != nil || !strings.HasSuffix(fmt.Sprint(v), "10.0.0.7:8080") || len(fmt.Sprint(v)) != script.LeaderDigestLen+len("10.0.0.7:8080") {
+			t.Errorf("GET %s on %s = %q, %v; want a digest and the value", script.LeaderKey(key), s.Addr(), v, err)
+		}
+	}
+	// Two TTLs: a leader key that was not extended with the lock key
+	// would have expired.
+	time.Sleep(2 * ttl)
+	select {
+	case <-ld.Lost():
+		t.Fatal("the leadership was lost while extended")
+	default:
+	}
+	if got, err := e.Leader(ctx); err != nil || got != (dlm.Observation{Leader: true, Value: "10.0.0.7:8080"}) {
+		t.Fatalf("Leader after %v = %+v, %v; want the leader and its value", 2*ttl, got, err)
+	}
+	for _, s := range c.servers {
+		v, err := s.Do("PTTL", script.LeaderKey(key))
+		if ms, ok := v.(int64); err != nil || !ok || ms <= 0 || ms > ttl.Milliseconds() {
+			t.Errorf("PTTL of the leader key on %s = %v, %v; want within (0, %d] ms", s.Addr(), v, err, ttl.Milliseconds())
+		}
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Leader(ctx); err != nil || got.Leader {
+		t.Fatalf("Leader after Resign = %+v, %v; want none", got, err)
+	}
+}
+
+// setLeaderFails is a memlock node whose SetLeader fails while fail is set,
+// as a node that times out would; it counts the SetLeader calls.
+type setLeaderFails struct {
+	*memlock.Node
+	fail  *atomic.Bool
+	calls atomic.Int32
+}
+
+func (n *setLeaderFails) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	if s == script.SetLeader {
+		n.calls.Add(1)
+		if n.fail.Load() {
+			return nil, errors.New("read tcp: i/o timeout")
+		}
+	}
+	return n.Node.Eval(ctx, s, keys, args)
+}
+
+// TestCampaignNeedsValueOnQuorum has a candidate win the election's lock
+// on all three nodes while two of them cannot store its value: it never
+// leads (Campaign fails after its tries, each won lock released at once,
+// so a rival need not wait for the TTL), and nobody reads it as the
+// leader. Once the nodes store values again, it leads with its value.
+func TestCampaignNeedsValueOnQuorum(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	fail.Store(true)
+	raw := []*memlock.Node{memlock.NewNode("mem-0:6379"), memlock.NewNode("mem-1:6379"), memlock.NewNode("mem-2:6379")}
+	wrapped := []*setLeaderFails{{Node: raw[0], fail: &fail}, {Node: raw[1], fail: &fail}}
+	m, err := dlm.New([]driver.Node{wrapped[0], wrapped[1], raw[2]}, dlm.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rival, err := dlm.New([]driver.Node{raw[0], raw[1], raw[2]}, dlm.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rival.Close()
+
+	const tries = 3
+	e, err := m.Election("quorum", dlm.WithRetry(tries, dlm.FixedBackoff(time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if ld, err := e.Campaign(ctx, "unstored"); err == nil {
+		ld.Resign(ctx)
+		t.Fatal("Campaign won with its value stored on one node of three")
+	}
+	for i, n := range wrapped {
+		if got := n.calls.Load(); got != tries {
+			t.Errorf("node %d: %d SetLeader calls; want one for each of the %d won locks", i, got, tries)
+		}
+	}
+	if got, err := e.Leader(ctx); err != nil || got.Leader {
+		t.Fatalf("Leader after the failed campaign = %+v, %v; want none", got, err)
+	}
+	// The won locks were released: a rival leads within a second, far
+	// below the TTL.
+	re, err := rival.Election("quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, time.Second)
+	ld, err := re.Campaign(rctx, "rival")
+	rcancel()
+	if err != nil {
+		t.Fatalf("rival's Campaign after the failed one = %v; want the lock free", err)
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	fail.Store(false)
+	ld, err = e.Campaign(ctx, "stored")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(context.Background())
+	if got, err := re.Leader(ctx); err != nil || got != (dlm.Observation{Leader: true, Value: "stored"}) {
+		t.Fatalf("Leader = %+v, %v; want the leader stored", got, err)
+	}
+}
+
+// TestObservePreviousReleaseLeader checks that a leader of the previous
+// release, whose secret carried ':' and its value in the lock key, is read
+// with its value, so that observers may be upgraded before candidates.
+func TestObservePreviousReleaseLeader(t *testing.T) {
+	t.Parallel()
+	c := newElectionCluster(t, 3)
+	m := c.manager(t)
+	e, err := m.Election("upgrade")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := electPrefix + "election:{upgrade}"
+	for _, s := range c.servers[:2] {
+		if _, err := s.Do("SET", key, "AAAAAAAAAAAAAAAAAAAAAA:old-leader:80", "PX", "10000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if got, err := e.Leader(ctx); err != nil || got != (dlm.Observation{Leader: true, Value: "old-leader:80"}) {
+		t.Fatalf("Leader = %+v, %v; want the previous release's leader and its value", got, err)
+	}
+}
+
+// TestElectionRefusesBadInput checks the Election's edge: a name or an
+// option a lock refuses, nil contexts, and a closed manager.
+func TestElectionRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	m, err := memlock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := m.Election("e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilCtx context.Context
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"empty name", func() error { _, err := m.Election(""); return err }(), dlm.ErrInvalid},
+		{"bad TTL", func() error { _, err := m.Election("e", dlm.WithTTL(0)); return err }(), dlm.ErrInvalid},
+		{"campaign nil context", func() error { _, err := e.Campaign(nilCtx, "v"); return err }(), dlm.ErrInvalid},
+		{"observe nil context", func() error { _, err := e.Observe(nilCtx); return err }(), dlm.ErrInvalid},
+		{"leader nil context", func() error { _, err := e.Leader(nilCtx); return err }(), dlm.ErrInvalid},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: err = %v; want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	m.Close()
+	if _, err := m.Election("e"); !errors.Is(err, dlm.ErrClosed) {
+		t.Errorf("Election after Close: err = %v; want ErrClosed", err)
+	}
+	if _, err := e.Leader(context.Background()); !errors.Is(err, dlm.ErrClosed) {
+		t.Errorf("Leader after Close: err = %v; want ErrClosed", err)
+	}
+	if _, err := e.Observe(context.Background()); !errors.Is(err, dlm.ErrClosed) {
+		t.Errorf("Observe after Close: err = %v; want ErrClosed", err)
+	}
+}
