@@ -176,6 +176,16 @@ func (e *Election) win(ctx context.Context, value string) (*Lock, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The acquire requests still under way are waited for first
+		// (each ends by its node timeout): a value sent on another
+		// connection could otherwise reach a node before its grant does,
+		// and be refused there.
+		l.op.Lock()
+		if l.pend != nil {
+			l.pend.Wait()
+			l.pend = nil
+		}
+		l.op.Unlock()
 		start := time.Now()
 		v, _ := e.m.rounds.Poll(ctx, e.setRequest(l, value))
 		until := l.Until()
@@ -203,11 +213,13 @@ func (e *Election) win(ctx context.Context, value string) (*Lock, error) {
 
 // setRequest stores value as the leader's beside l's key on every node
 // ([script.SetLeader]), each within the node timeout, and announces the
-// leader to the observers.
+// leader to the observers. The round waits for every node's answer, not
+// only a quorum's, so that a leader's value is on every node that holds
+// its lock and could store it when Campaign returns.
 func (e *Election) setRequest(l *Lock, value string) *round.Request {
 	req := &round.Request{
 		Op: opLeader, Script: script.SetLeader, Keys: []string{e.rkey, script.LeaderKey(e.rkey)},
-		Args: append(make([]string, 0, 3), l.secret, value), Want: 1, Timeout: e.cfg.timeout(), Early: true,
+		Args: append(make([]string, 0, 3), l.secret, value), Want: 1, Timeout: e.cfg.timeout(),
 	}
 	req.Announce(script.Flag{Mode: script.Loud, Grants: true}, wake.Announcers(0))
 	return req
