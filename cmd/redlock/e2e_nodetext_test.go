@@ -169,7 +169,8 @@ func TestCLINoControlCharsFromNodes(t *testing.T) {
 	}
 	failing := nodes(func([]string) string { return "-ERR " + hostileText + "\r\n" })
 	leading := nodes(func(args []string) string {
-		return "*3\r\n" + bulk(strings.Repeat("ab", 20)) + bulk(hostileText) + ":60000\r\n"
+		// script.Leader's reply: the holder's digest, its PTTL, its value.
+		return "*3\r\n" + bulk(strings.Repeat("ab", 20)) + ":60000\r\n" + bulk(hostileText)
 	})
 	for _, format := range []string{"text", "json"} {
 		for _, level := range []string{"debug", "warn"} {
