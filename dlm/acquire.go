@@ -155,14 +155,14 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
 	var w *waiter
 	if m.waker != nil || cfg.fair != nil {
-		if w, err = m.newWaiter(); err != nil {
+		if w, err = newWaiter(m.id, m.wallNow()); err != nil {
 			return nil, 0, err
 		}
 		defer func() {
 			// Nodes that did not grant may keep a place for us, also
 			// from replies that came after the outcome was known.
 			if l == nil && w.placed {
-				m.leave(ctx, cfg, rkeys, w)
+				m.rounds.leave(ctx, cfg, rkeys, w)
 			}
 		}()
 	}

@@ -56,7 +56,7 @@ func fencedKeys(rkeys []string) []string {
 // Otherwise the granting nodes below it raise their counters to it, again
 // only while they still hold our keys. It returns the token and the number
 // of nodes that hold it, which must be a quorum.
-func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote) (fence int64, holding int) {
+func (q *quorumRounds) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote) (fence int64, holding int) {
 	var below []bool
 	for _, f := range v.Fences {
 		fence = max(fence, f)
@@ -72,10 +72,10 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 			below[i] = true
 		}
 	}
-	if holding >= round.Majority(len(m.nodes)) || below == nil {
+	if holding >= round.Majority(len(q.nodes)) || below == nil {
 		return fence, holding
 	}
-	raised, _ := m.rounds.Poll(ctx, &round.Request{
+	raised, _ := q.Poll(ctx, &round.Request{
 		Op: opLock, Script: script.RaiseFence, Keys: fencedKeys(rkeys),
 		Args: []string{secret, strconv.FormatInt(fence, 10)},
 		Want: 1, Timeout: cfg.timeout(), Only: below,

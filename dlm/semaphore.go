@@ -71,7 +71,7 @@ func (m *Manager) Semaphore(name string, limit int, opts ...SemaphoreOption) (*S
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkTag(name, cfg.redisKey(name)); err != nil {
+	if err := m.nodes.checkTag(name, cfg.redisKey(name)); err != nil {
 		return nil, err
 	}
 	n := len(m.nodes)

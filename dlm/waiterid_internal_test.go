@@ -16,7 +16,7 @@ func TestWaiterIDIsWakeID(t *testing.T) {
 	if !wake.ValidManagerID(m.id) {
 		t.Errorf("manager id %q: not a valid manager id", m.id)
 	}
-	w, err := m.newWaiter()
+	w, err := newWaiter(m.id, m.wallNow())
 	if err != nil {
 		t.Fatal(err)
 	}
