@@ -87,7 +87,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		attempts = 1
 	)
 	switch {
-	case c.kind == nil && wait && cfg.tries == 0 && cfg.fair == nil:
+	case c.kind == nil && wait && cfg.retry.tries == 0 && cfg.fair == nil:
 		// Callers that wait without a retry budget queue in the manager
 		// first: only the head of the queue sends requests. (With fairness
 		// each takes its own place in the nodes' lines instead.) The queue keeps
@@ -190,9 +190,9 @@ func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiti
 		Want: 1, Timeout: cfg.timeout(), Early: true,
 	}
 	mix := 0
-	if cfg.fencing {
+	if cfg.fencing.on {
 		req.Keys = fencedKeys(rkeys)
-		req.Args = append(req.Args, fenceExpiryArg(cfg))
+		req.Args = append(req.Args, cfg.fencing.expiryArg())
 		mix |= 1
 	}
 	req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LinesOf(rkeys)...)

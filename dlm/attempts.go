@@ -27,7 +27,7 @@ import (
 //
 // It stops at the first error that is no [QuorumError] (a lock or nil
 // error, ErrClosed, a bad option), when ctx ends (a *waitError that wraps
-// ctx's error and the last attempt's QuorumError), after cfg.tries
+// ctx's error and the last attempt's QuorumError), after cfg.retry.tries
 // attempts, and at a refusal that waiting cannot mend (passwords, ACLs).
 func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock, attempt int, err error) {
 	var (
@@ -71,7 +71,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		if err == nil || !found {
 			return l, attempt, err
 		}
-		if cfg.tries > 0 && attempt >= cfg.tries {
+		if cfg.retry.gaveUp(attempt) {
 			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
 		}
 		if qerr.misconfigured() {
@@ -99,7 +99,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 			// name nobody: hear those too.
 			m.waker.Widen(w, c.wake())
 		}
-		wait := jitter(cfg.backoff(attempt))
+		wait := jitter(cfg.retry.backoff(attempt))
 		if c.waiter != nil && c.waiter.placed {
 			if cfg.maxWait() > 0 {
 				wait = min(wait, cfg.maxWait()) // renew the fair place in time

@@ -106,7 +106,7 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		}
 		w.heldFor, w.unnamed = time.Duration(v.Left)*time.Millisecond, v.Open
 	}
-	if cfg.fencing && v.Yes >= q {
+	if cfg.fencing.on && v.Yes >= q {
 		token, v.Yes = m.rounds.settleFence(ctx, cfg, c.rkeys, secret, v)
 	}
 	return token

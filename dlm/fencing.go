@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
@@ -28,7 +29,14 @@ import (
 // late, has its counters at 0, and later grants can get a token equal to or
 // below an earlier one's (docs/fencing.md).
 func WithFencing() Option {
-	return optionFunc(func(c *config) { c.fencing = true })
+	return optionFunc(func(c *config) { c.fencing.on = true })
+}
+
+// fencing is whether grants carry fencing tokens ([WithFencing]) and how
+// long their counters live ([WithFenceExpiry], fenceexpiry.go).
+type fencing struct {
+	on     bool
+	expiry time.Duration // 0: counters never expire
 }
 
 // grantID derives a grant's id from its secret: 53 bits of a SHA-256

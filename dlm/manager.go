@@ -112,11 +112,7 @@ func New(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	m.rounds = newQuorumRounds(round.New(m.work, m.nodes.calls(), m.nodes.nodeError, ErrNodeRestarted), m.nodes, m.work, m.done)
 	m.extender = newExtender(m)
 	if len(nodes)%2 == 0 {
-		logger := cfg.logger
-		if !cfg.loggerSet {
-			logger = slog.Default()
-		}
-		logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
+		cfg.warnLogger().Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
 			slog.Int("nodes", len(nodes)), slog.Int("quorum", round.Majority(len(nodes))))
 	}
 	return m, nil

@@ -33,7 +33,7 @@ func (q *quorumRounds) resumeToken(ctx context.Context, cfg *config, kind *lease
 		return 0, fmt.Errorf("%w: resume %q: the Handle's fencing token is not below 2^53, which no grant reaches", ErrInvalid, key)
 	case kind != nil:
 		return 0, fmt.Errorf("%w: resume %q: the Handle of a %s carries a fencing token, which leases never have", ErrInvalid, key, kind.what)
-	case !cfg.fencing:
+	case !cfg.fencing.on:
 		return 0, fmt.Errorf("%w: resume %q: the Handle carries a fencing token: resume a fenced lock WithFencing", ErrInvalid, key)
 	}
 	v, counters := q.readFence(ctx, cfg, rkeys, h.Secret)

@@ -513,7 +513,7 @@ func (s *servers) logServer(i int, err error) {
 	if s.opening.Load() {
 		return // Open returns it
 	}
-	if logger := s.warnLogger(); logger != nil {
+	if logger := s.cfg.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes are one server; the duplicate's answers do not count",
 			slog.String("node", s.nodes[i].addr), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
 	}
@@ -523,19 +523,10 @@ func (s *servers) logServer(i int, err error) {
 // said one run_id, and j failed to confirm it. It is logged during Open
 // too, which does not fail for it.
 func (s *servers) logPlaceTaken(i, j int) {
-	if logger := s.warnLogger(); logger != nil {
+	if logger := s.cfg.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes said one run_id, and the one that said it first did not confirm it: the other counts in its place until it proves to be another server",
 			slog.String("node", s.nodes[i].addr), slog.String("in_place_of", s.nodes[j].addr))
 	}
-}
-
-// warnLogger is where warnings about the nodes go: WithLogger's logger, or
-// slog.Default without it.
-func (s *servers) warnLogger() *slog.Logger {
-	if !s.cfg.loggerSet {
-		return slog.Default()
-	}
-	return s.cfg.logger
 }
 
 // admitCall runs next on node i once the node is admitted (see

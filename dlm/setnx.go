@@ -105,7 +105,7 @@ func (p *plainAcquire) slot(key string) *atomic.Int64 {
 // none of whose nodes can, never may. (WithReplicaAck is the manager's
 // option only: cfg has the manager's.)
 func (p *plainAcquire) usable(cfg *config, rkeys []string, w *waiter) bool {
-	return p != nil && len(rkeys) == 1 && !cfg.fencing && cfg.fair == nil && (w == nil || !w.placed) && cfg.restartGuard == 0 &&
+	return p != nil && len(rkeys) == 1 && !cfg.fencing.on && cfg.fair == nil && (w == nil || !w.placed) && cfg.restartGuard == 0 &&
 		cfg.replicaAck == nil && p.slot(rkeys[0]).Load() <= p.now()
 }
 

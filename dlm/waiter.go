@@ -127,7 +127,7 @@ func (c *config) placeLife(attempt int) time.Duration {
 	if c.fair != nil {
 		return c.fair.expiry()
 	}
-	return max(DefaultPlaceExpiry, 2*c.backoff(attempt))
+	return max(DefaultPlaceExpiry, 2*c.retry.backoff(attempt))
 }
 
 // untilTurn is how long a placed waiter refused by a holder waits before
