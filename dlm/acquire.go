@@ -86,7 +86,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		attempts = 1
 	)
 	switch {
-	case c.kind == nil && wait && cfg.tries == 0 && cfg.fair == nil:
+	case c.kind == nil && wait && cfg.retry.tries == 0 && cfg.fair == nil:
 		// Callers that wait without a retry budget queue in the manager
 		// first: only the head of the queue sends requests. (With fairness
 		// each takes its own place in the nodes' lines instead.) The queue keeps
@@ -123,7 +123,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 // takes the lock handed over by the caller before it, or competes for it on
 // the nodes with lockLoop.
 func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []string) (*Lock, int, error) {
-	t, h, err := m.local.enter(ctx, m.done, cfg, keyName(keys), rkeys)
+	t, h, err := m.waits.local.enter(ctx, m.life.done, cfg, keyName(keys), rkeys)
 	switch {
 	case h != nil:
 		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}}
@@ -153,15 +153,15 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 // head of the manager's queue, nil outside it.
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
 	var w *waiter
-	if m.waker != nil || cfg.fair != nil {
-		if w, err = m.newWaiter(); err != nil {
+	if m.waits.waker != nil || cfg.fair != nil {
+		if w, err = newWaiter(m.waits.id, m.wallNow()); err != nil {
 			return nil, 0, err
 		}
 		defer func() {
 			// Nodes that did not grant may keep a place for us, also
 			// from replies that came after the outcome was known.
 			if l == nil && w.placed {
-				m.leave(ctx, cfg, rkeys, w)
+				m.rounds.leave(ctx, cfg, rkeys, w)
 			}
 		}()
 	}
@@ -189,9 +189,9 @@ func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiti
 		Want: 1, Timeout: cfg.timeout(), Early: true,
 	}
 	mix := 0
-	if cfg.fencing {
+	if cfg.fencing.on {
 		req.Keys = fencedKeys(rkeys)
-		req.Args = append(req.Args, fenceExpiryArg(cfg))
+		req.Args = append(req.Args, cfg.fencing.expiryArg())
 		mix |= 1
 	}
 	req.Keys = append(req.Keys[:len(req.Keys):len(req.Keys)], script.LinesOf(rkeys)...)

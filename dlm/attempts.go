@@ -27,7 +27,7 @@ import (
 //
 // It stops at the first error that is no [QuorumError] (a lock or nil
 // error, ErrClosed, a bad option), when ctx ends (a *waitError that wraps
-// ctx's error and the last attempt's QuorumError), after cfg.tries
+// ctx's error and the last attempt's QuorumError), after cfg.retry.tries
 // attempts, and at a refusal that waiting cannot mend (passwords, ACLs).
 func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock, attempt int, err error) {
 	var (
@@ -71,7 +71,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		if err == nil || !found {
 			return l, attempt, err
 		}
-		if cfg.tries > 0 && attempt >= cfg.tries {
+		if cfg.retry.gaveUp(attempt) {
 			return nil, attempt, fmt.Errorf("dlm: gave up after %d attempts: %w", attempt, err)
 		}
 		if qerr.misconfigured() {
@@ -81,8 +81,8 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		// A waiter listens once refused by another holder, or once it has a
 		// place in the nodes' lines, whatever kept its attempt short: a
 		// release may hand it the keys, and name it.
-		if w == nil && m.waker != nil && (errors.Is(err, ErrNotObtained) || c.waiter != nil && c.waiter.placed) {
-			if w = m.waker.Watch(c.wake(), c.waiter.waiterID(), c.quorum(len(m.nodes))); w != nil && !w.ListeningSince(began) {
+		if w == nil && m.waits.waker != nil && (errors.Is(err, ErrNotObtained) || c.waiter != nil && c.waiter.placed) {
+			if w = m.waits.waker.Watch(c.wake(), c.waiter.waiterID(), c.quorum(len(m.nodes))); w != nil && !w.ListeningSince(began) {
 				// A release announced before the subscription was made
 				// went unheard: try again at once. (Channels the manager
 				// listened on before this attempt began, as another
@@ -97,9 +97,9 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 		if c.waiter != nil && c.waiter.unnamed {
 			// Others wait on the broadcast channels, whose releases may
 			// name nobody: hear those too.
-			m.waker.Widen(w, c.wake())
+			m.waits.waker.Widen(w, c.wake())
 		}
-		wait := jitter(cfg.backoff(attempt))
+		wait := jitter(cfg.retry.backoff(attempt))
 		if c.waiter != nil && c.waiter.placed {
 			if cfg.maxWait() > 0 {
 				wait = min(wait, cfg.maxWait()) // renew the fair place in time
@@ -115,7 +115,7 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 			timer.Reset(wait)
 		}
 		last := wake.Attempt{Took: took, Woken: woken, Contended: qerr.For > 0, Grace: cfg.timeout()}
-		if woken, err = w.Wait(ctx, m.done, timer, last); err != nil {
+		if woken, err = w.Wait(ctx, m.life.done, timer, last); err != nil {
 			if errors.Is(err, wake.ErrDone) {
 				err = ErrClosed
 			}

@@ -62,6 +62,23 @@ func WithAutoExtend(a AutoExtend) Option {
 	return optionFunc(func(c *config) { c.autoExtend = &a })
 }
 
+// extension is how a lock is kept extended: [WithAutoExtend]'s settings,
+// and whether the extension ends with the call's context.
+type extension struct {
+	autoExtend *AutoExtend // nil: off
+	// extendWithCtx ends auto-extension with the context of the call that
+	// took the lock, as Do wants; otherwise it outlives that context.
+	extendWithCtx bool
+}
+
+// validate checks WithAutoExtend's settings, when given.
+func (e *extension) validate() error {
+	if e.autoExtend == nil {
+		return nil
+	}
+	return e.autoExtend.validate()
+}
+
 func (a *AutoExtend) validate() error {
 	switch {
 	case a.Remaining < 0 || a.Remaining >= 1 || a.Remaining != a.Remaining:

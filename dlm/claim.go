@@ -74,7 +74,7 @@ func (c *claim) request(m *Manager, cfg *config, secret string, waiting bool) *r
 		return c.kind.acquireRequest(cfg, c.rkeys, secret)
 	}
 	req := acquireRequest(cfg, c.rkeys, secret, c.waiter, waiting)
-	req.Plain = m.plainUsable(cfg, c.rkeys, c.waiter)
+	req.Plain = m.plain.usable(cfg, c.rkeys, c.waiter)
 	return req
 }
 
@@ -97,7 +97,7 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		return 0
 	}
 	if v.No > 0 {
-		m.contend(c.rkeys)
+		m.plain.contend(c.rkeys)
 	}
 	if w := c.waiter; w != nil {
 		if v.No > 0 || v.Ticket > 0 {
@@ -105,8 +105,8 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		}
 		w.heldFor, w.unnamed = time.Duration(v.Left)*time.Millisecond, v.Open
 	}
-	if cfg.fencing && v.Yes >= q {
-		token, v.Yes = m.settleFence(ctx, cfg, c.rkeys, secret, v)
+	if cfg.fencing.on && v.Yes >= q {
+		token, v.Yes = m.rounds.settleFence(ctx, cfg, c.rkeys, secret, v)
 	}
 	return token
 }

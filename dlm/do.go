@@ -116,9 +116,9 @@ func (l *Lock) run(ctx context.Context, start time.Time, fn func(ctx context.Con
 var errFnAborted = errors.New("dlm: Do's function did not return: it panicked or called runtime.Goexit")
 
 // emitDone sends the [EventDone] of a Do call that started at start.
-func (c *config) emitDone(ctx context.Context, keys []string, start time.Time, token uint64, err error) {
-	if c.wants(ctx, EventDone, err) {
-		c.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Token: token, Err: err})
+func (lg *logging) emitDone(ctx context.Context, keys []string, start time.Time, token uint64, err error) {
+	if lg.wants(ctx, EventDone, err) {
+		lg.emit(ctx, &Event{Kind: EventDone, Op: opDo, Key: keyName(keys), Start: start, Duration: time.Since(start), Token: token, Err: err})
 	}
 }
 

@@ -195,15 +195,15 @@ func (e *Election) win(ctx context.Context, value string) (*Lock, error) {
 		qerr := l.failure(&v, opLeader, !time.Now().Before(until))
 		e.cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLeader, Key: e.name, Start: start, Duration: time.Since(start), Err: qerr}, e.m.nodes)
 		l.Unlock(context.WithoutCancel(ctx))
-		if e.cfg.tries > 0 && failed+1 >= e.cfg.tries {
+		if e.cfg.retry.gaveUp(failed + 1) {
 			return nil, qerr
 		}
-		t := time.NewTimer(jitter(e.cfg.backoff(failed + 1)))
+		t := time.NewTimer(jitter(e.cfg.retry.backoff(failed + 1)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, attemptStopped(ctx, "campaign", e.name, &v, qerr)
-		case <-e.m.done:
+		case <-e.m.life.done:
 			t.Stop()
 			return nil, ErrClosed
 		case <-t.C:

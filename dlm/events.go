@@ -130,34 +130,34 @@ func eventLevel(k EventKind, err error) slog.Level {
 
 // wants reports whether an event of kind k would be observed or logged, so
 // that callers build events only then.
-func (c *config) wants(ctx context.Context, k EventKind, err error) bool {
-	return c.hook != nil || c.logger.Enabled(ctx, eventLevel(k, err))
+func (lg *logging) wants(ctx context.Context, k EventKind, err error) bool {
+	return lg.hook != nil || lg.logger.Enabled(ctx, eventLevel(k, err))
 }
 
 // emit sends e to the hook and the logger.
-func (c *config) emit(ctx context.Context, e *Event) {
-	ctx = c.observe(ctx, e)
-	c.log(ctx, e)
+func (lg *logging) emit(ctx context.Context, e *Event) {
+	ctx = lg.observe(ctx, e)
+	lg.log(ctx, e)
 }
 
 // observe sends e to the hook, and returns the context to log it with.
-func (c *config) observe(ctx context.Context, e *Event) context.Context {
+func (lg *logging) observe(ctx context.Context, e *Event) context.Context {
 	if ctx.Done() != nil {
 		// The event reports what happened, also to an operation whose
 		// context ended: observers get its values (a trace's span), not
 		// its end, under which some drop what they record.
 		ctx = context.WithoutCancel(ctx)
 	}
-	if c.hook != nil {
-		c.hook.OnEvent(ctx, e)
+	if lg.hook != nil {
+		lg.hook.OnEvent(ctx, e)
 	}
 	return ctx
 }
 
 // log sends e to the logger, if it wants it.
-func (c *config) log(ctx context.Context, e *Event) {
+func (lg *logging) log(ctx context.Context, e *Event) {
 	level := eventLevel(e.Kind, e.Err)
-	if !c.logger.Enabled(ctx, level) {
+	if !lg.logger.Enabled(ctx, level) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
@@ -181,24 +181,24 @@ func (c *config) log(ctx context.Context, e *Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))
 	}
-	c.logger.LogAttrs(ctx, level, "dlm: "+e.Op+" "+e.Kind.String(), attrs...)
+	lg.logger.LogAttrs(ctx, level, "dlm: "+e.Op+" "+e.Kind.String(), attrs...)
 }
 
 // emitVote sends the node failures of a vote, then ev with the vote filled
 // in, if anyone is listening.
-func (c *config) emitVote(ctx context.Context, v *round.Vote, ev Event, nodes []*node) {
-	if v.Errs != nil && c.wants(ctx, EventNodeError, nil) {
+func (lg *logging) emitVote(ctx context.Context, v *round.Vote, ev Event, nodes []*node) {
+	if v.Errs != nil && lg.wants(ctx, EventNodeError, nil) {
 		for i, err := range v.Errs {
 			if err != nil {
-				c.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: nodes[i].addr, Start: ev.Start, Duration: ev.Duration, Err: err})
+				lg.emit(ctx, &Event{Kind: EventNodeError, Op: ev.Op, Key: ev.Key, Node: nodes[i].addr, Start: ev.Start, Duration: ev.Duration, Err: err})
 			}
 		}
 	}
-	if c.wants(ctx, ev.Kind, ev.Err) {
+	if lg.wants(ctx, ev.Kind, ev.Err) {
 		e := ev // a copy, so that ev stays off the heap when nobody listens
 		e.For, e.Against, e.Failed = v.Yes, v.No, v.Failed
 		e.NodeErrors = voteErrors(v, nodes)
-		c.emit(ctx, &e)
+		lg.emit(ctx, &e)
 	}
 }
 

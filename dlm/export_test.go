@@ -40,10 +40,10 @@ const (
 
 // WakeIgnored returns how many malformed wake messages m's waker ignored.
 func WakeIgnored(m *Manager) uint64 {
-	if m.waker == nil {
+	if m.waits.waker == nil {
 		return 0
 	}
-	return m.waker.Ignored()
+	return m.waits.waker.Ignored()
 }
 
 // A forged call: one of the scripts that compare a lock key's value with

@@ -66,7 +66,7 @@ func (l *Lock) extendable(now time.Time) error {
 	switch {
 	case l.released:
 		err = fmt.Errorf("dlm: extend %s: already unlocked: %w", l.subject(), ErrNotHeld)
-	case l.m.closed.Load():
+	case l.m.life.closed.Load():
 		err = ErrClosed
 	case l.lostErr != nil:
 		err = l.lostErr

@@ -111,7 +111,7 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 // run yet. a is in no round ([extender.release]).
 func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late time.Duration) {
 	x.mu.Lock()
-	if a.state != autoIdle || x.m.closed.Load() {
+	if a.state != autoIdle || x.m.life.closed.Load() {
 		x.mu.Unlock()
 		x.stop(a.l)
 		return
@@ -127,9 +127,9 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late t
 	switch {
 	case spawn:
 		for _, n := range x.m.nodes {
-			x.m.work.Spawn(n.sender.run)
+			x.m.life.work.Spawn(n.sender.run)
 		}
-		x.m.work.Spawn(x.run)
+		x.m.life.work.Spawn(x.run)
 	case poke:
 		select {
 		case x.wake <- struct{}{}:
@@ -212,7 +212,7 @@ func (x *extender) run() {
 			fired = t.C
 		}
 		select {
-		case <-x.m.done:
+		case <-x.m.life.done:
 			return
 		case <-x.wake:
 		case <-fired:

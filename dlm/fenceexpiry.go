@@ -23,23 +23,25 @@ import (
 // than the longest a resource may go between writes of one key
 // (docs/fencing.md). It applies to calls with fencing only.
 func WithFenceExpiry(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.fenceExpiry = d })
+	return optionFunc(func(c *config) { c.fencing.expiry = d })
 }
 
-func (c *config) validateFenceExpiry() error {
+// validate checks the counters' expiry against ttl, the TTL of the same
+// options.
+func (f *fencing) validate(ttl time.Duration) error {
 	switch {
-	case c.fenceExpiry < 0:
-		return fmt.Errorf("%w: fence expiry %v: want a positive duration, or 0 for counters that never expire", ErrInvalid, c.fenceExpiry)
-	case c.fenceExpiry > 0 && c.fenceExpiry < c.ttl:
-		return fmt.Errorf("%w: fence expiry %v is shorter than the TTL %v", ErrInvalid, c.fenceExpiry, c.ttl)
+	case f.expiry < 0:
+		return fmt.Errorf("%w: fence expiry %v: want a positive duration, or 0 for counters that never expire", ErrInvalid, f.expiry)
+	case f.expiry > 0 && f.expiry < ttl:
+		return fmt.Errorf("%w: fence expiry %v is shorter than the TTL %v", ErrInvalid, f.expiry, ttl)
 	}
 	return nil
 }
 
-// fenceExpiryArg is the fenced acquire scripts' ARGV[3].
-func fenceExpiryArg(c *config) string {
-	if c.fenceExpiry <= 0 {
+// expiryArg is the fenced acquire scripts' ARGV[3].
+func (f *fencing) expiryArg() string {
+	if f.expiry <= 0 {
 		return "0"
 	}
-	return ttlMillis(c.fenceExpiry)
+	return ttlMillis(f.expiry)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
@@ -28,7 +29,14 @@ import (
 // late, has its counters at 0, and later grants can get a token equal to or
 // below an earlier one's (docs/fencing.md).
 func WithFencing() Option {
-	return optionFunc(func(c *config) { c.fencing = true })
+	return optionFunc(func(c *config) { c.fencing.on = true })
+}
+
+// fencing is whether grants carry fencing tokens ([WithFencing]) and how
+// long their counters live ([WithFenceExpiry], fenceexpiry.go).
+type fencing struct {
+	on     bool
+	expiry time.Duration // 0: counters never expire
 }
 
 // grantID derives a grant's id from its secret: 53 bits of a SHA-256
@@ -56,7 +64,7 @@ func fencedKeys(rkeys []string) []string {
 // Otherwise the granting nodes below it raise their counters to it, again
 // only while they still hold our keys. It returns the token and the number
 // of nodes that hold it, which must be a quorum.
-func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote) (fence int64, holding int) {
+func (q *quorumRounds) settleFence(ctx context.Context, cfg *config, rkeys []string, secret string, v *round.Vote) (fence int64, holding int) {
 	var below []bool
 	for _, f := range v.Fences {
 		fence = max(fence, f)
@@ -72,10 +80,10 @@ func (m *Manager) settleFence(ctx context.Context, cfg *config, rkeys []string, 
 			below[i] = true
 		}
 	}
-	if holding >= round.Majority(len(m.nodes)) || below == nil {
+	if holding >= round.Majority(len(q.nodes)) || below == nil {
 		return fence, holding
 	}
-	raised, _ := m.rounds.Poll(ctx, &round.Request{
+	raised, _ := q.Poll(ctx, &round.Request{
 		Op: opLock, Script: script.RaiseFence, Keys: fencedKeys(rkeys),
 		Args: []string{secret, strconv.FormatInt(fence, 10)},
 		Want: 1, Timeout: cfg.timeout(), Only: below,

@@ -67,7 +67,7 @@ type terms struct {
 
 // terms returns the terms of the locks obtained under c.
 func (c *config) terms() terms {
-	return terms{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing}
+	return terms{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing.on}
 }
 
 // handover is a held lock handed from one caller to the next: its grant,
@@ -245,13 +245,13 @@ func (t *turn) leave() {
 // Invariant: the receiver then holds no more than its own grant would have
 // given: keys set on a quorum with its TTL (less than handOverSlice ago),
 // and the validity that grant proves, its TTL less its drift allowance
-// ([config.validity]). Its Until never exceeds what the nodes' TTL proves,
+// ([timing.validity]). Its Until never exceeds what the nodes' TTL proves,
 // and the keys never outlive its TTL. A lock that fails any condition is
 // released on the nodes, and the next caller competes there on its own
 // terms.
 func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
 	t := l.turn
-	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing || l.extended || t == nil {
+	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing.on || l.extended || t == nil {
 		return false
 	}
 	t.qs.mu.Lock()

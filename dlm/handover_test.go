@@ -11,9 +11,9 @@ import (
 // queued returns how many of m's callers wait in line for key behind the
 // one at its head, or -1 when none is at its head.
 func queued(m *Manager, key string) int {
-	m.local.mu.Lock()
-	defer m.local.mu.Unlock()
-	if q := m.local.queues[key]; q != nil && q.busy {
+	m.waits.local.mu.Lock()
+	defer m.waits.local.mu.Unlock()
+	if q := m.waits.local.queues[key]; q != nil && q.busy {
 		return len(q.waiters)
 	}
 	return -1
@@ -72,7 +72,7 @@ func TestLocalQueueOrder(t *testing.T) {
 			t.Fatalf("grants went to waiters %v; want the order they arrived in, 0 to %d", order, waiters-1)
 		}
 	}
-	if n := len(m.local.queues); n != 0 {
+	if n := len(m.waits.local.queues); n != 0 {
 		t.Errorf("%d local queues left after every caller unlocked; want none", n)
 	}
 }

@@ -100,7 +100,7 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, r
 // release releases l on every node, by the scripts of its kind.
 func (l *Lock) release(ctx context.Context) round.Vote {
 	if l.kind == nil {
-		return l.m.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiterID)
+		return l.m.rounds.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiterID)
 	}
 	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, true))
 	return v
@@ -169,8 +169,9 @@ func (k *leaseKind) handle() (lease string, limit, q int) {
 	return "permit", k.limit, k.need
 }
 
-// resumeKind returns the lease kind h describes, nil for the mutex.
-func (m *Manager) resumeKind(h Handle) (*leaseKind, error) {
+// resumeKind returns the lease kind h describes, nil for the mutex, to be
+// resumed by a manager of the given number of nodes.
+func resumeKind(h Handle, nodes int) (*leaseKind, error) {
 	switch h.Lease {
 	case "":
 		return nil, nil
@@ -183,7 +184,7 @@ func (m *Manager) resumeKind(h Handle) (*leaseKind, error) {
 		if len(h.Keys) != 1 || h.Limit < 1 || h.Limit > MaxPermits {
 			return nil, fmt.Errorf("%w: Handle of a permit: %d keys, limit %d; want 1 key and a limit from 1 to %d", ErrInvalid, len(h.Keys), h.Limit, MaxPermits)
 		}
-		q, err := permitQuorum(len(m.nodes), h.Limit, h.Quorum)
+		q, err := permitQuorum(nodes, h.Limit, h.Quorum)
 		if err != nil {
 			return nil, err
 		}

@@ -143,7 +143,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("dlm: unlock %s: already unlocked: %w", l.subject(), ErrNotHeld)
 	}
-	if l.m.closed.Load() {
+	if l.m.life.closed.Load() {
 		l.mu.Unlock()
 		l.leaveTurn()
 		return ErrClosed

@@ -23,33 +23,40 @@ import (
 // within its validity time. With one node it is the plain single-instance
 // lock. A Manager is safe for concurrent use; create one and share it.
 type Manager struct {
-	// id begins the ids of the manager's waiters, by which the releases
-	// name them on the manager's own wake channels.
-	id     string
-	nodes  []*node // by node number
-	owned  bool    // Close closes the nodes (they came from Open)
-	cfg    config
-	closed atomic.Bool
-	done   chan struct{} // closed by Close
-	work   *round.Pool   // the goroutines of node requests and of the background work
-	// rounds sends requests to the nodes and counts their votes.
-	rounds *round.Round
+	cfg   config
+	nodes nodeSet // by node number
+	// life is whether the manager is closed, and the work that ends when
+	// it is.
+	life lifetime
+	// rounds sends requests to the nodes and counts their votes
+	// (quorum.go).
+	rounds *quorumRounds
+	// waits is how the manager's callers wait (waiter.go).
+	waits waiting
 	// extender keeps the auto-extended locks extended (extender.go).
 	extender *extender
-	local    localQueues
-	waker    *wake.Waker // nil when no node implements driver.Subscriber
-	// wallNow reads the wall clock for Handle and Resume; tests step it.
-	wallNow func() time.Time
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
 	// servers compares what the nodes' servers say they are, so that one
 	// server named twice never counts twice (sameserver.go); each node
 	// keeps what its own said.
-	servers servers
+	servers *servers
+	// wallNow reads the wall clock for Handle and Resume, and for the
+	// tickets of the waiters; tests step it.
+	wallNow func() time.Time
 	// warnedPermits is set once a semaphore whose permits need every node
 	// was logged (semaphore.go).
 	warnedPermits atomic.Bool
+}
+
+// lifetime is a manager's life: whether it is closed, and the work that
+// ends when it is.
+type lifetime struct {
+	closed atomic.Bool
+	done   chan struct{} // closed by Close
+	work   *round.Pool   // the goroutines of node requests and of the background work
+	owned  bool          // Close closes the nodes (they came from Open)
 }
 
 // New returns a Manager over nodes, which must be distinct Redis masters
@@ -71,7 +78,7 @@ func New(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{nodes: make([]*node, len(nodes)), cfg: cfg, done: make(chan struct{}), wallNow: time.Now, work: round.NewPool()}
+	m := &Manager{nodes: make(nodeSet, len(nodes)), cfg: cfg, life: lifetime{done: make(chan struct{}), work: round.NewPool()}, wallNow: time.Now}
 	seen := make(map[string]int, len(nodes))
 	for i, d := range nodes {
 		if d == nil {
@@ -84,27 +91,24 @@ func New(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 		seen[n.addr] = i
 		m.nodes[i] = n
 	}
-	if err := m.checkAck(); err != nil {
+	if err := m.nodes.checkAck(m.cfg.replicaAck); err != nil {
 		return nil, err
 	}
 	id, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
-	m.id = id[:script.ManagerIDLen]
-	m.waker = wake.New(m.id, driverNodes(m.nodes), m.work.Spawn, m.cfg.timeout(), m.cfg.logger)
+	m.waits.id = id[:script.ManagerIDLen]
+	m.waits.waker = wake.New(m.waits.id, m.nodes.drivers(), m.life.work.Spawn, m.cfg.timeout(), m.cfg.logger)
 	m.plain = newPlainAcquire(m.nodes)
+	m.servers = newServers(m.nodes, &m.cfg, m.life.work, m.life.done)
 	for _, n := range m.nodes {
-		n.call = m.nodeCall(n)
+		n.call = nodeCall(n, m.cfg.replicaAck, m.plain, m.servers)
 	}
-	m.rounds = round.New(m.work, calls(m.nodes), m.nodeError, ErrNodeRestarted)
+	m.rounds = newQuorumRounds(round.New(m.life.work, m.nodes.calls(), m.nodes.nodeError, ErrNodeRestarted), m.nodes, m.life.work, m.life.done)
 	m.extender = newExtender(m)
 	if len(nodes)%2 == 0 {
-		logger := cfg.logger
-		if !cfg.loggerSet {
-			logger = slog.Default()
-		}
-		logger.Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
+		cfg.warnLogger().Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
 			slog.Int("nodes", len(nodes)), slog.Int("quorum", round.Majority(len(nodes))))
 	}
 	return m, nil
@@ -171,10 +175,10 @@ func openNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 		closeAll(nodes)
 		return nil, err
 	}
-	m.owned = true
-	m.askServers()
+	m.life.owned = true
+	m.servers.askServers()
 	m.servers.opening.Store(true)
-	err = m.identifyAll(m.cfg.timeout())
+	err = m.servers.identifyAll(m.cfg.timeout())
 	m.servers.opening.Store(false)
 	if err != nil {
 		m.Close()
@@ -189,27 +193,23 @@ func openNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 // closes the nodes the Manager opened ([Open]), not those given to [New].
 // Locks still held are left to expire by their TTL; unlock them first.
 func (m *Manager) Close() error {
-	if m.closed.Swap(true) {
+	if m.life.closed.Swap(true) {
 		return nil
 	}
-	close(m.done)
-	if m.waker != nil {
-		m.waker.Close()
+	close(m.life.done)
+	if m.waits.waker != nil {
+		m.waits.waker.Close()
 	}
-	m.work.Stop()
-	if !m.owned {
+	m.life.work.Stop()
+	if !m.life.owned {
 		return nil
 	}
-	return closeAll(driverNodes(m.nodes))
+	return closeAll(m.nodes.drivers())
 }
 
 // Nodes returns the addresses of the manager's nodes, in order.
 func (m *Manager) Nodes() []string {
-	addrs := make([]string, len(m.nodes))
-	for i, n := range m.nodes {
-		addrs[i] = n.addr
-	}
-	return addrs
+	return m.nodes.addrs()
 }
 
 // checkNotBareAddr refuses a node given as a bare address, such as
@@ -245,7 +245,7 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 	if ctx == nil {
 		return config{}, nil, fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
-	if m.closed.Load() {
+	if m.life.closed.Load() {
 		return config{}, nil, ErrClosed
 	}
 	cfg, err := m.cfg.with(opts)
@@ -258,11 +258,11 @@ func (m *Manager) prepare(ctx context.Context, keys []string, opts []Option) (co
 			return cfg, nil, err
 		}
 		rkeys[i] = cfg.redisKey(k)
-		if err := m.checkTag(k, rkeys[i]); err != nil {
+		if err := m.nodes.checkTag(k, rkeys[i]); err != nil {
 			return cfg, nil, err
 		}
 	}
-	if err := m.checkSlots(keys, rkeys); err != nil {
+	if err := m.nodes.checkSlots(keys, rkeys); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, rkeys, nil

@@ -33,10 +33,14 @@ type node struct {
 	// sender sends the node the extender's batches of extensions
 	// (sender.go), set when the manager is made.
 	sender *nodeSender
-	// call is the node's call for the quorum rounds (see
-	// [Manager.nodeCall]), set once when the manager is made.
+	// call is the node's call for the quorum rounds (see [nodeCall]), set
+	// once when the manager is made.
 	call round.Call
 }
+
+// nodeSet is a manager's nodes, by node number: what it asks of all of
+// them at once.
+type nodeSet []*node
 
 // newNode returns node i of a manager, d, which is not nil.
 func newNode(i int, d driver.Node) *node {
@@ -50,18 +54,29 @@ func newNode(i int, d driver.Node) *node {
 	return n
 }
 
-// driverNodes returns the driver.Node of each of nodes, in order.
-func driverNodes(nodes []*node) []driver.Node {
-	out := make([]driver.Node, len(nodes))
-	for i, n := range nodes {
+// drivers returns the driver.Node of each node, in order.
+func (ns nodeSet) drivers() []driver.Node {
+	out := make([]driver.Node, len(ns))
+	for i, n := range ns {
 		out[i] = n.drv
 	}
 	return out
 }
 
+// addrs returns the address of each node, in order.
+func (ns nodeSet) addrs() []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.addr
+	}
+	return out
+}
+
 // nodeCall builds n's call for the quorum rounds, once per manager: the
-// node's Eval, with around it what the node and the manager's options add,
-// from the outside in:
+// node's Eval, with around it what the node and the manager's options add
+// (ack, the manager's WithReplicaAck, nil without; plain, its plain
+// acquire, nil when no node can; s, the comparison of its servers), from
+// the outside in:
 //   - the removal of the request's arguments from the node's failure, which
 //     may quote them (hideargs.go);
 //   - the run_id admission: a node's answers count only once its server
@@ -76,26 +91,25 @@ func driverNodes(nodes []*node) []driver.Node {
 //     Redis Cluster (slot.go).
 //
 // The round itself wraps a node's failure in a [*NodeError].
-func (m *Manager) nodeCall(n *node) round.Call {
+func nodeCall(n *node, ack *replicaAck, plain *plainAcquire, s *servers) round.Call {
 	args := nodeArgs(n)
 	call := evalCall(n.drv, args)
-	if a := m.cfg.replicaAck; a != nil {
-		call = ackCall(n, a, args, call)
+	if ack != nil {
+		call = ackCall(n, ack, args, call)
 	}
-	if m.plain != nil && n.setter != nil {
-		call = m.plain.call(n, call)
+	if plain != nil && n.setter != nil {
+		call = plain.call(n, call)
 	}
 	if !n.cluster {
 		call = redirectCall(call)
 	}
-	return hideArgs(args, m.admitCall(n.i, call))
+	return hideArgs(args, s.admitCall(n.i, call))
 }
 
-// calls returns the call of each of nodes, in order, as the rounds take
-// them.
-func calls(nodes []*node) []round.Call {
-	out := make([]round.Call, len(nodes))
-	for i, n := range nodes {
+// calls returns the call of each node, in order, as the rounds take them.
+func (ns nodeSet) calls() []round.Call {
+	out := make([]round.Call, len(ns))
+	for i, n := range ns {
 		out[i] = n.call
 	}
 	return out
@@ -121,18 +135,7 @@ func unauthenticated(err error) error {
 	return err
 }
 
-// admitCall runs next on node i once the node is admitted (see
-// [Manager.admit]), and fails with the reason it is not otherwise.
-func (m *Manager) admitCall(i int, next round.Call) round.Call {
-	return func(ctx context.Context, req *round.Request) (any, error) {
-		if err := m.admit(ctx, i); err != nil {
-			return nil, err
-		}
-		return next(ctx, req)
-	}
-}
-
 // nodeError is the failure err of node i, as the round reports it.
-func (m *Manager) nodeError(i int, err error) error {
-	return &NodeError{Node: m.nodes[i].addr, Err: err}
+func (ns nodeSet) nodeError(i int, err error) error {
+	return &NodeError{Node: ns[i].addr, Err: err}
 }

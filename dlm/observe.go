@@ -52,11 +52,11 @@ func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
-	if e.m.closed.Load() {
+	if e.m.life.closed.Load() {
 		return nil, ErrClosed
 	}
 	out := make(chan Observation)
-	e.m.work.Spawn(func() {
+	e.m.life.work.Spawn(func() {
 		defer close(out)
 		e.observe(ctx, out)
 	})
@@ -71,7 +71,7 @@ func (e *Election) Leader(ctx context.Context) (Observation, error) {
 	if ctx == nil {
 		return Observation{}, fmt.Errorf("%w: nil Context", ErrInvalid)
 	}
-	if e.m.closed.Load() {
+	if e.m.life.closed.Load() {
 		return Observation{}, ErrClosed
 	}
 	r := e.read(ctx)
@@ -99,8 +99,8 @@ type leaderRead struct {
 func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 	m, cfg, rkey := e.m, &e.cfg, e.rkey
 	var wake <-chan struct{}
-	if m.waker != nil {
-		if w := m.waker.Watch([]string{rkey}, "", 1); w != nil {
+	if m.waits.waker != nil {
+		if w := m.waits.waker.Watch([]string{rkey}, "", 1); w != nil {
 			defer w.Stop()
 			wake = w.Woken()
 			// A change announced before the subscriptions were made is in
@@ -125,7 +125,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.done:
+		case <-m.life.done:
 			return
 		case send <- next:
 			pending = nil

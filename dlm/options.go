@@ -73,19 +73,18 @@ type semaphoreOption func(*config)
 
 func (f semaphoreOption) applySemaphore(c *config) { f(c) }
 
+// config is what the options of a manager, a semaphore or a call set.
+// The groups of fields that decide together are types of their own, with
+// their checks and the methods that decide with them; timing, logging and
+// extension are embedded, their fields and methods the config's own.
 type config struct {
-	ttl          time.Duration
-	driftFactor  float64
-	nodeTimeout  time.Duration // 0: derived from ttl
-	tries        int           // 0: until the context ends
-	backoff      Backoff
-	prefix       string
-	logger       *slog.Logger
-	autoExtend   *AutoExtend // nil: off
-	fencing      bool
-	fenceExpiry  time.Duration // 0: counters never expire
+	timing
+	retry  retry // WithRetry (retry.go)
+	prefix string
+	logging
+	extension
+	fencing      fencing       // WithFencing, WithFenceExpiry (fencing.go)
 	replicaAck   *replicaAck   // nil: no WAIT
-	hook         Hook          // nil: none
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
 	permitQuorum int           // 0: derived (semaphores only)
@@ -93,21 +92,33 @@ type config struct {
 	// the broadcast channel, for the observers (Observe), and its
 	// extensions extend the leader's value with it (election.go).
 	observed bool
-	// extendWithCtx ends auto-extension with the context of the call that
-	// took the lock, as Do wants; otherwise it outlives that context.
-	extendWithCtx bool
+}
+
+// timing is how long a lock lives and how long its requests may take:
+// the TTL, the drift allowance and the node timeout, which decide its
+// validity.
+type timing struct {
+	ttl         time.Duration
+	driftFactor float64
+	nodeTimeout time.Duration // 0: derived from ttl
+}
+
+// logging is where what happens to locks goes: WithLogger's logger and
+// WithHook's hook.
+type logging struct {
+	logger *slog.Logger
 	// loggerSet is set by WithLogger, even with nil: without it, warnings
 	// about the configuration go to slog.Default.
 	loggerSet bool
+	hook      Hook // nil: none
 }
 
 func defaultConfig() config {
 	return config{
-		ttl:         DefaultTTL,
-		driftFactor: DefaultDriftFactor,
-		backoff:     ExponentialBackoff(10*time.Millisecond, 200*time.Millisecond),
-		prefix:      DefaultKeyPrefix,
-		logger:      slog.New(discardHandler{}),
+		timing:  timing{ttl: DefaultTTL, driftFactor: DefaultDriftFactor},
+		retry:   retry{backoff: ExponentialBackoff(10*time.Millisecond, 200*time.Millisecond)},
+		prefix:  DefaultKeyPrefix,
+		logging: logging{logger: slog.New(discardHandler{})},
 	}
 }
 
@@ -138,27 +149,6 @@ func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.nodeTimeout = d })
 }
 
-// WithRetry sets how [Manager.Lock] retries: at most tries attempts in all
-// (0 means until the context ends, the default), waiting backoff(n) between
-// attempt n and n+1, with jitter: the wait is drawn uniformly from
-// [backoff(n)/2, backoff(n)]. A nil backoff keeps the current one. The default
-// is [ExponentialBackoff] from 10 ms to 200 ms.
-//
-// With tries > 0, a Lock call stays out of the Manager's queue of callers
-// waiting for the same keys, and out of the hand-over within it: it
-// competes on the nodes from its first attempt, is never handed a lock, and
-// its lock is released on the nodes at Unlock rather than handed to the
-// next queued caller (see [Manager.Lock]). With tries 0 the call waits in
-// that queue, and the head of the queue retries at this backoff.
-func WithRetry(tries int, backoff Backoff) Option {
-	return optionFunc(func(c *config) {
-		c.tries = tries
-		if backoff != nil {
-			c.backoff = backoff
-		}
-	})
-}
-
 // WithKeyPrefix sets the prefix of every Redis key the library writes
 // (default [DefaultKeyPrefix]).
 func WithKeyPrefix(prefix string) Option {
@@ -180,6 +170,15 @@ func WithLogger(l *slog.Logger) Option {
 		}
 		c.logger, c.loggerSet = l, true
 	})
+}
+
+// warnLogger is where warnings about the configuration and the nodes go:
+// WithLogger's logger, or slog.Default without it.
+func (lg *logging) warnLogger() *slog.Logger {
+	if !lg.loggerSet {
+		return slog.Default()
+	}
+	return lg.logger
 }
 
 // with returns a copy of c with a call's opts applied, validated.
@@ -218,36 +217,29 @@ func withScope[O any](c config, opts []O, apply func(O, *config)) (config, error
 // which Extend runs with its own TTL: a short extension, such as the last
 // one before AutoExtend.MaxHold, stays possible under a longer node
 // timeout, its answers bounded by the validity as any extension's are.
-func (c *config) validateNodeTimeout() error {
-	if c.nodeTimeout > 0 && c.nodeTimeout >= c.ttl {
-		return fmt.Errorf("%w: node timeout %v is not below the TTL %v: a node's late answer would use up the validity; want it well below the TTL (or none to derive it)", ErrInvalid, c.nodeTimeout, c.ttl)
+func (t *timing) validateNodeTimeout() error {
+	if t.nodeTimeout > 0 && t.nodeTimeout >= t.ttl {
+		return fmt.Errorf("%w: node timeout %v is not below the TTL %v: a node's late answer would use up the validity; want it well below the TTL (or none to derive it)", ErrInvalid, t.nodeTimeout, t.ttl)
 	}
 	return nil
 }
 
 func (c *config) validate() error {
-	switch {
-	case c.ttl < time.Millisecond:
-		return fmt.Errorf("%w: TTL %v: want at least 1ms", ErrInvalid, c.ttl)
-	case c.driftFactor < 0 || c.driftFactor >= 0.5 || c.driftFactor != c.driftFactor:
-		return fmt.Errorf("%w: drift factor %v: want a number in [0, 0.5)", ErrInvalid, c.driftFactor)
-	case c.validity(c.ttl) <= 0:
-		return fmt.Errorf("%w: TTL %v leaves no validity after the drift allowance %v", ErrInvalid, c.ttl, c.drift(c.ttl))
-	case c.nodeTimeout < 0:
-		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, c.nodeTimeout)
-	case c.tries < 0:
-		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, c.tries)
-	case c.autoExtend != nil:
-		if err := c.autoExtend.validate(); err != nil {
-			return err
-		}
+	if err := c.timing.validate(); err != nil {
+		return err
+	}
+	if err := c.retry.validate(); err != nil {
+		return err
+	}
+	if err := c.extension.validate(); err != nil {
+		return err
 	}
 	if c.fair != nil {
 		if err := c.fair.validate(c.timeout()); err != nil {
 			return err
 		}
 	}
-	if err := c.validateFenceExpiry(); err != nil {
+	if err := c.fencing.validate(c.ttl); err != nil {
 		return err
 	}
 	if err := c.validateReplicaAck(); err != nil {
@@ -256,9 +248,25 @@ func (c *config) validate() error {
 	return c.validateGuard()
 }
 
+// validate checks the TTL, the drift factor and the node timeout's sign;
+// the node timeout against the TTL is validateNodeTimeout's.
+func (t *timing) validate() error {
+	switch {
+	case t.ttl < time.Millisecond:
+		return fmt.Errorf("%w: TTL %v: want at least 1ms", ErrInvalid, t.ttl)
+	case t.driftFactor < 0 || t.driftFactor >= 0.5 || t.driftFactor != t.driftFactor:
+		return fmt.Errorf("%w: drift factor %v: want a number in [0, 0.5)", ErrInvalid, t.driftFactor)
+	case t.validity(t.ttl) <= 0:
+		return fmt.Errorf("%w: TTL %v leaves no validity after the drift allowance %v", ErrInvalid, t.ttl, t.drift(t.ttl))
+	case t.nodeTimeout < 0:
+		return fmt.Errorf("%w: node timeout %v: want a positive duration (or none to derive it from the TTL)", ErrInvalid, t.nodeTimeout)
+	}
+	return nil
+}
+
 // drift is the allowance subtracted from a lock's validity for a given TTL.
-func (c *config) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.driftFactor) + 2*time.Millisecond
+func (t *timing) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*t.driftFactor) + 2*time.Millisecond
 }
 
 // validity is how long a request that sets ttl on the nodes proves the lock
@@ -268,23 +276,23 @@ func (c *config) drift(ttl time.Duration) time.Duration {
 // a lock handed over — is start + validity(ttl) for the request that set its
 // keys' TTL, so [Lock.Until] never outlasts the keys on the nodes. A TTL
 // whose validity is not positive is refused by validate.
-func (c *config) validity(ttl time.Duration) time.Duration {
-	return ttl.Truncate(time.Millisecond) - c.drift(ttl)
+func (t *timing) validity(ttl time.Duration) time.Duration {
+	return ttl.Truncate(time.Millisecond) - t.drift(ttl)
 }
 
 // timeout is the bound on one node request.
-func (c *config) timeout() time.Duration {
-	if c.nodeTimeout > 0 {
-		return c.nodeTimeout
+func (t *timing) timeout() time.Duration {
+	if t.nodeTimeout > 0 {
+		return t.nodeTimeout
 	}
-	return min(max(c.ttl/20, minDerivedNodeTimeout), maxDerivedNodeTimeout)
+	return min(max(t.ttl/20, minDerivedNodeTimeout), maxDerivedNodeTimeout)
 }
 
 // lossGuard is how long before the end of the validity a lock that could
 // not be extended is reported lost: a twentieth of the validity, at least a
 // millisecond, at most one node timeout.
-func (c *config) lossGuard() time.Duration {
-	return min(max(c.validity(c.ttl)/20, time.Millisecond), c.timeout())
+func (t *timing) lossGuard() time.Duration {
+	return min(max(t.validity(t.ttl)/20, time.Millisecond), t.timeout())
 }
 
 // ttlMillis is the TTL as Redis' PX argument.

@@ -137,7 +137,7 @@ func TestDrift(t *testing.T) {
 		{time.Second, 0, 2 * time.Millisecond},
 		{100 * time.Millisecond, 0.1, 12 * time.Millisecond},
 	} {
-		c := config{driftFactor: tc.factor}
+		c := timing{driftFactor: tc.factor}
 		if got := c.drift(tc.ttl); got != tc.want {
 			t.Errorf("drift(%v, factor %v) = %v; want %v", tc.ttl, tc.factor, got, tc.want)
 		}
@@ -167,7 +167,7 @@ func TestValidityOfTTL(t *testing.T) {
 		{3 * time.Millisecond, 0, time.Millisecond},
 		{2 * time.Millisecond, 0.01, -20 * time.Microsecond},
 	} {
-		c := config{driftFactor: tc.factor}
+		c := timing{driftFactor: tc.factor}
 		if got := c.validity(tc.ttl); got != tc.want {
 			t.Errorf("validity(%v, factor %v) = %v; want %v", tc.ttl, tc.factor, got, tc.want)
 		}

@@ -15,14 +15,34 @@ import (
 // the release of what a failed round granted, is package round's
 // ([round.Round]); what follows is what package dlm asks of it.
 
+// quorumRounds is a manager's quorum rounds over its nodes: package
+// round's rounds, with the requests of package dlm that take more than
+// one round or read the nodes' replies themselves (a release, a fenced
+// grant's token, a resumed token, a waiter leaving the lines).
+type quorumRounds struct {
+	*round.Round
+	nodes nodeSet
+	// work runs the rounds sent in the background, which end when done,
+	// the manager's, is closed.
+	work *round.Pool
+	done <-chan struct{}
+}
+
+// newQuorumRounds returns r, the rounds over nodes, with the requests of
+// package dlm: those sent in the background run on work until done is
+// closed.
+func newQuorumRounds(r *round.Round, nodes nodeSet, work *round.Pool, done <-chan struct{}) *quorumRounds {
+	return &quorumRounds{Round: r, nodes: nodes, work: work, done: done}
+}
+
 // release runs the release script on the nodes and waits for all of them:
 // each node frees the keys that hold secret (or are reserved for the
 // waiter whose id is waiterID, which obtained the lock, "" for none) and hands them on to the
 // head of their lines. It runs even when ctx is done, each node bounded by
 // the node timeout, because a key left behind blocks every other client for
 // its TTL.
-func (m *Manager) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) round.Vote {
-	v, _ := m.rounds.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false))
+func (q *quorumRounds) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) round.Vote {
+	v, _ := q.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false))
 	return v
 }
 

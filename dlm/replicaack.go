@@ -66,13 +66,13 @@ func (c *config) validateReplicaAck() error {
 	return nil
 }
 
-// checkAck returns ErrInvalid when the manager asks for replica acks and a
-// node cannot give them.
-func (m *Manager) checkAck() error {
-	if m.cfg.replicaAck == nil {
+// checkAck returns ErrInvalid when a, the manager's WithReplicaAck (nil
+// for none), asks for replica acks and a node cannot give them.
+func (ns nodeSet) checkAck(a *replicaAck) error {
+	if a == nil {
 		return nil
 	}
-	for _, n := range m.nodes {
+	for _, n := range ns {
 		if n.acker == nil {
 			return fmt.Errorf("%w: WithReplicaAck: node %s (%T) does not implement driver.ReplicaAcker", ErrInvalid, n.addr, n.drv)
 		}

@@ -123,14 +123,14 @@ func (m *Manager) Resume(ctx context.Context, h Handle, opts ...Option) (*Lock, 
 		return nil, fmt.Errorf("dlm: resume %q: validity ended %v ago: %w", key, -left.Round(time.Millisecond), ErrLockLost)
 	}
 	until := mono.Add(min(left, cfg.validity(cfg.ttl)))
-	kind, err := m.resumeKind(h)
+	kind, err := resumeKind(h, len(m.nodes))
 	if err != nil {
 		return nil, err
 	}
 	if kind != nil {
 		rkeys = kind.keys(rkeys[0])
 	}
-	token, err := m.resumeToken(ctx, &cfg, kind, key, rkeys, &h)
+	token, err := m.rounds.resumeToken(ctx, &cfg, kind, key, rkeys, &h)
 	if err != nil {
 		return nil, err
 	}

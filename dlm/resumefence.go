@@ -11,7 +11,8 @@ import (
 )
 
 // resumeToken returns the fencing token of the lock h describes (see
-// [Manager.Resume]): 0 for a Handle without one, without a round trip;
+// [Manager.Resume]), a Handle of a lock of kind (nil for the mutex) over
+// rkeys: 0 for a Handle without one, without a round trip;
 // otherwise h.Token, once the nodes have confirmed it, or an error.
 //
 // A fenced grant with token t leaves a quorum of nodes whose counters are t
@@ -24,7 +25,7 @@ import (
 // equal it. A resumed token therefore never exceeds what a quorum of
 // nodes' counters hold while the keys hold the secret, and every later
 // grant, whose quorum shares a node with that one, gets a greater token.
-func (m *Manager) resumeToken(ctx context.Context, cfg *config, kind *leaseKind, key string, rkeys []string, h *Handle) (uint64, error) {
+func (q *quorumRounds) resumeToken(ctx context.Context, cfg *config, kind *leaseKind, key string, rkeys []string, h *Handle) (uint64, error) {
 	switch {
 	case h.Token == 0:
 		return 0, nil
@@ -32,20 +33,20 @@ func (m *Manager) resumeToken(ctx context.Context, cfg *config, kind *leaseKind,
 		return 0, fmt.Errorf("%w: resume %q: the Handle's fencing token is not below 2^53, which no grant reaches", ErrInvalid, key)
 	case kind != nil:
 		return 0, fmt.Errorf("%w: resume %q: the Handle of a %s carries a fencing token, which leases never have", ErrInvalid, key, kind.what)
-	case !cfg.fencing:
+	case !cfg.fencing.on:
 		return 0, fmt.Errorf("%w: resume %q: the Handle carries a fencing token: resume a fenced lock WithFencing", ErrInvalid, key)
 	}
-	v, counters := m.readFence(ctx, cfg, rkeys, h.Secret)
-	q := round.Majority(len(m.nodes))
-	if v.Yes < q {
-		qerr := failureOf(&v, opResume, key, len(m.nodes), q, false)
+	v, counters := q.readFence(ctx, cfg, rkeys, h.Secret)
+	need := round.Majority(len(q.nodes))
+	if v.Yes < need {
+		qerr := failureOf(&v, opResume, key, len(q.nodes), need, false)
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("dlm: resume %q: %w (%v)", key, ctx.Err(), qerr)
 		}
 		return 0, qerr
 	}
 	slices.Sort(counters)
-	if held := counters[len(counters)-q]; held != h.Token {
+	if held := counters[len(counters)-need]; held != h.Token {
 		return 0, fmt.Errorf("%w: resume %q: the Handle's fencing token %d is not the %d that a quorum of the nodes holding the lock keeps for its grant",
 			ErrInvalid, key, h.Token, held)
 	}
@@ -58,19 +59,19 @@ func (m *Manager) resumeToken(ctx context.Context, cfg *config, kind *leaseKind,
 // of that node's counters. A reply of another shape, or a counter that is
 // no integer below [script.FenceLimit], is the node's failure: a node's
 // reply is untrusted.
-func (m *Manager) readFence(ctx context.Context, cfg *config, rkeys []string, secret string) (round.Vote, []uint64) {
-	n := len(m.nodes)
+func (q *quorumRounds) readFence(ctx context.Context, cfg *config, rkeys []string, secret string) (round.Vote, []uint64) {
+	n := len(q.nodes)
 	replies := make([]round.Reply, n)
 	least := make([]uint64, n)
 	req := &round.Request{Op: opResume, Script: script.ReadFence, Keys: fencedKeys(rkeys), Args: []string{secret}, Timeout: cfg.timeout()}
-	m.rounds.Each(ctx, req, func(i int, res any, err error) {
+	q.Each(ctx, req, func(i int, res any, err error) {
 		replies[i] = round.Reply{Node: i, Err: err}
 		if err != nil {
 			return
 		}
 		c, held, err := parseFence(res, len(rkeys))
 		if err != nil {
-			replies[i].Err = &NodeError{Node: m.nodes[i].addr, Err: err}
+			replies[i].Err = q.nodes.nodeError(i, err)
 			return
 		}
 		replies[i].Yes, least[i] = held, c

@@ -1,6 +1,7 @@
 package dlm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -41,6 +42,47 @@ func ExponentialBackoff(base, maxDelay time.Duration) Backoff {
 		}
 		return min(d, maxDelay)
 	}
+}
+
+// retry is how a waiting call retries: [WithRetry]'s.
+type retry struct {
+	tries   int // 0: until the context ends
+	backoff Backoff
+}
+
+// WithRetry sets how [Manager.Lock] retries: at most tries attempts in all
+// (0 means until the context ends, the default), waiting backoff(n) between
+// attempt n and n+1, with jitter: the wait is drawn uniformly from
+// [backoff(n)/2, backoff(n)]. A nil backoff keeps the current one. The default
+// is [ExponentialBackoff] from 10 ms to 200 ms.
+//
+// With tries > 0, a Lock call stays out of the Manager's queue of callers
+// waiting for the same keys, and out of the hand-over within it: it
+// competes on the nodes from its first attempt, is never handed a lock, and
+// its lock is released on the nodes at Unlock rather than handed to the
+// next queued caller (see [Manager.Lock]). With tries 0 the call waits in
+// that queue, and the head of the queue retries at this backoff.
+func WithRetry(tries int, backoff Backoff) Option {
+	return optionFunc(func(c *config) {
+		c.retry.tries = tries
+		if backoff != nil {
+			c.retry.backoff = backoff
+		}
+	})
+}
+
+// validate refuses a negative number of tries.
+func (r *retry) validate() error {
+	if r.tries < 0 {
+		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, r.tries)
+	}
+	return nil
+}
+
+// gaveUp reports whether a call that made attempt attempts has spent its
+// budget.
+func (r *retry) gaveUp(attempt int) bool {
+	return r.tries > 0 && attempt >= r.tries
 }
 
 // jitter draws a wait uniformly from [d/2, d].

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -111,9 +112,14 @@ type identity struct {
 	probing bool          // its run_id is being compared
 }
 
-// servers is what the comparison of the nodes' servers shares; each node
-// keeps its own part in its identity.
+// servers compares what the nodes' servers say they are, so that one
+// server named twice never counts twice: it holds what the comparison
+// shares, and each node keeps its own part in its identity.
 type servers struct {
+	nodes nodeSet
+	cfg   *config // the manager's: its node timeout, key prefix and logger
+	work  *round.Pool
+	done  <-chan struct{} // closed when the manager closes: the asking ends
 	// settling is held while a node's run_id is compared with the
 	// others', probes included: two nodes that say one run_id are never
 	// both compared with a third only.
@@ -124,11 +130,18 @@ type servers struct {
 	opening atomic.Bool
 }
 
+// newServers returns the comparison of the servers of nodes, whose
+// manager has the configuration cfg, runs its work on work and closes
+// done when it closes.
+func newServers(nodes nodeSet, cfg *config, work *round.Pool, done <-chan struct{}) *servers {
+	return &servers{nodes: nodes, cfg: cfg, work: work, done: done}
+}
+
 // askServers makes every node's server unknown, to be asked, but for the
 // nodes that are Redis Clusters. Until it is called, no node is compared
 // (see newNode).
-func (m *Manager) askServers() {
-	for _, n := range m.nodes {
+func (s *servers) askServers() {
+	for _, n := range s.nodes {
 		if !n.cluster {
 			n.ident.state.Store(idUnknown)
 		}
@@ -197,8 +210,8 @@ func (e *sameServerError) Error() string {
 // contact (a connection, its handshake and the question) takes longer
 // than a request may is still identified, and counts from the request
 // after the answer. Callers wait for the answer within ctx.
-func (m *Manager) admit(ctx context.Context, i int) error {
-	s, n := &m.servers, m.nodes[i]
+func (s *servers) admit(ctx context.Context, i int) error {
+	n := s.nodes[i]
 	id := &n.ident
 	switch id.state.Load() {
 	case idUnsaid:
@@ -219,7 +232,7 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 	}
 	s.mu.Unlock()
 	if start {
-		m.work.Spawn(func() { m.identify(i, ch) })
+		s.work.Spawn(func() { s.identify(i, ch) })
 	}
 	if ch != nil {
 		select {
@@ -248,29 +261,29 @@ func (m *Manager) admit(ctx context.Context, i int) error {
 
 // identifyTimeout bounds the asking of a node's run_id, its probes
 // included: a few node timeouts, and at least a second.
-func (m *Manager) identifyTimeout() time.Duration {
-	return max(4*m.cfg.timeout(), time.Second)
+func (s *servers) identifyTimeout() time.Duration {
+	return max(4*s.cfg.timeout(), time.Second)
 }
 
 // identify asks node i for its run_id, compares it with the others' (see
-// [Manager.compareServer]), records what it found, or why it could not say, and
+// [servers.compareServer]), records what it found, or why it could not say, and
 // closes done. Close ends the asking.
-func (m *Manager) identify(i int, done chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.identifyTimeout())
+func (s *servers) identify(i int, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.identifyTimeout())
 	defer cancel()
 	go func() {
 		select {
-		case <-m.done:
+		case <-s.done:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	id, why, err := m.askServerID(ctx, i)
+	id, why, err := s.askServerID(ctx, i)
 	st, took := idUnknown, []int(nil)
 	if err == nil {
-		st, took, err = m.compareServer(ctx, i, id)
+		st, took, err = s.compareServer(ctx, i, id)
 	}
-	s, ident := &m.servers, &m.nodes[i].ident
+	ident := &s.nodes[i].ident
 	s.mu.Lock()
 	ident.wait = nil
 	ident.err = err
@@ -279,12 +292,12 @@ func (m *Manager) identify(i int, done chan struct{}) {
 	// once its first request has failed.
 	switch st {
 	case idDuplicate:
-		m.logServer(i, ident.dup)
+		s.logServer(i, ident.dup)
 	case idUnsaid:
-		m.logServer(i, why)
+		s.logServer(i, why)
 	}
 	for _, j := range took {
-		m.logPlaceTaken(i, j)
+		s.logPlaceTaken(i, j)
 	}
 	close(done)
 }
@@ -301,8 +314,8 @@ const (
 // nodes admitted under it, probing each, and records the outcome (see the
 // comment at the top of this file): i's new state, the nodes whose place
 // i took, and why i is still unknown when it is.
-func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, []int, error) {
-	s, self := &m.servers, &m.nodes[i].ident
+func (s *servers) compareServer(ctx context.Context, i int, id string) (int32, []int, error) {
+	self := &s.nodes[i].ident
 	if id == "" {
 		self.state.Store(idUnsaid)
 		return idUnsaid, nil, nil
@@ -319,7 +332,7 @@ func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, [
 	defer s.settling.Unlock()
 	s.mu.Lock()
 	var same []int
-	for j, other := range m.nodes {
+	for j, other := range s.nodes {
 		if j != i && other.ident.runID == id && other.ident.state.Load() == idKnown {
 			same = append(same, j)
 		}
@@ -327,11 +340,11 @@ func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, [
 	s.mu.Unlock()
 	var took []int
 	for _, j := range same {
-		outcome, err := m.probe(ctx, i, j)
+		outcome, err := s.probe(ctx, i, j)
 		switch outcome {
 		case probeSame:
 			s.mu.Lock()
-			self.dup = &sameServerError{Node: i, Of: j, Addr: m.nodes[i].addr, OfAddr: m.nodes[j].addr}
+			self.dup = &sameServerError{Node: i, Of: j, Addr: s.nodes[i].addr, OfAddr: s.nodes[j].addr}
 			self.state.Store(idDuplicate)
 			s.mu.Unlock()
 			return idDuplicate, nil, nil
@@ -346,7 +359,7 @@ func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, [
 	from := self.from.Load()
 	for _, j := range took {
 		// Marked first, then its record read: see enter.
-		other := &m.nodes[j].ident
+		other := &s.nodes[j].ident
 		other.state.Store(idUnknown)
 		other.runID = ""
 		from = max(from, other.admitted.Load())
@@ -365,7 +378,7 @@ func (m *Manager) compareServer(ctx context.Context, i int, id string) (int32, [
 // A node that fails its part, or answers anything else, leaves the
 // question open: probeNewcomer when it is i, probeAdmitted when it is j.
 // The key lives for twice identifyTimeout, which bounds the probe.
-func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
+func (s *servers) probe(ctx context.Context, i, j int) (int, error) {
 	var vals [4]string // the nonce, then a value per step
 	for k := range vals {
 		v, err := newSecret()
@@ -374,19 +387,19 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 		}
 		vals[k] = v
 	}
-	keys := []string{script.ProbeKey(m.cfg.prefix, vals[0])}
-	ttl := fmt.Sprint((2 * m.identifyTimeout()).Milliseconds())
+	keys := []string{script.ProbeKey(s.cfg.prefix, vals[0])}
+	ttl := fmt.Sprint((2 * s.identifyTimeout()).Milliseconds())
 	step := func(ctx context.Context, n int, value string) (string, error) {
-		v, err := m.nodes[n].drv.Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
+		v, err := s.nodes[n].drv.Eval(ctx, script.ServerProbe, keys, []string{value, ttl})
 		if err != nil {
 			return "", err
 		}
-		s, _ := v.(string) // nil: the key was not there
-		return s, nil
+		found, _ := v.(string) // nil: the key was not there
+		return found, nil
 	}
 	fail := func(n int, err error) error {
 		return fmt.Errorf("node %d (%s) said the run_id of node %d (%s); checking whether they are one server, node %s failed: %w",
-			i, m.nodes[i].addr, j, m.nodes[j].addr, m.nodes[n].addr, err)
+			i, s.nodes[i].addr, j, s.nodes[j].addr, s.nodes[n].addr, err)
 	}
 	if _, err := step(ctx, i, vals[1]); err != nil {
 		return probeNewcomer, fail(i, err)
@@ -394,7 +407,7 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 	// Node j answered its run_id before, on a connection it keeps: it
 	// has a request's time, the node timeout, as in every round. The
 	// time node i left it is not held against it.
-	jctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
+	jctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	found, err := step(jctx, j, vals[2])
 	cancel()
 	switch {
@@ -421,24 +434,24 @@ func (m *Manager) probe(ctx context.Context, i, j int) (int, error) {
 // and why when the server answered without one; or an error when the node
 // did not answer, or answered that it cannot now (BUSY, LOADING, ...), so
 // that it is asked again by its next request.
-func (m *Manager) askServerID(ctx context.Context, i int) (id string, why, err error) {
-	v, err := m.nodes[i].drv.Eval(ctx, script.ServerID, nil, nil)
+func (s *servers) askServerID(ctx context.Context, i int) (id string, why, err error) {
+	v, err := s.nodes[i].drv.Eval(ctx, script.ServerID, nil, nil)
 	if err != nil {
 		if !answered(err) {
 			return "", nil, fmt.Errorf("asking the server for its run_id: %w", err)
 		}
 		return "", fmt.Errorf("the run_id script failed: %w", err), nil
 	}
-	s, ok := v.(string)
+	said, ok := v.(string)
 	switch {
 	case !ok:
 		return "", fmt.Errorf("the run_id script answered a %T", v), nil
-	case s == "":
+	case said == "":
 		return "", errors.New("the server did not say its run_id (an ACL without +info?)"), nil
-	case len(s) > maxServerID || strings.Trim(s, "0123456789abcdefABCDEF") != "":
-		return "", fmt.Errorf("the run_id script answered %d bytes that are not a run_id", len(s)), nil
+	case len(said) > maxServerID || strings.Trim(said, "0123456789abcdefABCDEF") != "":
+		return "", fmt.Errorf("the run_id script answered %d bytes that are not a run_id", len(said)), nil
 	}
-	return strings.ToLower(s), nil, nil
+	return strings.ToLower(said), nil, nil
 }
 
 // answered reports whether err is a server's error reply, which starts
@@ -460,26 +473,26 @@ func answered(err error) bool {
 // It returns an error wrapping ErrInvalid, naming both nodes, when two of
 // them are shown to be the same server. Nodes that do not answer are asked
 // again before their first request.
-func (m *Manager) identifyAll(timeout time.Duration) error {
+func (s *servers) identifyAll(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	m.work.ForEach(len(m.nodes), func(i int) { m.admit(ctx, i) })
-	for _, n := range m.nodes {
-		m.servers.mu.Lock()
+	s.work.ForEach(len(s.nodes), func(i int) { s.admit(ctx, i) })
+	for _, n := range s.nodes {
+		s.mu.Lock()
 		ch, probing := n.ident.wait, n.ident.probing
-		m.servers.mu.Unlock()
+		s.mu.Unlock()
 		if probing && ch != nil {
 			<-ch
 		}
 	}
-	for _, n := range m.nodes {
+	for _, n := range s.nodes {
 		if n.ident.state.Load() != idDuplicate {
 			continue
 		}
 		var e *sameServerError
 		if errors.As(n.ident.dup, &e) {
 			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server: both said one run_id (INFO server), and what was written through one was read through the other; "+
-				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), m.nodes[min(e.Of, e.Node)].addr, max(e.Of, e.Node), m.nodes[max(e.Of, e.Node)].addr)
+				"duplicates break the quorum arithmetic", ErrInvalid, min(e.Of, e.Node), s.nodes[min(e.Of, e.Node)].addr, max(e.Of, e.Node), s.nodes[max(e.Of, e.Node)].addr)
 		}
 	}
 	return nil
@@ -488,39 +501,41 @@ func (m *Manager) identifyAll(timeout time.Duration) error {
 // logServer logs, once per node, what node i said: a duplicate at Warn,
 // on slog.Default without WithLogger as New's warnings are, unless Open
 // returns it; a node that cannot say at Info, on WithLogger's logger only.
-func (m *Manager) logServer(i int, err error) {
+func (s *servers) logServer(i int, err error) {
 	var dup *sameServerError
 	if !errors.As(err, &dup) {
-		if logger := m.cfg.logger; logger != nil {
+		if logger := s.cfg.logger; logger != nil {
 			logger.Info("dlm: a node does not say which server it is; a server named twice is not recognised through it",
-				slog.String("node", m.nodes[i].addr), slog.String("err", err.Error()))
+				slog.String("node", s.nodes[i].addr), slog.String("err", err.Error()))
 		}
 		return
 	}
-	if m.servers.opening.Load() {
+	if s.opening.Load() {
 		return // Open returns it
 	}
-	if logger := m.warnLogger(); logger != nil {
+	if logger := s.cfg.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes are one server; the duplicate's answers do not count",
-			slog.String("node", m.nodes[i].addr), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
+			slog.String("node", s.nodes[i].addr), slog.String("same_as", dup.OfAddr), slog.String("err", err.Error()))
 	}
 }
 
 // logPlaceTaken logs at Warn that node i took the place of node j: both
 // said one run_id, and j failed to confirm it. It is logged during Open
 // too, which does not fail for it.
-func (m *Manager) logPlaceTaken(i, j int) {
-	if logger := m.warnLogger(); logger != nil {
+func (s *servers) logPlaceTaken(i, j int) {
+	if logger := s.cfg.warnLogger(); logger != nil {
 		logger.Warn("dlm: two nodes said one run_id, and the one that said it first did not confirm it: the other counts in its place until it proves to be another server",
-			slog.String("node", m.nodes[i].addr), slog.String("in_place_of", m.nodes[j].addr))
+			slog.String("node", s.nodes[i].addr), slog.String("in_place_of", s.nodes[j].addr))
 	}
 }
 
-// warnLogger is where warnings about the nodes go: WithLogger's logger, or
-// slog.Default without it.
-func (m *Manager) warnLogger() *slog.Logger {
-	if !m.cfg.loggerSet {
-		return slog.Default()
+// admitCall runs next on node i once the node is admitted (see
+// [servers.admit]), and fails with the reason it is not otherwise.
+func (s *servers) admitCall(i int, next round.Call) round.Call {
+	return func(ctx context.Context, req *round.Request) (any, error) {
+		if err := s.admit(ctx, i); err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
 	}
-	return m.cfg.logger
 }

@@ -71,7 +71,7 @@ func (m *Manager) Semaphore(name string, limit int, opts ...SemaphoreOption) (*S
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkTag(name, cfg.redisKey(name)); err != nil {
+	if err := m.nodes.checkTag(name, cfg.redisKey(name)); err != nil {
 		return nil, err
 	}
 	n := len(m.nodes)
@@ -104,11 +104,7 @@ func (m *Manager) warnNoFailureTolerance(cfg *config, name string, limit, q int)
 	if q < n || round.Majority(n) == n || m.warnedPermits.Swap(true) {
 		return
 	}
-	logger := cfg.logger
-	if !cfg.loggerSet {
-		logger = slog.Default()
-	}
-	logger.Warn("dlm: a semaphore's permits need every node: one node down blocks every acquire; use a smaller limit or more nodes (logged once per manager)",
+	cfg.warnLogger().Warn("dlm: a semaphore's permits need every node: one node down blocks every acquire; use a smaller limit or more nodes (logged once per manager)",
 		slog.String("semaphore", name), slog.Int("limit", limit), slog.Int("nodes", n), slog.Int("quorum", q),
 		slog.Int("largest_limit_tolerating_a_node_down", n-2))
 }

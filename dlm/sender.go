@@ -58,7 +58,7 @@ func (n *nodeSender) add(c *sweepChunk) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, ErrClosed)})
+		c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodes.nodeError(n.i, ErrClosed)})
 		return
 	}
 	n.queue = append(n.queue, c)
@@ -77,13 +77,13 @@ func (n *nodeSender) poke() {
 func (n *nodeSender) run() {
 	for {
 		select {
-		case <-n.x.m.done:
+		case <-n.x.m.life.done:
 			n.mu.Lock()
 			left := n.queue
 			n.queue, n.closed = nil, true
 			n.mu.Unlock()
 			for _, c := range left {
-				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, ErrClosed)})
+				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodes.nodeError(n.i, ErrClosed)})
 			}
 			return
 		case <-n.wake:
@@ -106,7 +106,7 @@ func (n *nodeSender) run() {
 			waited := now.Sub(c.s.began)
 			if !send {
 				c.s.stall("waited %v for node %s and was not sent in time", len(c.entries), waited, n.addr())
-				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodeError(n.i, errTooLate)})
+				c.answer(round.BatchReply{Node: n.i, Err: n.x.m.nodes.nodeError(n.i, errTooLate)})
 				continue
 			}
 			if 2*waited > c.sendBy.Sub(c.s.began) {

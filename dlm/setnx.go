@@ -100,25 +100,26 @@ func (p *plainAcquire) slot(key string) *atomic.Int64 {
 	return &p.contended[maphash.String(p.seed, key)%contendedSlots]
 }
 
-// plainUsable reports whether an attempt of cfg on rkeys may send the
-// command: see [plainAcquire].
-func (m *Manager) plainUsable(cfg *config, rkeys []string, w *waiter) bool {
-	p := m.plain
-	return p != nil && len(rkeys) == 1 && !cfg.fencing && cfg.fair == nil && (w == nil || !w.placed) && cfg.restartGuard == 0 &&
-		m.cfg.replicaAck == nil && p.slot(rkeys[0]).Load() <= p.now()
+// usable reports whether an attempt of cfg on rkeys, by the waiter w (nil
+// for none), may send the command: see [plainAcquire]. A nil p, a manager
+// none of whose nodes can, never may. (WithReplicaAck is the manager's
+// option only: cfg has the manager's.)
+func (p *plainAcquire) usable(cfg *config, rkeys []string, w *waiter) bool {
+	return p != nil && len(rkeys) == 1 && !cfg.fencing.on && cfg.fair == nil && (w == nil || !w.placed) && cfg.restartGuard == 0 &&
+		cfg.replicaAck == nil && p.slot(rkeys[0]).Load() <= p.now()
 }
 
 // contend records that a node refused rkeys: the keys go through the
-// script for contendedFor.
-func (m *Manager) contend(rkeys []string) {
-	if p := m.plain; p != nil && len(rkeys) == 1 {
+// script for contendedFor. A nil p does nothing.
+func (p *plainAcquire) contend(rkeys []string) {
+	if p != nil && len(rkeys) == 1 {
 		p.slot(rkeys[0]).Store(p.now() + p.contendFor.Load())
 	}
 }
 
 // call is n's call, next, with the command in place of the acquire script
 // when the request may use it (req.Plain, set per attempt by
-// [Manager.plainUsable]) and the node has proven it runs the script and is
+// [plainAcquire.usable]) and the node has proven it runs the script and is
 // not resting; the first acquire script the node answers proves it. n
 // implements driver.Setter.
 func (p *plainAcquire) call(n *node, next round.Call) round.Call {

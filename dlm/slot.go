@@ -38,10 +38,10 @@ func nodeArgs(n *node) func(*round.Request) []string {
 	}
 }
 
-// sharded returns the address of the manager's first node that says it is
-// a Redis Cluster, or "" when none does.
-func (m *Manager) sharded() string {
-	for _, n := range m.nodes {
+// sharded returns the address of the first node that says it is a Redis
+// Cluster, or "" when none does.
+func (ns nodeSet) sharded() string {
+	for _, n := range ns {
 		if n.cluster {
 			return n.addr
 		}
@@ -50,12 +50,12 @@ func (m *Manager) sharded() string {
 }
 
 // checkSlots returns ErrInvalid when rkeys fall in more than one hash slot
-// and the manager has a node that is a Redis Cluster (m.sharded names it).
-func (m *Manager) checkSlots(keys, rkeys []string) error {
+// and a node is a Redis Cluster (ns.sharded names it).
+func (ns nodeSet) checkSlots(keys, rkeys []string) error {
 	if len(rkeys) < 2 {
 		return nil
 	}
-	sharded := m.sharded()
+	sharded := ns.sharded()
 	if sharded == "" {
 		return nil
 	}
@@ -93,8 +93,8 @@ func hashTag(key string) (string, bool) {
 	return "", false
 }
 
-// checkTag returns ErrInvalid when the manager has a node that is a Redis
-// Cluster (m.sharded names it) and rkey, the Redis key of the lock key
+// checkTag returns ErrInvalid when a node is a Redis Cluster (ns.sharded
+// names it) and rkey, the Redis key of the lock key
 // key, has no hash tag. The library derives a lock's other keys from its
 // Redis key by a suffix (":fence", ":wake", ":guard", ...) and relies on
 // the tag, the key between braces, to put them all in the lock's slot;
@@ -103,8 +103,8 @@ func hashTag(key string) (string, bool) {
 // own, and refuse the scripts that use them together (CROSSSLOT) on every
 // attempt. A key containing "}" elsewhere keeps a tag, its part before the
 // "}", which its derived keys share.
-func (m *Manager) checkTag(key, rkey string) error {
-	sharded := m.sharded()
+func (ns nodeSet) checkTag(key, rkey string) error {
+	sharded := ns.sharded()
 	if sharded == "" {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 // extension alone or in a batch, a hand-over, Resume):
 //   - until never overstates what the nodes hold. It is start +
 //     validity(ttl) of the request that set the keys' TTL, start being
-//     when that request was sent ([config.validity]): the grant's, or the
+//     when that request was sent ([timing.validity]): the grant's, or the
 //     latest extension a quorum confirmed within that validity. After a
 //     failed extension it is no later than that extension's start +
 //     validity(ttl), since nodes whose reply was lost may have applied its

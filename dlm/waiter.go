@@ -8,13 +8,14 @@ import (
 
 	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
+	"github.com/dlmgo/redlock/dlm/internal/wake"
 )
 
 // A waiter is a waiting Lock call's place in the nodes' lines of its keys
 // (see package script's line): a node that refuses an attempt gives it a
 // place, and the release that frees a key hands it to the head of the line
 // and names that waiter on its manager's channel, which wakes it alone. A
-// waiter's id begins with its manager's ([Manager.id]), so that the nodes
+// waiter's id begins with its manager's ([waiting.id]), so that the nodes
 // name it on that manager's channel.
 //
 // Every waiting call of the mutex has one when its manager can hear wake
@@ -50,14 +51,28 @@ type waiter struct {
 	released <-chan struct{}
 }
 
-// newWaiter returns a waiter with an id of its own, drawn as a secret is.
+// waiting is how a manager's callers wait for a lock held elsewhere: in
+// the manager's queue of the callers that want the same keys
+// (handover.go), and in the nodes' lines, as waiters woken by the
+// releases that name them on the manager's wake channels.
+type waiting struct {
+	// id begins the ids of the manager's waiters, by which the releases
+	// name them on the manager's own wake channels.
+	id    string
+	waker *wake.Waker // nil when no node implements driver.Subscriber
+	local localQueues
+}
+
+// newWaiter returns a waiter of the manager whose id is managerID, with
+// an id of its own, drawn as a secret is, that begins with managerID, and
+// the ticket of a waiter that begins to wait at now, by the wall clock.
 // The id is not a secret: the releases announce it.
-func (m *Manager) newWaiter() (*waiter, error) {
+func newWaiter(managerID string, now time.Time) (*waiter, error) {
 	s, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
-	return &waiter{id: m.id + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: nextTicket(m.wallNow())}, nil
+	return &waiter{id: managerID + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: nextTicket(now)}, nil
 }
 
 // lastTicket is the last ticket a waiter of this process was given.
@@ -112,7 +127,7 @@ func (c *config) placeLife(attempt int) time.Duration {
 	if c.fair != nil {
 		return c.fair.expiry()
 	}
-	return max(DefaultPlaceExpiry, 2*c.backoff(attempt))
+	return max(DefaultPlaceExpiry, 2*c.retry.backoff(attempt))
 }
 
 // untilTurn is how long a placed waiter refused by a holder waits before
@@ -166,21 +181,21 @@ func (c *config) reservation() time.Duration { return 2 * c.timeout() }
 // it a place after the first pass. A place left behind would make a
 // release hand the key to a waiter that left: the key would stay reserved
 // for it for [config.reservation].
-func (m *Manager) leave(ctx context.Context, cfg *config, rkeys []string, w *waiter) {
+func (q *quorumRounds) leave(ctx context.Context, cfg *config, rkeys []string, w *waiter) {
 	req := &round.Request{
 		Op: opLock, Script: script.Leave, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
 		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(),
 	}
 	req.Announce(cfg.loudFlag(), allNodes)
-	m.rounds.Poll(context.WithoutCancel(ctx), req)
-	m.work.Spawn(func() {
+	q.Poll(context.WithoutCancel(ctx), req)
+	q.work.Spawn(func() {
 		t := time.NewTimer(cfg.timeout())
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-m.done:
+		case <-q.done:
 		}
-		m.rounds.Poll(context.Background(), req)
+		q.Poll(context.Background(), req)
 	})
 }
 

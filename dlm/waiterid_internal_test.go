@@ -13,14 +13,14 @@ import (
 func TestWaiterIDIsWakeID(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, newFakes(1))
-	if !wake.ValidManagerID(m.id) {
-		t.Errorf("manager id %q: not a valid manager id", m.id)
+	if !wake.ValidManagerID(m.waits.id) {
+		t.Errorf("manager id %q: not a valid manager id", m.waits.id)
 	}
-	w, err := m.newWaiter()
+	w, err := newWaiter(m.waits.id, m.wallNow())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !wake.ValidWaiterID(w.id) || !strings.HasPrefix(w.id, m.id) {
-		t.Errorf("waiter id %q of manager %q: want a valid waiter id beginning with the manager's", w.id, m.id)
+	if !wake.ValidWaiterID(w.id) || !strings.HasPrefix(w.id, m.waits.id) {
+		t.Errorf("waiter id %q of manager %q: want a valid waiter id beginning with the manager's", w.id, m.waits.id)
 	}
 }
