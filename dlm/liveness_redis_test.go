@@ -459,8 +459,11 @@ func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
 // (docs/security.md).
 func TestForgedWakeCost(t *testing.T) {
 	t.Parallel()
+	// The node timeout is the waiter's grace for the nodes' messages of
+	// one release: long enough that a loaded machine delivers the three
+	// forged messages within it.
 	const (
-		nodeTimeout = 100 * time.Millisecond
+		nodeTimeout = 250 * time.Millisecond
 		flood       = time.Second
 	)
 	srvs := redistest.StartServers(t, 3)
@@ -484,15 +487,9 @@ func TestForgedWakeCost(t *testing.T) {
 	}
 	id := v.([]any)[0].(string)
 	channel := script.ManagerChannel("redlock:{forged}", id[:script.ManagerIDLen])
-	forge := func() {
-		for _, s := range srvs {
-			if _, err := s.Do("PUBLISH", channel, id); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	forge := func() { publishAll(t, srvs, channel, id) }
 	awaitListening(t, srvs, "forged")
-	time.Sleep(2 * nodeTimeout) // the waiter's first attempts are over
+	attempts.awaitQuiet(t, 2*nodeTimeout, time.Minute) // the waiter's first attempts are over
 	before := attempts.n.Load()
 	forge()
 	time.Sleep(5 * nodeTimeout)
@@ -541,7 +538,7 @@ func lockAsyncCtx(ctx context.Context, m *dlm.Manager, key string) <-chan lockRe
 // one attempt: it used to cost three (the attempt and two rechecks).
 func TestForgedBroadcastCost(t *testing.T) {
 	t.Parallel()
-	const nodeTimeout = 100 * time.Millisecond
+	const nodeTimeout = 250 * time.Millisecond // the grace: see TestForgedWakeCost
 	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	held, err := newWakeManager(t, srvs).Lock(ctx, "forged-rw", dlm.WithTTL(time.Minute))
@@ -555,15 +552,31 @@ func TestForgedBroadcastCost(t *testing.T) {
 	defer cancel()
 	go m.RLock(rctx, "forged-rw")
 	awaitListening(t, srvs, "forged-rw")
-	time.Sleep(2 * nodeTimeout) // the reader's first attempts are over
+	attempts.awaitQuiet(t, 2*nodeTimeout, time.Minute) // the reader's first attempts are over
 	before := attempts.n.Load()
-	for _, s := range srvs {
-		if _, err := s.Do("PUBLISH", script.WakeChannel("redlock:{forged-rw}"), script.WakeRelease+"1"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishAll(t, srvs, script.WakeChannel("redlock:{forged-rw}"), script.WakeRelease+"1")
 	time.Sleep(5 * nodeTimeout)
 	if got := attempts.n.Load() - before; got != 1 {
 		t.Errorf("a forged release on every node cost a blocked reader %d attempts; want 1", got)
+	}
+}
+
+// publishAll publishes payload on channel on every server at once, as a
+// release reaches the nodes: one after the other, a loaded machine could
+// spread the messages over more than a waiter's grace, which makes them
+// two releases.
+func publishAll(t *testing.T, srvs []*redistest.Server, channel, payload string) {
+	t.Helper()
+	errs := make(chan error, len(srvs))
+	for _, s := range srvs {
+		go func() {
+			_, err := s.Do("PUBLISH", channel, payload)
+			errs <- err
+		}()
+	}
+	for range srvs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
