@@ -82,6 +82,13 @@ func newManager(t *testing.T, fs []*fakeNode, opts ...ManagerOption) *Manager {
 	return m
 }
 
+// patient is the node timeout of a manager over fake nodes whose test
+// needs its first attempt to succeed and then every node to hold the lock:
+// far above what a loaded machine takes to run a fake's request, so that no
+// reply comes late and every request runs before its deadline; below a TTL
+// of a second.
+var patient = WithNodeTimeout(500 * time.Millisecond)
+
 // rkey is the Redis key of lock key under the default prefix.
 func rkey(key string) string { return "redlock:{" + key + "}" }
 

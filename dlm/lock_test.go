@@ -13,7 +13,7 @@ import (
 func lockOn(t *testing.T, n int, opts ...ManagerOption) ([]*fakeNode, *Manager, *Lock) {
 	t.Helper()
 	fs := newFakes(n)
-	m := newManager(t, fs, opts...)
+	m := newManager(t, fs, append([]ManagerOption{patient}, opts...)...)
 	l, err := m.TryLock(context.Background(), "k")
 	if err != nil {
 		t.Fatalf("TryLock(%q) = %v", "k", err)

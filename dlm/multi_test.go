@@ -73,7 +73,7 @@ func TestLockAllAllOrNothing(t *testing.T) {
 	} {
 		fs := newFakes(5)
 		setUp(fs, "b", tc.states)
-		m := newManager(t, fs)
+		m := newManager(t, fs, patient)
 		l, err := m.TryLockAll(context.Background(), keys)
 		if !tc.ok {
 			if l != nil || !errors.Is(err, ErrNotObtained) {
@@ -170,7 +170,7 @@ func TestLockAllExtendUnlock(t *testing.T) {
 	checkLeaks(t)
 	keys := []string{"c", "a", "b"}
 	fs := newFakes(5)
-	m := newManager(t, fs, WithTTL(time.Second))
+	m := newManager(t, fs, patient)
 	l, err := m.LockAll(context.Background(), keys)
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestLockAllPartlyLost(t *testing.T) {
 	t.Parallel()
 	checkLeaks(t)
 	fs := newFakes(5)
-	m := newManager(t, fs)
+	m := newManager(t, fs, patient)
 	l, err := m.LockAll(context.Background(), []string{"a", "b"})
 	if err != nil {
 		t.Fatal(err)

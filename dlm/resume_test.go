@@ -77,7 +77,7 @@ func TestResume(t *testing.T) {
 	checkLeaks(t)
 	for _, keys := range [][]string{{"k"}, {"c", "a", "b"}} {
 		fs := newFakes(5)
-		m1 := newManager(t, fs)
+		m1 := newManager(t, fs, patient)
 		m2 := newManager(t, fs)
 		orig, err := m1.LockAll(context.Background(), keys)
 		if err != nil {
@@ -238,7 +238,8 @@ func TestResumeTTLMustMatch(t *testing.T) {
 	checkLeaks(t)
 	fs := newFakes(3)
 	const ttl = 2 * time.Second
-	m := newManager(t, fs)
+	m := newManager(t, fs, patient)
+
 	orig, err := m.TryLock(context.Background(), "k", WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
