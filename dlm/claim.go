@@ -48,7 +48,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	key := keyName(c.keys)
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.nodes)
-		g := grant{secret: secret, token: uint64(token), granted: v.Granted, pend: pend, waiterID: c.waiter.waiterID()}
+		g := grant{secret: secret, token: uint64(token), pend: pend, waiterID: c.waiter.waiterID()}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
@@ -107,6 +107,10 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	}
 	if cfg.fencing.on && v.Yes >= q {
 		token, v.Yes = m.rounds.settleFence(ctx, cfg, c.rkeys, secret, v)
+	}
+	if cfg.leader != nil && v.Yes >= q {
+		// The value on a quorum, and the token: both are needed.
+		v.Yes = min(v.Yes, m.rounds.storeLeader(ctx, cfg, c.rkeys[0], secret, *cfg.leader, v.Granted))
 	}
 	return token
 }

@@ -45,7 +45,7 @@ type Election struct {
 	cfg  config
 	// opts are the options of the election's lock: the election's own,
 	// then the key prefix, fencing, auto-extension and the mark of an
-	// election's lock.
+	// election's lock (each campaign adds its value).
 	opts []Option
 	// ignored counts the answers to reads of the election that no
 	// candidate can have written (observe.go).
@@ -74,7 +74,7 @@ func (m *Manager) Election(name string, opts ...Option) (*Election, error) {
 		ext = *cfg.autoExtend
 	}
 	lopts := append(slices.Clip(opts), WithKeyPrefix(cfg.prefix+electionPrefix), WithFencing(), WithAutoExtend(ext),
-		optionFunc(func(c *config) { c.observed = true }))
+		optionFunc(func(c *config) { c.leader = new(string) }))
 	cfg, rkeys, err := m.prepare(context.Background(), []string{name}, lopts)
 	if err != nil {
 		return nil, fmt.Errorf("dlm: election %q: %w", name, err)
@@ -112,9 +112,9 @@ type Leadership struct {
 // while [Leadership.Lost] is open, and before [Leadership.Until].
 //
 // A candidate leads once a quorum of the nodes granted it the election's
-// lock and then stored its value beside the lock: should too few store it
-// in time, the lock is released and the candidate waits again, as it would
-// behind another leader.
+// lock and then stored its value beside the lock, within the attempt's
+// validity: an attempt whose value too few nodes stored fails, is released,
+// and the candidate tries again as it would behind another leader.
 //
 // ctx bounds the wait only: once Campaign has returned, ending ctx changes
 // nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
@@ -133,7 +133,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 	// Campaign waits, and only the leadership's end afterwards.
 	lctx, end := context.WithCancel(context.WithoutCancel(ctx))
 	unhook := context.AfterFunc(ctx, end)
-	l, err := e.win(lctx, value)
+	l, err := e.m.lock(lctx, []string{e.name}, append(slices.Clip(e.opts), optionFunc(func(c *config) { c.leader = &value })), true)
 	if !unhook() {
 		end()
 		if l != nil {
@@ -166,63 +166,26 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 	return ld, nil
 }
 
-// win takes the election's lock under ctx and stores value beside it on a
-// quorum of the nodes, within the lock's validity; a lock whose value too
-// few nodes stored is released, and the candidate waits as the lock's
-// tries and backoff say before it tries again.
-func (e *Election) win(ctx context.Context, value string) (*Lock, error) {
-	for failed := 0; ; failed++ {
-		l, err := e.m.lock(ctx, []string{e.name}, e.opts, true)
-		if err != nil {
-			return nil, err
-		}
-		// The acquire requests still under way are waited for first
-		// (each ends by its node timeout): a value sent on another
-		// connection could otherwise reach a node before its grant does,
-		// and be refused there.
-		l.op.Lock()
-		if l.pend != nil {
-			l.pend.Wait()
-			l.pend = nil
-		}
-		l.op.Unlock()
-		start := time.Now()
-		v, _ := e.m.rounds.Poll(ctx, e.setRequest(l, value))
-		until := l.Until()
-		if v.Yes >= l.quorum() && time.Now().Before(until) {
-			return l, nil
-		}
-		qerr := l.failure(&v, opLeader, !time.Now().Before(until))
-		e.cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLeader, Key: e.name, Start: start, Duration: time.Since(start), Err: qerr}, e.m.nodes)
-		l.Unlock(context.WithoutCancel(ctx))
-		if e.cfg.retry.gaveUp(failed + 1) {
-			return nil, qerr
-		}
-		t := time.NewTimer(jitter(e.cfg.retry.backoff(failed + 1)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, attemptStopped(ctx, "campaign", e.name, &v, qerr)
-		case <-e.m.life.done:
-			t.Stop()
-			return nil, ErrClosed
-		case <-t.C:
-		}
+// storeLeader stores value, the candidate's, beside the election's lock
+// key rkey on the nodes that granted the attempt whose secret it is, each
+// within the node timeout ([script.SetLeader]), and returns how many hold
+// it; two of the granting nodes announce the new leader to the observers.
+// It is part of the attempt, as the fencing token is: the attempt counts
+// only the nodes that stored the value, and one that too few stored in
+// time fails and is released as any failed attempt is. Those nodes answered
+// the acquire already, so the value never reaches a node before its grant.
+func (q *quorumRounds) storeLeader(ctx context.Context, cfg *config, rkey, secret, value string, granted uint64) int {
+	only := make([]bool, len(q.nodes))
+	for i := range only {
+		only[i] = i < 64 && granted&(1<<i) != 0
 	}
-}
-
-// setRequest stores value as the leader's beside l's key on every node
-// ([script.SetLeader]), each within the node timeout, and announces the
-// leader to the observers. The round waits for every node's answer, not
-// only a quorum's, so that a leader's value is on every node that holds
-// its lock and could store it when Campaign returns.
-func (e *Election) setRequest(l *Lock, value string) *round.Request {
 	req := &round.Request{
-		Op: opLeader, Script: script.SetLeader, Keys: []string{e.rkey, script.LeaderKey(e.rkey)},
-		Args: append(make([]string, 0, 3), l.secret, value), Want: 1, Timeout: e.cfg.timeout(),
+		Op: opLeader, Script: script.SetLeader, Keys: []string{rkey, script.LeaderKey(rkey)},
+		Args: append(make([]string, 0, 3), secret, value), Want: 1, Timeout: cfg.timeout(), Only: only,
 	}
-	req.Announce(script.Flag{Mode: script.Loud, Grants: true}, wake.Announcers(0))
-	return req
+	req.Announce(script.Flag{Mode: script.Loud}, wake.Announcers(granted))
+	v, _ := q.Poll(ctx, req)
+	return v.Yes
 }
 
 // Name returns the election's name, as given to [Manager.Election].

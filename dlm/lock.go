@@ -21,7 +21,7 @@ type Lock struct {
 	m     *Manager
 	cfg   config
 	claim       // what was asked for: the keys and the kind of lock
-	grant       // what the nodes gave: the secret, the token, who granted
+	grant       // what the nodes gave: the secret, the token
 	turn  *turn // the manager's local queue for these keys, if any
 	// auto is the lock's auto-extension, nil without one: its place in
 	// the manager's extender (autoextend.go).
@@ -46,11 +46,8 @@ type Lock struct {
 // needs: a lock handed over within the manager keeps its grant.
 type grant struct {
 	secret string
-	token  uint64 // fencing token; 0 without fencing
-	// granted marks the nodes that granted the lock (0 to 63), which
-	// announce its release; 0 when not known (Resume).
-	granted uint64
-	pend    *round.Pending // acquire requests still due when the lock was obtained
+	token  uint64         // fencing token; 0 without fencing
+	pend   *round.Pending // acquire requests still due when the lock was obtained
 	// waiterID is the id under which the lock waited in the nodes' lines,
 	// "" for none: a node that refused it may have handed it a key since,
 	// which the release frees.

@@ -88,10 +88,11 @@ type config struct {
 	restartGuard time.Duration // 0: none
 	fair         *Fairness     // nil: off
 	permitQuorum int           // 0: derived (semaphores only)
-	// observed marks an election's lock: its releases are announced on
-	// the broadcast channel, for the observers (Observe), and its
-	// extensions extend the leader's value with it (election.go).
-	observed bool
+	// leader marks an election's lock, and points to the value its
+	// candidate stores beside it (election.go): the attempt stores it, and
+	// the lock's extensions extend it with the lock. nil for any other
+	// lock.
+	leader *string
 }
 
 // timing is how long a lock lives and how long its requests may take:

@@ -75,7 +75,7 @@ func releaseRequest(cfg *config, rkeys []string, secret string, w *waiter, how s
 // loudFlag is the flag of a request that announces on every node: an
 // election's also announces to its observers.
 func (c *config) loudFlag() script.Flag {
-	return script.Flag{Mode: script.Loud, Grants: c.observed}
+	return script.Flag{Mode: script.Loud, Grants: c.leader != nil}
 }
 
 // quorumInTime reports whether v holds q yes that came within the validity of

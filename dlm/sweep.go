@@ -360,7 +360,7 @@ func (e *sweepEntry) wait(l *Lock, start time.Time) time.Duration {
 // election.go).
 func batchKind(l *Lock) string {
 	switch c := &l.claim; {
-	case l.cfg.observed:
+	case l.cfg.leader != nil:
 		return script.BatchLeader
 	case c.kind == nil:
 		return script.BatchLock(len(c.rkeys))
