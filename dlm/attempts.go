@@ -86,7 +86,9 @@ func (m *Manager) attempts(ctx context.Context, cfg *config, c *claim) (l *Lock,
 				// A release announced before the subscription was made
 				// went unheard: try again at once. (Channels the manager
 				// listened on before this attempt began, as another
-				// caller's or a lingering one, missed nothing.)
+				// caller's or a lingering one, missed nothing: a release
+				// that named the waiter before Watch counts once it
+				// watches.)
 				if w.Ready(ctx, cfg.timeout()); ctx.Err() != nil {
 					return nil, attempt, stopped(ctx.Err(), qerr)
 				}

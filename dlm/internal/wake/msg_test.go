@@ -193,8 +193,9 @@ func testWaker(n int) *Waker {
 
 // TestWiden checks that a widened waiter counts the releases announced on
 // its keys' broadcast channels as nodes naming it, once per node alongside
-// its manager's channel, and that a waiter that is not widened hears
-// nothing there.
+// its manager's channel, but not a grant (a new leader, news for the
+// observers only, which the reader here hears), and that a waiter that is
+// not widened hears nothing there.
 func TestWiden(t *testing.T) {
 	t.Parallel()
 	w := testWaker(3)
@@ -220,6 +221,7 @@ func TestWiden(t *testing.T) {
 	}{
 		{0, bc, "r3", 1},
 		{0, ch, testWaiter, 1}, // node 0 again, on the manager's channel
+		{2, bc, script.WakeGrant, 1},
 		{1, bc, "r3", 2},
 		{2, bc, "not a release", 2},
 	} {
@@ -230,6 +232,9 @@ func TestWiden(t *testing.T) {
 	}
 	if n, _, _ := narrow.named(); n != 0 {
 		t.Errorf("a waiter that was not widened was named by %d nodes on the broadcast channel; want 0", n)
+	}
+	if n, _, _ := reader.named(); n != 3 {
+		t.Errorf("the reader heard %d nodes announce on the broadcast channel, the grant included; want 3", n)
 	}
 	wt.Stop()
 	if wc := w.chans[bc]; len(wc.watchers) != 1 {

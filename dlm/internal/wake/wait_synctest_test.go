@@ -9,6 +9,7 @@ package wake
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -264,6 +265,48 @@ func TestListening(t *testing.T) {
 		var none *Watcher
 		if none.Hears() {
 			t.Errorf("Hears of a nil watcher = true; want false")
+		}
+	})
+}
+
+// TestNamedBeforeWatch checks, on synctest's fake clock, that a release
+// naming a waiter before it watches — after its first attempt was refused,
+// on a channel the manager listened on already — counts once it watches,
+// per node and on its own key's channel only; that such a naming is kept
+// for the reservation's life only; and that the namings kept for waiters
+// that never watch are bounded.
+func TestNamedBeforeWatch(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		w := testWaker(3)
+		w.timeout = 50 * time.Millisecond
+		lingering := w.Watch([]string{"k"}, testManager+"ccccccccccc", 1) // keeps the channel
+		defer lingering.Stop()
+		ch := script.ManagerChannel("k", testManager)
+		for _, i := range []int{0, 2, 2} {
+			handler{w: w, i: i}.Message(ch, testWaiter)
+		}
+		handler{w: w, i: 1}.Message(script.ManagerChannel("k2", testManager), testWaiter)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		if n, _, _ := wt.named(); n != 2 {
+			t.Errorf("a waiter named by nodes 0 and 2 before it watched: %d nodes named it once watching; want 2", n)
+		}
+		wt.Stop()
+		handler{w: w, i: 0}.Message(ch, testWaiter2)
+		time.Sleep(2*w.timeout + time.Millisecond)
+		late := w.Watch([]string{"k"}, testWaiter2, 1)
+		if n, _, _ := late.named(); n != 0 {
+			t.Errorf("a naming two node timeouts old counted for %d nodes; want 0: the reservation it spoke of is over", n)
+		}
+		late.Stop()
+		for i := range 2 * maxUnwatched {
+			handler{w: w, i: 0}.Message(ch, fmt.Sprintf("%s%011d", testManager, i))
+		}
+		w.mu.Lock()
+		kept := len(w.unwatched)
+		w.mu.Unlock()
+		if kept > maxUnwatched {
+			t.Errorf("%d namings kept for waiters without a watcher; want at most %d", kept, maxUnwatched)
 		}
 	})
 }

@@ -55,6 +55,9 @@ type Waker struct {
 	closed bool
 	chans  map[string]*wakeChan
 	named  map[string]*Watcher // the watchers with an id, by id
+	// unwatched holds, by channel and id, the nodes that named a waiter of
+	// this manager that had no watcher yet (see [Waker.keepUnwatched]).
+	unwatched map[unwatchedKey]*unwatched
 }
 
 // wakeChan is one channel and the waiters listening on it.
@@ -113,9 +116,12 @@ func (w *Waker) Ignored() uint64 { return w.ignored.Load() }
 // channels, where the releases that hand a key to no waiter announce it.
 // need is how many nodes must name the waiter, or announce a release, for
 // [Watcher.Wait] to end at once: the quorum of the waiter's attempts, so
-// that the attempt comes once the release reached enough nodes. Watch
-// makes sure the pumps subscribe to the channels, and returns nil once w
-// is closed. The caller stops the Watcher when it no longer waits.
+// that the attempt comes once the release reached enough nodes. The nodes
+// that named a waiter with an id on a channel w listened on already, in
+// the two node timeouts before it watched (after its first attempt was
+// refused), count as naming it ([Waker.keepUnwatched]). Watch makes sure
+// the pumps subscribe to the channels, and returns nil once w is closed.
+// The caller stops the Watcher when it no longer waits.
 func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 	need = max(need, 1)
 	wt := &Watcher{w: w, chans: make([]string, len(rkeys)), id: id, need: need, c: make(chan struct{}, 1),
@@ -129,10 +135,12 @@ func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 	if id != "" {
 		w.named[id] = wt
 	}
+	var early []int // nodes that named the waiter before it watched
 	for i, k := range rkeys {
 		ch := script.WakeChannel(k)
 		if id != "" {
 			ch = script.ManagerChannel(k, w.id)
+			early = append(early, w.takeUnwatched(ch, id)...)
 		}
 		wt.chans[i] = ch
 		wc := w.chans[ch]
@@ -148,6 +156,9 @@ func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 	w.mu.Unlock()
 	for _, p := range start {
 		w.spawn(p.run)
+	}
+	for _, i := range early {
+		wt.hear(i)
 	}
 	return wt
 }
