@@ -88,11 +88,17 @@ func (n *nodeSender) run() {
 			return
 		case <-n.wake:
 		}
+	sending:
 		for {
+			select {
+			case <-n.x.m.life.done:
+				break sending // the batches still queued fail with ErrClosed
+			default:
+			}
 			n.mu.Lock()
 			if len(n.queue) == 0 || n.busy >= n.per {
 				n.mu.Unlock()
-				break
+				break sending
 			}
 			c := n.queue[0]
 			n.queue[0] = nil
