@@ -52,9 +52,10 @@ func hideArgs(args func(*round.Request) []string, next round.Call) round.Call {
 // of Redis' "with args beginning with:" whole, to the end of its line; and
 // every argument that is not a number (the scripts' TTLs, windows, limits
 // and fencing counters are not secret) and has at least minHiddenArg bytes
-// wherever it shows, as does each ':'-separated part of one (an election's
-// "SECRET:VALUE"). A hostile node can return any text: nothing is
-// assumed of where it puts them.
+// wherever it shows, as does each ':'-separated part of one (a leader's
+// value may hold ':'; an election's secret and value are arguments of
+// their own). A hostile node can return any text: nothing is assumed of
+// where it puts them.
 type argHider struct {
 	hidden []string // longest first, so that no shorter one splits it
 }
