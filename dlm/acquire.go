@@ -12,6 +12,12 @@ import (
 
 // Lock takes the lock named key, retrying with a jittered delay (see
 // [WithRetry]) until it is obtained, the retry budget is spent, or ctx ends.
+// A call refused by a holder has a place in the nodes' lines of waiters;
+// when the Manager hears the releases, which wake the waiter they hand the
+// lock to, it waits the longer of its backoff and a sixth to a third of its
+// place's life between attempts (its backoff alone while others listen on
+// the key's broadcast channel), and never past when the refusing holder's
+// keys run out unless extended.
 //
 // When the budget is spent, the error is the last attempt's [*QuorumError]:
 // errors.Is(err, [ErrNotObtained]) if another holder had it, errors.Is(err,
@@ -50,8 +56,10 @@ import (
 // it, is never handed a lock, and the lock it obtains is released on the
 // nodes at Unlock, never handed to a queued call. TryLock and
 // [WithFairness] keep a call out of the queue likewise, and a lock from
-// [Manager.Resume] is never in it. (The nodes' lines of [WithFairness] are
-// another thing: they order the waiters of every process.)
+// [Manager.Resume] is never in it. (The nodes' lines are another thing:
+// every call that waits on the nodes takes places there when its Manager
+// hears the releases, or with [WithFairness], and they order the waiters
+// of every process.)
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }
@@ -148,9 +156,9 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 // lockLoop makes attempts at the mutex until one wins (see [Manager.attempts]),
 // as a waiter with a place in the nodes' lines when the manager can hear
 // the releases that name it, or with fairness. If none is obtained, it gives
-// up the place on return; a lock obtained left the lines where it was
-// granted, and Unlock leaves the others. line is the caller's turn at the
-// head of the manager's queue, nil outside it.
+// up the place on return; a lock obtained keeps the places it had (the
+// acquire script writes no line), and its release takes them out. line is
+// the caller's turn at the head of the manager's queue, nil outside it.
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
 	var w *waiter
 	if m.waits.waker != nil || cfg.fair != nil {
@@ -181,8 +189,9 @@ var acquireScripts = [4]*driver.Script{script.Acquire, script.FencedAcquire, scr
 // caller will try again: refused by readers, the attempt records its intent
 // there, which keeps new readers out (see [Manager.RLock]); every such
 // attempt records it, also one that goes by SET NX (see
-// [plainAcquire.setNX]). An election's grant is announced by two nodes,
-// for its observers.
+// [plainAcquire.setNX]). The attempt is quiet: no node announces its
+// grant. An election's new leader is announced by the store of its value
+// (storeLeader, [script.SetLeader]), on two of the nodes that granted it.
 func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiting bool) *round.Request {
 	req := &round.Request{
 		Op: opLock, Keys: rkeys, Args: append(make([]string, 0, 10), secret, ttlMillis(cfg.ttl)),

@@ -9,18 +9,22 @@ import (
 // The zero value uses the defaults.
 type Fairness struct {
 	// MaxWaiters bounds each lock's line on each node (default
-	// [DefaultMaxWaiters]): it has room for that many waiters. A waiter
-	// that finds the line full keeps retrying at its backoff without a
-	// place until there is room; it cannot jump the line meanwhile.
+	// [DefaultMaxWaiters]): it has room for that many places. A holder's
+	// place, which it keeps until its release takes it out or the place
+	// ends, counts toward the bound. A waiter that finds the line full
+	// keeps retrying at its backoff without a place until there is room;
+	// it cannot jump the line meanwhile.
 	MaxWaiters int
 	// Expiry is how long a waiter keeps its place without renewing it
 	// (default [DefaultPlaceExpiry]). Waiters renew their places at each
-	// attempt, and attempt at least every third of Expiry; a waiter that
-	// dies loses its place after Expiry, and until then the lock waits for
-	// it. A holder keeps its place, renewed by the grant, until it releases
-	// the lock: one that dies without releasing holds the line up until its
-	// lock expires or for Expiry after the grant, whichever ends later. It
-	// must be at least twice the node timeout.
+	// attempt that does not obtain the lock, and attempt at least every
+	// third of Expiry; a waiter that dies loses its place after Expiry,
+	// and until then the lock waits for it. A grant writes no line: a
+	// holder keeps the place it had, unrenewed, until it releases the lock
+	// or the place ends, Expiry after it was last renewed. One that dies
+	// without releasing holds the line up until its lock expires or its
+	// place ends, whichever is later. It must be at least twice the node
+	// timeout.
 	Expiry time.Duration
 }
 
@@ -35,9 +39,11 @@ const (
 // lock, a node grants the lock only to the waiter at the head of its line
 // (or to anyone when the line is empty), and the release wakes only that
 // waiter. A waiter keeps its place through an attempt that nodes granted but
-// that failed all the same (too few grants, or too late), and until it
-// releases the lock it obtained. Places in line carry tickets that the waiters carry from node to
-// node, so that every node orders the waiters alike.
+// that failed all the same (too few grants, or too late), and while it
+// holds the lock it obtained, until its release or the place's end (see
+// [Fairness.Expiry]). A waiter's place carries its own ticket, the time it
+// began to wait, the same on every node, so that every node orders the
+// waiters alike.
 //
 // Fairness costs throughput: a lock goes to the longest waiter, never to
 // the client that released it and asks again at once, and a waiter that

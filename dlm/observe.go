@@ -16,7 +16,9 @@ import (
 // an election.
 type Observation struct {
 	// Leader reports whether the election has a leader: a quorum of the
-	// nodes hold one candidate's grant.
+	// nodes hold one candidate's grant, and at least one of them the value
+	// that candidate stored. A grant whose value is not stored yet reads
+	// as no leader.
 	Leader bool
 	// Value is the leader's value as given to [Election.Campaign]; "" when
 	// there is no leader.

@@ -62,6 +62,13 @@ type retry struct {
 // its lock is released on the nodes at Unlock rather than handed to the
 // next queued caller (see [Manager.Lock]). With tries 0 the call waits in
 // that queue, and the head of the queue retries at this backoff.
+//
+// A call refused by a holder, with a place in the nodes' lines, waits
+// longer when its Manager hears the releases, which wake it when they hand
+// it the lock: the longer of this wait and a sixth to a third of its
+// place's life ([Fairness.Expiry] with fairness, otherwise the longer of
+// [DefaultPlaceExpiry] and twice the backoff), but never past when the
+// refusing holder's keys run out unless extended (see [Manager.Lock]).
 func WithRetry(tries int, backoff Backoff) Option {
 	return optionFunc(func(c *config) {
 		c.retry.tries = tries

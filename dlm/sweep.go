@@ -12,25 +12,28 @@ import (
 )
 
 // A sweep is one round of the extender: the extensions of the locks due
-// together, sent at start to every node in batches ([round.Round.Batch]),
-// each lock in one batch per node. Each lock's vote is counted from the
+// together, cut into batches, each lock in one batch per node, and queued
+// for each node to its sender ([nodeSender], sender.go), which sends them
+// in order ([round.Round.Batch]). Each lock's vote is counted from the
 // replies of the batches that carried it, and settled, as an extension by
 // [Lock.Extend] is, the moment it is decided.
 //
 // The batch invariant: a lock's extension in a sweep is the extension of
-// [Lock.Extend] with its requests sent at start. start is read before the
-// first batch of the sweep is sent, so every node that extended the lock
-// did so after start, and its key lives ttl from then: the lock's new
-// validity, start + validity(ttl), counts from before any of its requests
-// left, however long the sweep took to send them and whatever the other
-// locks of its batches did. A node's reply counts for a lock only while
-// its vote is open and within that validity ([round.Vote.InTime]); a node
-// whose batch failed — its reply lost, late past the batch's deadline, cut
-// by the node timeout, malformed — counts as failed for every lock of the
-// batch, which may have been extended there all the same, so the failure
-// rules of Extend apply ([validity.failed]). An entry that fails on a node
-// fails only its own lock. The lock's op is held from before its entry is
-// built until its vote is settled, so neither Extend nor Unlock crosses it.
+// [Lock.Extend] with its requests sent at its start, when the first batch
+// that carries it left for a node. Its start is read before that batch is
+// sent ([sweep.begin]), so every node that extended the lock did so after
+// it, and its key lives ttl from then: the lock's new validity, start +
+// validity(ttl), counts from before any of its requests left, however long
+// its batches waited in the senders' queues and whatever the other locks of
+// its batches did. A node's reply counts for a lock only while its vote is
+// open and within that validity ([round.Vote.InTime]); a node whose batch
+// failed — not sent in time ([errTooLate]), its reply lost, late past the
+// batch's deadline, cut by the node timeout, malformed — counts as failed
+// for every lock of the batch, which may have been extended there all the
+// same, so the failure rules of Extend apply ([validity.failed]). An entry
+// that fails on a node fails only its own lock. The lock's op is held from
+// before its entry is built until its vote is settled, so neither Extend
+// nor Unlock crosses it.
 type sweep struct {
 	x     *extender
 	began time.Time // when the round took its extensions

@@ -179,8 +179,10 @@ func (c *previousClient) unlock(t *testing.T, key, secret string) {
 // one hands a key to a waiter in its line only while nobody listens on the
 // broadcast channel, where the previous release's waiters listen; with them
 // listening, it frees the key for all and announces it there, as the
-// previous release did; the waiters of this one, whom the previous
-// release's announcements do not reach, then progress at their retry pace.
+// previous release did. A refusal tells the waiters of this one that
+// others listen on the broadcast channel: they keep their retry pace and
+// widen their watch to that channel (wake.Waker.Widen), so that the
+// previous release's announcements wake them as they wake its own.
 func TestUpgradeFleet(t *testing.T) {
 	t.Parallel()
 	const span = 3 * time.Second

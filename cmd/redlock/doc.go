@@ -68,8 +68,11 @@
 //	{"key": "job", "held": true, "held_on": 3, "failed": 0, "quorum": 2,
 //	 "nodes": [{"node": "10.0.0.1:6379", "held": true, "ttl_ms": 9120, "fence": 7}, ...]}
 //
-// "held" is true when a quorum of nodes holds the key. A node that did not
-// answer has "error" set.
+// "held" is true when a quorum of nodes holds the key. A node whose key a
+// release has just handed to a waiting client shows "reserved" in the HELD
+// column ("reserved": true in the JSON, held by no one): that client's next
+// attempt takes it, and the reservation lasts two node timeouts at most. A
+// node that did not answer has "error" set.
 //
 // # elect
 //

@@ -111,10 +111,7 @@ func (n *Node) permitExtend(keys, args []string) (any, error) {
 
 // permitRelease is the semaphore's release script: KEYS[0] is the set of
 // permits, ARGV the secret and announce's flag. A permit given back is
-// broadcast, as the script's doc comment says. (Its Lua calls announce,
-// which package script no longer defines, so that on Redis the script fails
-// once it has removed the permit: the parity cases mark it as a known bug of
-// the Lua.) n.mu is held.
+// broadcast, as the script's doc comment says. n.mu is held.
 func (n *Node) permitRelease(keys, args []string) (any, error) {
 	now := nowMillis()
 	removed := n.zrem(keys[0], args[0])

@@ -9,10 +9,10 @@ import (
 )
 
 // The line of waiters of a lock key (package script's line.go), step for
-// step: the waiters by ticket, the ends of their places (ms, by the node's
-// clock) and the counter of tickets, with the functions the scripts
-// define on them. Tickets are Lua numbers, float64 here as there, so that
-// a ticket the node cannot hold exactly is rounded as the Lua rounds it.
+// step: the waiters by ticket and the ends of their places (ms, by the
+// node's clock), with the functions the scripts define on them. Tickets
+// are Lua numbers, float64 here as there, so that a ticket the node cannot
+// hold exactly is rounded as the Lua rounds it.
 
 // line is the keys of one lock key's line ([script.LineKeys]).
 type line struct{ waiters, ends string }

@@ -214,9 +214,6 @@ func otherCases() []parityCase {
 		{name: "permit extend/absent", script: script.PermitExtend, keys: []string{permits}, args: []string{secret, ttl}},
 
 		// PermitRelease: KEYS the permits; ARGV secret, flag.
-		// The Lua calls announce, which package script defines no more
-		// (its broadcast took its place): a release of a permit held
-		// fails once the permit is removed.
 		{name: "permit release/last", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{secret: 5000})}},
 		{name: "permit release/one of two", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 9000, map[string]int64{secret: 9000, other: 5000})}},
 		{name: "permit release/not held", script: script.PermitRelease, keys: []string{permits}, args: []string{secret, loud}, setup: []preset{zset(permits, 5000, map[string]int64{other: 5000})}},

@@ -6,7 +6,7 @@ package script
 // longest lease, so a crashed holder's lease frees itself when it ends.
 
 // dropEnded defines dropEnded(set), which removes the leases that ended from
-// set. (ZRANGEBYSCORE and ZREM, the commands the fair line uses, rather than
+// set. (ZRANGEBYSCORE and ZREM, the commands the line uses, rather than
 // ZREMRANGEBYSCORE: the ACL docs/security.md lists stays the same.)
 const dropEnded = zremAll + `
 local function dropEnded(set)
