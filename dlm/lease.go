@@ -90,7 +90,7 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, r
 		req.Args = append(req.Args, ttlMillis(cfg.reservation()))
 	}
 	if real {
-		req.Announce(cfg.loudFlag(), allNodes)
+		req.Announce(loudFlag, allNodes)
 	} else {
 		req.Announce(script.Flag{}, 0)
 	}

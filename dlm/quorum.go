@@ -65,18 +65,15 @@ func releaseRequest(cfg *config, rkeys []string, secret string, w *waiter, how s
 		Want: int64(len(rkeys)), Timeout: cfg.timeout(),
 	}
 	if how == script.ReleaseLock {
-		req.Announce(cfg.loudFlag(), allNodes)
+		req.Announce(loudFlag, allNodes)
 	} else {
 		req.Announce(script.Flag{WriterWaits: waits}, 0)
 	}
 	return req
 }
 
-// loudFlag is the flag of a request that announces on every node: an
-// election's also announces to its observers.
-func (c *config) loudFlag() script.Flag {
-	return script.Flag{Mode: script.Loud, Grants: c.leader != nil}
-}
+// loudFlag is the flag of a request that announces on every node.
+var loudFlag = script.Flag{Mode: script.Loud}
 
 // quorumInTime reports whether v holds q yes that came within the validity of
 // ttl, counted from start: see [round.Vote.InTime], where a grant is

@@ -186,7 +186,7 @@ func (q *quorumRounds) leave(ctx context.Context, cfg *config, rkeys []string, w
 		Op: opLock, Script: script.Leave, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
 		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(),
 	}
-	req.Announce(cfg.loudFlag(), allNodes)
+	req.Announce(loudFlag, allNodes)
 	q.Poll(context.WithoutCancel(ctx), req)
 	q.work.Spawn(func() {
 		t := time.NewTimer(cfg.timeout())

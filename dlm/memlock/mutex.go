@@ -33,8 +33,8 @@ var errTooFewArgs = errors.New("ERR memlock: too few arguments for the script")
 // A key may be taken when it is free, holds the secret, or is reserved for
 // the waiter; with fairness a free key only by the head of its line or
 // while the line is empty. A grant sets every key (and counter), writes no
-// line and, when the flag asks, announces [script.WakeGrant]; a refusal
-// gives the waiter a place in every line.
+// line and announces nothing; a refusal gives the waiter a place in every
+// line.
 // Reply: {the grant (1 or the counter) or 0, the ticket}, and a refusal's
 // third element, the PTTL of the key that refused (0 when free), and for a
 // waiter with an id a fourth, 1 when anyone listens on the key's broadcast
@@ -118,11 +118,6 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 	for _, k := range keys[:cnt] {
 		n.set(k, args[0], ttl)
 	}
-	if a.flag.Grants {
-		for _, k := range keys[:cnt] {
-			a.broadcastPayload(k, script.WakeGrant)
-		}
-	}
 	return []any{r, int64(0)}, nil
 }
 
@@ -141,8 +136,8 @@ func luaMax(x, y luaNumber) (luaNumber, error) {
 //
 // The lock's release frees each key that holds the secret, is reserved
 // for the waiter, or is free already, hands it on to the head of its line,
-// and broadcasts a key it freed and handed to nobody (or any key it freed,
-// when the flag's Grants asks for it); it deletes the writer's intent with
+// and broadcasts a key it freed and handed to nobody; it deletes the
+// writer's intent with
 // each key it deletes, and takes the waiter out of every line. A failed
 // attempt's release frees the keys that hold the secret, or reserves them
 // for the waiter again (ReleaseKeepTurn), keeps a waiting writer's intent,
@@ -182,7 +177,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if (!handed || a.flag.Grants) && ok {
+			if !handed && ok {
 				a.broadcast(k)
 			}
 			continue

@@ -15,7 +15,6 @@ var (
 	quiet     = script.Flag{}.Arg()
 	waits     = script.Flag{Mode: script.Loud, WriterWaits: true}.Arg()
 	quietWait = script.Flag{WriterWaits: true}.Arg()
-	grants    = script.Flag{Mode: script.Loud, Grants: true}.Arg()
 	sharded   = script.Flag{Mode: script.Sharded}.Arg()
 )
 
@@ -150,14 +149,14 @@ func otherCases() []parityCase {
 
 		// SetLeader: KEYS the election's lock key, its leader key; ARGV the
 		// secret, the value, the flag.
-		{name: "set leader/held", script: script.SetLeader, keys: lkeys, args: []string{secret, "10.0.0.1:80", grants}, setup: []preset{held(pk, secret)}},
+		{name: "set leader/held", script: script.SetLeader, keys: lkeys, args: []string{secret, "10.0.0.1:80", loud}, setup: []preset{held(pk, secret)}},
 		{name: "set leader/held, quiet", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", quiet}, setup: []preset{held(pk, secret)}},
-		{name: "set leader/replaces another's", script: script.SetLeader, keys: lkeys, args: []string{secret, "", grants}, setup: []preset{held(pk, secret), held(lk, digest(other)+"theirs")}},
-		{name: "set leader/held by another", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{held(pk, other)}},
-		{name: "set leader/absent", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}},
-		{name: "set leader/expired", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{{key: pk, val: secret, expired: true}}},
-		{name: "set leader/held without TTL", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", grants}, setup: []preset{str(pk, secret, 0)}},
-		{name: "set leader/forged reservation", script: script.SetLeader, keys: lkeys, args: []string{script.ReservedFor(w1), "v", grants}, setup: []preset{reservedFor(w1)}},
+		{name: "set leader/replaces another's", script: script.SetLeader, keys: lkeys, args: []string{secret, "", loud}, setup: []preset{held(pk, secret), held(lk, digest(other)+"theirs")}},
+		{name: "set leader/held by another", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", loud}, setup: []preset{held(pk, other)}},
+		{name: "set leader/absent", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", loud}},
+		{name: "set leader/expired", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", loud}, setup: []preset{{key: pk, val: secret, expired: true}}},
+		{name: "set leader/held without TTL", script: script.SetLeader, keys: lkeys, args: []string{secret, "v", loud}, setup: []preset{str(pk, secret, 0)}},
+		{name: "set leader/forged reservation", script: script.SetLeader, keys: lkeys, args: []string{script.ReservedFor(w1), "v", loud}, setup: []preset{reservedFor(w1)}},
 
 		// ServerID.
 		{name: "server id", script: script.ServerID, id: true},

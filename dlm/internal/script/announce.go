@@ -27,15 +27,11 @@ const (
 // announces: whether the node publishes, on which kind of channel, whether
 // the attempt is that of a writer that will try again (refused because
 // readers hold a key, the acquire scripts then record its intent there,
-// [IntentKey]), and whether a grant is announced (an election's, for its
-// observers). [Flag.Arg] and [ParseFlag] are its one encoding, for dlm and
-// memlock; the Lua of announce reads the same characters.
+// [IntentKey]). [Flag.Arg] and [ParseFlag] are its one encoding, for dlm
+// and memlock; the Lua of announce reads the same characters.
 type Flag struct {
 	Mode        Mode
 	WriterWaits bool
-	// Grants asks an acquire script to announce its grant ([WakeGrant]) on
-	// the key's broadcast channel.
-	Grants bool
 }
 
 // Mode is how a node announces.
@@ -52,24 +48,20 @@ const (
 	Sharded
 )
 
-// The characters of a flag: the mode's, then writerWaits and grants or
-// nothing, in this order.
+// The characters of a flag: the mode's, then writerWaits or nothing.
 const (
 	quietArg    = "0"
 	loudArg     = "1"
 	shardedArg  = "2"
 	writerWaits = "w"
-	grantsArg   = "g"
 )
 
-// flagArgs holds every flag's encoding, by mode, WriterWaits and Grants, so
-// that a request's flag costs no allocation.
-var flagArgs = func() (a [3][2][2]string) {
+// flagArgs holds every flag's encoding, by mode and WriterWaits, so that a
+// request's flag costs no allocation.
+var flagArgs = func() (a [3][2]string) {
 	for m, mode := range []string{quietArg, loudArg, shardedArg} {
-		a[m][0][0] = mode
-		a[m][1][0] = mode + writerWaits
-		a[m][0][1] = mode + grantsArg
-		a[m][1][1] = mode + writerWaits + grantsArg
+		a[m][0] = mode
+		a[m][1] = mode + writerWaits
 	}
 	return a
 }()
@@ -81,19 +73,15 @@ func (f Flag) Arg() string {
 	if int(m) >= len(flagArgs) {
 		m = Quiet
 	}
-	return flagArgs[m][b2i(f.WriterWaits)][b2i(f.Grants)]
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
+	if f.WriterWaits {
+		return flagArgs[m][1]
 	}
-	return 0
+	return flagArgs[m][0]
 }
 
 // ParseFlag reads a script's last argument as announce's Lua does: a first
-// character other than Loud's or Sharded's is Quiet; writerWaits and grants
-// count anywhere after it.
+// character other than Loud's or Sharded's is Quiet; writerWaits counts
+// anywhere after it.
 func ParseFlag(arg string) Flag {
 	var f Flag
 	switch arg[:min(len(arg), 1)] {
@@ -104,7 +92,6 @@ func ParseFlag(arg string) Flag {
 	}
 	rest := arg[min(len(arg), 1):]
 	f.WriterWaits = strings.Contains(rest, writerWaits)
-	f.Grants = strings.Contains(rest, grantsArg)
 	return f
 }
 
@@ -141,7 +128,6 @@ local flag = ARGV[#ARGV]
 local mode = string.sub(flag, 1, 1)
 local loud = mode == '` + loudArg + `' or mode == '` + shardedArg + `'
 local writerWaits = string.find(flag, '` + writerWaits + `', 2, true) ~= nil
-local grants = string.find(flag, '` + grantsArg + `', 2, true) ~= nil
 local pub, numsub = 'PUBLISH', 'NUMSUB'
 if mode == '` + shardedArg + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function readersHold(k, v)

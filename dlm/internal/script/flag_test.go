@@ -13,25 +13,23 @@ func TestFlagRoundTrip(t *testing.T) {
 	seen := map[string]script.Flag{}
 	for _, mode := range []script.Mode{script.Quiet, script.Loud, script.Sharded} {
 		for _, waits := range []bool{false, true} {
-			for _, grants := range []bool{false, true} {
-				f := script.Flag{Mode: mode, WriterWaits: waits, Grants: grants}
-				arg := f.Arg()
-				if got := script.ParseFlag(arg); got != f {
-					t.Errorf("ParseFlag(%q) = %+v; want %+v", arg, got, f)
-				}
-				if other, dup := seen[arg]; dup {
-					t.Errorf("%+v and %+v both encode as %q", f, other, arg)
-				}
-				seen[arg] = f
+			f := script.Flag{Mode: mode, WriterWaits: waits}
+			arg := f.Arg()
+			if got := script.ParseFlag(arg); got != f {
+				t.Errorf("ParseFlag(%q) = %+v; want %+v", arg, got, f)
 			}
+			if other, dup := seen[arg]; dup {
+				t.Errorf("%+v and %+v both encode as %q", f, other, arg)
+			}
+			seen[arg] = f
 		}
 	}
 }
 
 // TestParseFlag checks how arguments that no flag encodes read, as the
-// Lua of announce reads them: an unknown mode is Quiet, and "w" (a waiting
-// writer) and "g" (grants announced) count anywhere after the first
-// character.
+// Lua of announce reads them: an unknown mode is Quiet, "w" (a waiting
+// writer) counts anywhere after the first character, and other characters
+// ("g", which asked for grants to be announced before) count for nothing.
 func TestParseFlag(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -50,8 +48,8 @@ func TestParseFlag(t *testing.T) {
 		{"1ww", script.Flag{Mode: script.Loud, WriterWaits: true}},
 		{"3w", script.Flag{WriterWaits: true}},
 		{"12", script.Flag{Mode: script.Loud}},
-		{"1gw", script.Flag{Mode: script.Loud, WriterWaits: true, Grants: true}},
-		{"2xg", script.Flag{Mode: script.Sharded, Grants: true}},
+		{"1gw", script.Flag{Mode: script.Loud, WriterWaits: true}},
+		{"2xg", script.Flag{Mode: script.Sharded}},
 		{"g", script.Flag{}},
 	} {
 		if got := script.ParseFlag(tc.arg); got != tc.want {

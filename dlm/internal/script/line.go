@@ -112,17 +112,13 @@ local function headOf(i)
   dropLeft(ws, ends)
   return redis.call('ZRANGE', ws, 0, 0)[1]
 end
-local function listened(k)
-  local subs = redis.pcall('PUBSUB', numsub, k .. '` + WakeSuffix + `')
-  return type(subs) == 'table' and (tonumber(subs[2]) or 0) > 0
-end
 local function handOn(i, ms)
   if not loud then return false end
   local h = headOf(i)
   if not h then return false end
   leave(i, h)
   wake(KEYS[i], h)
-  if listened(KEYS[i]) then return false end
+  if listeners(KEYS[i]) > 0 then return false end
   redis.call('SET', KEYS[i], '` + nextPrefix + `' .. h, 'PX', ms)
   return true
 end

@@ -34,8 +34,8 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // is safe to run twice), or is reserved for the waiter; with fairness, a
 // free key only by the head of its line, or by anyone while the line is
 // empty. A grant sets every key to the secret with the TTL, leaves a
-// writer's intent in place, as SET NX does (the release deletes it), and,
-// when the flag asks for it, announces [WakeGrant]. It writes no line: a
+// writer's intent in place, as SET NX does (the release deletes it), and
+// announces nothing. It writes no line: a
 // place the waiter had stays while it holds the lock, and the lock's
 // release gives it up; this node's grant is only a vote, and if the attempt
 // fails all the same (too few grants, or too late) its release gives the
@@ -151,11 +151,7 @@ for i = 1, n do
     return {0, t, left, open}
   end
 end
-local r = take()
-if grants then
-  for i = 1, n do broadcast(KEYS[i], '` + WakeGrant + `') end
-end
-return {r, 0}
+return {take(), 0}
 `
 
 // How a release runs ([Release]'s ARGV[6]).
@@ -177,8 +173,8 @@ const (
 // The lock's release (ReleaseLock) frees each key that holds the secret,
 // is reserved for the releasing waiter, or is free already, and hands it on
 // to the head of its line (see [lineLua]); a key it freed and handed to
-// nobody (or an election's, whose observers the flag's Grants asks for) is
-// announced on the broadcast channel, when anyone listens there, with the
+// nobody is announced on the broadcast channel, when anyone listens there
+// (readers, permits' waiters, an election's observers), with the
 // number of listeners: [WakeRelease] and "5". A key held by another holder
 // is never touched. It deletes a writer's intent with each key that held
 // the secret, and takes the releasing waiter out of the lines.
@@ -213,7 +209,7 @@ for i = 1, n do
         redis.call('DEL', k)
         clearIntent(k)
       end
-      if (not handOn(i, ms) or grants) and v then broadcast(k, nil) end
+      if not handOn(i, ms) and v then broadcast(k, nil) end
     end
   else
     if mine then
