@@ -162,9 +162,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 func (m *Manager) lockLoop(ctx context.Context, cfg *config, keys, rkeys []string, line *turn) (l *Lock, attempt int, err error) {
 	var w *waiter
 	if m.waits.waker != nil || cfg.fair != nil {
-		if w, err = newWaiter(m.waits.id, m.wallNow()); err != nil {
-			return nil, 0, err
-		}
+		w = newWaiter(m.waits.id, m.wallNow())
 		defer func() {
 			// Nodes that did not grant may keep a place for us, also
 			// from replies that came after the outcome was known.

@@ -64,16 +64,27 @@ type waiting struct {
 }
 
 // newWaiter returns a waiter of the manager whose id is managerID, with
-// an id of its own, drawn as a secret is, that begins with managerID, and
-// the ticket of a waiter that begins to wait at now, by the wall clock.
-// The id is not a secret: the releases announce it.
-func newWaiter(managerID string, now time.Time) (*waiter, error) {
-	s, err := newSecret()
-	if err != nil {
-		return nil, err
+// an id of its own that begins with managerID, and the ticket of a waiter
+// that begins to wait at now, by the wall clock. The id is not a secret
+// (the releases announce it, the lines hold it): it need only differ from
+// every other waiter's of the manager, which the process's count of
+// waiters, in URL-safe base64 after the manager's random id, makes sure of.
+func newWaiter(managerID string, now time.Time) *waiter {
+	var b [script.WaiterIDLen]byte
+	copy(b[:], managerID)
+	n := lastWaiter.Add(1)
+	for i := len(b) - 1; i >= script.ManagerIDLen; i-- {
+		b[i] = idAlphabet[n&63]
+		n >>= 6
 	}
-	return &waiter{id: managerID + s[:script.WaiterIDLen-script.ManagerIDLen], ticket: nextTicket(now)}, nil
+	return &waiter{id: string(b[:]), ticket: nextTicket(now)}
 }
+
+// lastWaiter counts the waiters of this process, for their ids.
+var lastWaiter atomic.Uint64
+
+// idAlphabet is URL-safe base64's, the alphabet of a waiter's id.
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // lastTicket is the last ticket a waiter of this process was given.
 var lastTicket atomic.Int64
