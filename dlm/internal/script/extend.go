@@ -8,8 +8,11 @@ import (
 
 // The extension of each kind of lock is one Lua function, defined once:
 // the single scripts ([Extend], [ReadExtend], [PermitExtend]) call it for
-// the request's one lock, and [ExtendBatch] for each entry of a batch. So a
-// lock extended in a batch is extended exactly as it would be alone.
+// the request's one lock, and [ExtendBatch] for each entry of a batch,
+// but for the locks over one key, whose compare-and-extend it runs inline
+// (the same two commands, the same refusal of a reserved value; the
+// parity cases run both). So a lock extended in a batch is extended
+// exactly as it would be alone.
 
 // extendLockFn defines extendLock(first, n, s, ttl), the mutex's
 // extension: if every lock key KEYS[first] to KEYS[first+n-1] holds the
