@@ -16,7 +16,8 @@ type Fairness struct {
 	// it cannot jump the line meanwhile.
 	MaxWaiters int
 	// Expiry is how long a waiter keeps its place without renewing it
-	// (default [DefaultPlaceExpiry]). Waiters renew their places at each
+	// (default [DefaultPlaceExpiry], or two node timeouts when that is
+	// longer). Waiters renew their places at each
 	// attempt that does not obtain the lock, and attempt at least every
 	// third of Expiry; a waiter that dies loses its place after Expiry,
 	// and until then the lock waits for it. A grant writes no line: a
@@ -76,9 +77,12 @@ func (f *Fairness) maxWaiters() int {
 	return f.MaxWaiters
 }
 
-func (f *Fairness) expiry() time.Duration {
+// expiry is the life of a place under the node timeout nodeTimeout:
+// Expiry, or by default [DefaultPlaceExpiry], but never below two node
+// timeouts, the bound validate holds an Expiry given to.
+func (f *Fairness) expiry(nodeTimeout time.Duration) time.Duration {
 	if f.Expiry == 0 {
-		return DefaultPlaceExpiry
+		return max(DefaultPlaceExpiry, 2*nodeTimeout)
 	}
 	return f.Expiry
 }

@@ -260,3 +260,25 @@ func TestSemaphoreOptionsReachPermits(t *testing.T) {
 		t.Errorf("a permit's TTL = %v; want the semaphore's, 3s", cfg.ttl)
 	}
 }
+
+// TestFairnessDefaultExpiry checks that the default life of a fair
+// waiter's place is never below two node timeouts, the bound an Expiry
+// given explicitly must meet: with a node timeout of 1.5 s, as
+// "redlock run --fair --node-timeout 1.5s" asks, places last 3 s.
+func TestFairnessDefaultExpiry(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		timeout, want time.Duration
+	}{
+		{100 * time.Millisecond, DefaultPlaceExpiry},
+		{1500 * time.Millisecond, 3 * time.Second},
+	} {
+		c, err := defaultConfig().with([]Option{WithTTL(time.Minute), WithNodeTimeout(tc.timeout), WithFairness(Fairness{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.placeLife(1); got != tc.want {
+			t.Errorf("node timeout %v: a fair place lasts %v; want %v", tc.timeout, got, tc.want)
+		}
+	}
+}

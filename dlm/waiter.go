@@ -136,7 +136,7 @@ func waiterArgs(cfg *config, w *waiter) []string {
 // then hands a key to it: the key waits for it for [config.reservation].
 func (c *config) placeLife(attempt int) time.Duration {
 	if c.fair != nil {
-		return c.fair.expiry()
+		return c.fair.expiry(c.timeout())
 	}
 	return max(DefaultPlaceExpiry, 2*c.retry.backoff(attempt))
 }
@@ -175,7 +175,7 @@ func (c *config) maxWait() time.Duration {
 	if c.fair == nil {
 		return 0
 	}
-	return c.fair.expiry() / 3
+	return c.fair.expiry(c.timeout()) / 3
 }
 
 // reservation is how long a key a release hands on stays reserved for the
