@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/resp"
 )
@@ -460,6 +462,35 @@ func TestStatus(t *testing.T) {
 	}
 	if free[0].Held || free[0].Counter != 0 {
 		t.Errorf("Status of a free key = %+v; want not held, counter 0", free[0])
+	}
+}
+
+// TestStatusReserved checks that Status reports a key a release handed to
+// a waiting caller as reserved, held by no one, without a TTL, and the
+// nodes where the key is free or held as before.
+func TestStatusReserved(t *testing.T) {
+	t.Parallel()
+	c := newFencingCluster(t)
+	ctx := context.Background()
+	key := fencePrefix + "{rsv}"
+	if _, err := c.servers[0].Do("SET", key, script.ReservedFor(strings.Repeat("M", script.WaiterIDLen)), "PX", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.servers[1].Do("SET", key, "AAAAAAAAAAAAAAAAAAAAAA", "PX", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.m.Status(ctx, "rsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st[0]; !s.Reserved || s.Held || s.TTL != 0 || s.Err != nil {
+		t.Errorf("Status of the node that reserved the key = %+v; want reserved, not held, no TTL", s)
+	}
+	if s := st[1]; s.Reserved || !s.Held || s.TTL <= 0 {
+		t.Errorf("Status of the node that holds the key = %+v; want held with a TTL, not reserved", s)
+	}
+	if s := st[2]; s.Reserved || s.Held {
+		t.Errorf("Status of a node where the key is free = %+v; want neither held nor reserved", s)
 	}
 }
 
