@@ -253,3 +253,79 @@ func TestElectionRefusesBadInput(t *testing.T) {
 		t.Errorf("Observe after Close: err = %v; want ErrClosed", err)
 	}
 }
+
+// TestCampaignFairOrder checks that candidates that campaign with
+// WithFairness lead in the order they began to wait, across managers (as
+// "redlock elect --fair" asks): B asks before C, so when the leader A
+// resigns, B leads, and C only after B resigns.
+func TestCampaignFairOrder(t *testing.T) {
+	t.Parallel()
+	nodes := []*memlock.Node{memlock.NewNode("mem-0:6379"), memlock.NewNode("mem-1:6379"), memlock.NewNode("mem-2:6379")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type candidate struct {
+		e        *dlm.Election
+		attempts *attemptCounter
+		won      chan *dlm.Leadership
+	}
+	open := func(name string) *candidate {
+		m, err := dlm.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		c := &candidate{attempts: &attemptCounter{}, won: make(chan *dlm.Leadership, 1)}
+		if c.e, err = m.Election("fair", dlm.WithFairness(dlm.Fairness{}), dlm.WithHook(c.attempts)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	campaign := func(c *candidate, value string) {
+		go func() {
+			ld, err := c.e.Campaign(ctx, value)
+			if err != nil {
+				t.Errorf("Campaign(%s) = %v", value, err)
+			}
+			c.won <- ld
+		}()
+	}
+	waitAttempt := func(c *candidate, what string) {
+		for c.attempts.n.Load() == 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("%s made no attempt", what)
+			}
+			time.Sleep(time.Millisecond) // polling a condition, not a timing assertion
+		}
+	}
+	a, b, c := open("a"), open("b"), open("c")
+	campaign(a, "a")
+	leaderA := <-a.won
+	campaign(b, "b")
+	waitAttempt(b, "b") // refused: b has its place in the line
+	campaign(c, "c")
+	waitAttempt(c, "c")
+	if err := leaderA.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leaderB *dlm.Leadership
+	select {
+	case leaderB = <-b.won:
+	case ld := <-c.won:
+		ld.Resign(ctx)
+		t.Fatal("c led before b, which began to wait first")
+	case <-ctx.Done():
+		t.Fatal("nobody led after a resigned")
+	}
+	if got, err := b.e.Leader(ctx); err != nil || got != (dlm.Observation{Leader: true, Value: "b"}) {
+		t.Errorf("Leader after a resigned = %+v, %v; want b", got, err)
+	}
+	if err := leaderB.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ld := <-c.won:
+		ld.Resign(ctx)
+	case <-ctx.Done():
+		t.Fatal("c did not lead after b resigned")
+	}
+}
