@@ -123,14 +123,17 @@ func (n *nodeSender) run() {
 	}
 }
 
-// send sends c to the node at now, under the deadline of its locks
-// counted from then (see [sweepEntry.wait]).
+// send sends c to the node at now, under the earliest deadline of its
+// locks counted from then (see [sweepEntry.wait]), which is never past the
+// end of any of them.
 func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 	c.s.begin(c, now)
-	deadline := c.last
-	for _, e := range c.entries {
+	var deadline time.Time
+	for k, e := range c.entries {
 		en := &c.s.entries[e]
-		deadline = minTime(deadline, now.Add(en.wait(en.a.l, now)))
+		if d := now.Add(en.wait(en.a.l, now)); k == 0 || d.Before(deadline) {
+			deadline = d
+		}
 	}
 	ctx, cancel := driver.WithNodeDeadline(context.Background(), deadline)
 	n.x.m.rounds.Batch(ctx, n.i, c.req, func(b round.BatchReply) {

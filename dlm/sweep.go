@@ -53,7 +53,8 @@ type sweepEntry struct {
 	q        int       // the lock's quorum
 	deadline time.Time // when the lock must be reported lost unless extended: until less the guard
 	// start is when the first batch that carries the lock was sent: its
-	// extension's validity counts from it. Set before that batch leaves.
+	// extension's validity counts from it. Set under mu before that batch
+	// leaves, and never once the entry settled.
 	start    time.Time
 	v        round.Vote
 	answered int
@@ -68,10 +69,10 @@ type sweepChunk struct {
 	entries []int32 // indices in s.entries, in the batch's order
 	req     *round.Request
 	nodes   []int // the nodes it goes to
-	// last is when the first of its locks may no longer be extended; it
-	// is sent to a node only by sendBy, half a node timeout earlier (see
-	// nodeSender).
-	last, sendBy time.Time
+	// sendBy is when it is sent to a node at the latest: half a node
+	// timeout before the first of its locks may no longer be extended
+	// (see nodeSender).
+	sendBy time.Time
 }
 
 // sweep runs a round for due, the extensions taken from the queue: it
@@ -190,12 +191,8 @@ func (s *sweep) send() {
 // dispatch hands c to the senders of its nodes.
 func (s *sweep) dispatch(c *sweepChunk) {
 	for _, e := range c.entries {
-		l := s.entries[e].a.l
-		end := s.entries[e].deadline.Add(-l.cfg.lossGuard() / 2)
-		if c.last.IsZero() || end.Before(c.last) {
-			c.last = end
-		}
-		if by := end.Add(-l.cfg.timeout() / 2); c.sendBy.IsZero() || by.Before(c.sendBy) {
+		en := &s.entries[e]
+		if by := en.end().Add(-en.a.l.cfg.timeout() / 2); c.sendBy.IsZero() || by.Before(c.sendBy) {
 			c.sendBy = by
 		}
 	}
@@ -211,7 +208,9 @@ func (s *sweep) begin(c *sweepChunk, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range c.entries {
-		if en := &s.entries[e]; en.start.IsZero() {
+		// A settled entry's start is read without mu (answer): it is
+		// never written after the entry settled.
+		if en := &s.entries[e]; !en.settled && en.start.IsZero() {
 			en.start = now
 		}
 	}
@@ -354,8 +353,14 @@ func (x *extender) emit(s *sweep, lag time.Duration, locks int, err error) {
 // together, and be tried again together by a process that has not caught
 // up; half the time left keeps room for that retry.
 func (e *sweepEntry) wait(l *Lock, start time.Time) time.Duration {
-	left := e.deadline.Add(-l.cfg.lossGuard() / 2).Sub(start)
+	left := e.end().Sub(start)
 	return min(left, max(l.cfg.timeout(), left/2))
+}
+
+// end is when e's lock may no longer be extended: half its loss guard
+// before its deadline, so that a reply has time to count.
+func (e *sweepEntry) end() time.Time {
+	return e.deadline.Add(-e.a.l.cfg.lossGuard() / 2)
 }
 
 // batchKind is the kind of l's entry in a batch ([script.ExtendBatch]): a
@@ -387,7 +392,6 @@ func minTime(a, b time.Time) time.Time {
 func (c *sweepChunk) answer(b round.BatchReply) {
 	s := c.s
 	var decided []int32
-	var starts []time.Time
 	s.mu.Lock()
 	for j, e := range c.entries {
 		en := &s.entries[e]
@@ -399,22 +403,21 @@ func (c *sweepChunk) answer(b round.BatchReply) {
 		if en.answered == s.n || en.v.Settled(s.n, en.q, s.n-en.answered) {
 			en.settled = true
 			decided = append(decided, e)
-			// Read here: a batch carrying the lock may still leave for
-			// a slower node, and begin writes start under mu.
-			starts = append(starts, en.start)
 		}
 	}
 	s.mu.Unlock()
-	for k, e := range decided {
-		s.settle(&s.entries[e], starts[k])
+	for _, e := range decided {
+		s.settle(&s.entries[e])
 	}
 }
 
-// settle settles en's extension, whose first batch left at start (zero
+// settle settles en's extension, whose first batch left at en.start (zero
 // when none did), as Extend does, lets its lock's op go and decides what
-// follows.
-func (s *sweep) settle(en *sweepEntry, start time.Time) {
+// follows. en is settled: begin no longer writes its start, which settle
+// reads without mu.
+func (s *sweep) settle(en *sweepEntry) {
 	a := en.a
+	start := en.start
 	if start.IsZero() {
 		// No batch carrying it left: no node applied it, and it fails
 		// without bounding the validity.
