@@ -20,8 +20,10 @@ import (
 // hash tag serves as well.
 
 // nodeArgs returns how n's call picks a request's arguments: for a node
-// that is a Redis Cluster and announces, announce's flag is Sharded rather
-// than Loud, sharded pub/sub; a waiting writer's mark stays.
+// that is a Redis Cluster, announce's flag is Sharded rather than Loud,
+// sharded pub/sub, and QuietSharded rather than Quiet, so that the
+// listeners a script counts are the shard channels' (see script.Flag); a
+// waiting writer's mark stays. A request without a flag is sent as it is.
 func nodeArgs(n *node) func(*round.Request) []string {
 	i := n.i
 	if !n.cluster {
@@ -29,11 +31,14 @@ func nodeArgs(n *node) func(*round.Request) []string {
 	}
 	return func(req *round.Request) []string {
 		args := req.ArgsFor(i)
-		if req.Flag.Mode != script.Loud || !req.LoudOn(i) {
-			return args
+		if req.Quiet == nil {
+			return args // no flag: the script announces nothing
 		}
 		f := req.Flag
-		f.Mode = script.Sharded
+		f.Mode = script.QuietSharded
+		if req.Flag.Mode == script.Loud && req.LoudOn(i) {
+			f.Mode = script.Sharded
+		}
 		return append(args[:len(args)-1:len(args)-1], f.Arg())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/internal/round"
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
@@ -205,4 +206,40 @@ func TestClusterKeyStartingWithBraceRefused(t *testing.T) {
 		t.Fatalf("TryLock(\"}k\") over plain nodes: %v", err)
 	}
 	l.Unlock(context.Background())
+}
+
+// TestNodeArgsOnCluster checks the flag a node that is a Redis Cluster
+// sends: Sharded for a request it announces, QuietSharded for one it does
+// not (so that the listeners a refusal counts are the shard channels'),
+// with a waiting writer's mark kept; a request without a flag unchanged.
+// A node that is one master sends the flags as they are.
+func TestNodeArgsOnCluster(t *testing.T) {
+	t.Parallel()
+	cluster, master := &node{i: 1, cluster: true}, &node{i: 1}
+	announced := func(f script.Flag, loud uint64) *round.Request {
+		req := &round.Request{Args: []string{"secret"}}
+		req.Announce(f, loud)
+		return req
+	}
+	for _, tc := range []struct {
+		name            string
+		req             *round.Request
+		cluster, master string // the last argument sent
+	}{
+		{"quiet", announced(script.Flag{}, 0), script.Flag{Mode: script.QuietSharded}.Arg(), script.Flag{}.Arg()},
+		{"quiet, writer waits", announced(script.Flag{WriterWaits: true}, 0), script.Flag{Mode: script.QuietSharded, WriterWaits: true}.Arg(), script.Flag{WriterWaits: true}.Arg()},
+		{"loud here", announced(script.Flag{Mode: script.Loud}, 1<<1), script.Flag{Mode: script.Sharded}.Arg(), script.Flag{Mode: script.Loud}.Arg()},
+		{"loud elsewhere", announced(script.Flag{Mode: script.Loud}, 1<<0), script.Flag{Mode: script.QuietSharded}.Arg(), script.Flag{}.Arg()},
+		{"no flag", &round.Request{Args: []string{"secret", "1000"}}, "1000", "1000"},
+	} {
+		for _, n := range []struct {
+			n    *node
+			want string
+		}{{cluster, tc.cluster}, {master, tc.master}} {
+			args := nodeArgs(n.n)(tc.req)
+			if got := args[len(args)-1]; got != n.want {
+				t.Errorf("%s, cluster %v: last argument %q; want %q", tc.name, n.n.cluster, got, n.want)
+			}
+		}
+	}
 }

@@ -29,7 +29,13 @@ func (n *Node) announcerOf(args []string) announcer {
 }
 
 // loud says whether the flag asks for announcements.
-func (a announcer) loud() bool { return a.flag.Mode != script.Quiet }
+func (a announcer) loud() bool { return a.flag.Mode == script.Loud || a.flag.Mode == script.Sharded }
+
+// sharded says whether the flag is for a node that is a Redis Cluster,
+// whose clients listen on shard channels.
+func (a announcer) sharded() bool {
+	return a.flag.Mode == script.Sharded || a.flag.Mode == script.QuietSharded
+}
 
 // broadcast is announce's broadcast(key, nil): [script.WakeRelease] and
 // the number of listeners on key's broadcast channel, when loud and anyone
@@ -44,9 +50,9 @@ func (a announcer) broadcast(key string) {
 	}
 }
 
-// listeners is PUBSUB NUMSUB, or SHARDNUMSUB when Sharded, of channel.
+// listeners is PUBSUB NUMSUB, or SHARDNUMSUB when sharded, of channel.
 func (a announcer) listeners(channel string) int {
-	if a.flag.Mode == script.Sharded {
+	if a.sharded() {
 		return 0
 	}
 	return a.n.listeners(channel)

@@ -85,7 +85,7 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 			return []any{int64(0), int64(0), left}, nil
 		}
 		var open int64
-		if a.n.listeners(script.WakeChannel(k)) > 0 && a.flag.Mode != script.Sharded {
+		if a.listeners(script.WakeChannel(k)) > 0 {
 			open = 1
 		}
 		keep, err := luaMax(life, tonumber(args[1]))

@@ -112,6 +112,7 @@ func lineCases() []parityCase {
 		// ReleaseLock: the key handed on.
 		{name: "hand on/to the head", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: with(held(pk, secret), inLine(spot{w2, 1, 3000}, spot{w3, 2, 3000}))},
 		{name: "hand on/sharded", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, sharded), setup: with(held(pk, secret), inLine(spot{w2, 1, 3000}, spot{w3, 2, 3000}))},
+		{name: "hand on/quiet sharded: freed, nothing handed on", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, script.Flag{Mode: script.QuietSharded}.Arg()), setup: with(held(pk, secret), inLine(spot{w2, 1, 3000}))},
 		{name: "hand on/the releaser leaves its place first", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "1", script.ReleaseLock, loud), setup: with(held(pk, secret), inLine(spot{w1, 1, 3000}, spot{w3, 2, 3000}))},
 		{name: "hand on/no waiter, broadcast", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: []preset{held(pk, secret)}},
 		{name: "hand on/quiet, the key freed", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, quiet), setup: with(held(pk, secret), inLine(spot{w2, 1, 3000}))},

@@ -85,6 +85,7 @@ func mutexCases() []parityCase {
 		{name: "acquire/two keys free", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, nobody, loud)},
 		{name: "acquire/two keys, second held", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, nobody, loud), setup: []preset{held(pk2, other)}},
 		{name: "acquire/refused, waiter placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud), setup: []preset{held(pk, other)}},
+		{name: "acquire/refused, waiter placed, quiet sharded", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), script.Flag{Mode: script.QuietSharded}.Arg()), setup: []preset{held(pk, other)}},
 		{name: "acquire/granted, waiter", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud)},
 
 		// FencedAcquire: KEYS locks, counters, lines; ARGV secret, TTL,

@@ -46,20 +46,26 @@ const (
 	// Sharded asks for announcements by SPUBLISH, on a node that is a
 	// Redis Cluster.
 	Sharded
+	// QuietSharded is Quiet on a node that is a Redis Cluster: nothing is
+	// published, and the listeners a script counts are those of the
+	// shard channels (PUBSUB SHARDNUMSUB), where the cluster's clients
+	// listen.
+	QuietSharded
 )
 
 // The characters of a flag: the mode's, then writerWaits or nothing.
 const (
-	quietArg    = "0"
-	loudArg     = "1"
-	shardedArg  = "2"
-	writerWaits = "w"
+	quietArg        = "0"
+	loudArg         = "1"
+	shardedArg      = "2"
+	quietShardedArg = "3"
+	writerWaits     = "w"
 )
 
 // flagArgs holds every flag's encoding, by mode and WriterWaits, so that a
 // request's flag costs no allocation.
-var flagArgs = func() (a [3][2]string) {
-	for m, mode := range []string{quietArg, loudArg, shardedArg} {
+var flagArgs = func() (a [4][2]string) {
+	for m, mode := range []string{quietArg, loudArg, shardedArg, quietShardedArg} {
 		a[m][0] = mode
 		a[m][1] = mode + writerWaits
 	}
@@ -80,8 +86,8 @@ func (f Flag) Arg() string {
 }
 
 // ParseFlag reads a script's last argument as announce's Lua does: a first
-// character other than Loud's or Sharded's is Quiet; writerWaits counts
-// anywhere after it.
+// character other than Loud's, Sharded's or QuietSharded's is Quiet;
+// writerWaits counts anywhere after it.
 func ParseFlag(arg string) Flag {
 	var f Flag
 	switch arg[:min(len(arg), 1)] {
@@ -89,6 +95,8 @@ func ParseFlag(arg string) Flag {
 		f.Mode = Loud
 	case shardedArg:
 		f.Mode = Sharded
+	case quietShardedArg:
+		f.Mode = QuietSharded
 	}
 	rest := arg[min(len(arg), 1):]
 	f.WriterWaits = strings.Contains(rest, writerWaits)
@@ -117,19 +125,20 @@ func ParseFlag(arg string) Flag {
 //     to be released), but not the release of a waiting writer's failed
 //     attempt, whose flag has WriterWaits.
 //
-// Both publish only when the flag is Loud or Sharded. Sharded is for a node
-// that is a Redis Cluster: there the channels are shard channels (SPUBLISH,
-// PUBSUB SHARDNUMSUB), which live on the master of the key's slot, like the
-// key, so a release reaches that master's subscribers only instead of every
-// master of the cluster. An ACL without PUBSUB or PUBLISH (SPUBLISH) only
-// silences them.
+// broadcast and wake publish only when the flag is Loud or Sharded. Sharded
+// and QuietSharded are for a node that is a Redis Cluster: there the
+// channels are shard channels (SPUBLISH, PUBSUB SHARDNUMSUB), which live on
+// the master of the key's slot, like the key, so a release reaches that
+// master's subscribers only instead of every master of the cluster, and
+// listeners counts theirs, also when the flag is quiet. An ACL without
+// PUBSUB or PUBLISH (SPUBLISH) only silences them.
 var announce = `
 local flag = ARGV[#ARGV]
 local mode = string.sub(flag, 1, 1)
 local loud = mode == '` + loudArg + `' or mode == '` + shardedArg + `'
 local writerWaits = string.find(flag, '` + writerWaits + `', 2, true) ~= nil
 local pub, numsub = 'PUBLISH', 'NUMSUB'
-if mode == '` + shardedArg + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
+if mode == '` + shardedArg + `' or mode == '` + quietShardedArg + `' then pub, numsub = 'SPUBLISH', 'SHARDNUMSUB' end
 local function readersHold(k, v)
   if v == '` + ReadersMark + `' and writerWaits then
     redis.call('SET', k .. '` + IntentSuffix + `', '1', 'PX', ARGV[2])

@@ -11,7 +11,7 @@ import (
 func TestFlagRoundTrip(t *testing.T) {
 	t.Parallel()
 	seen := map[string]script.Flag{}
-	for _, mode := range []script.Mode{script.Quiet, script.Loud, script.Sharded} {
+	for _, mode := range []script.Mode{script.Quiet, script.Loud, script.Sharded, script.QuietSharded} {
 		for _, waits := range []bool{false, true} {
 			f := script.Flag{Mode: mode, WriterWaits: waits}
 			arg := f.Arg()
@@ -40,13 +40,14 @@ func TestParseFlag(t *testing.T) {
 		{"0", script.Flag{}},
 		{"1", script.Flag{Mode: script.Loud}},
 		{"2", script.Flag{Mode: script.Sharded}},
-		{"3", script.Flag{}},
+		{"3", script.Flag{Mode: script.QuietSharded}},
+		{"4", script.Flag{}},
 		{"x", script.Flag{}},
 		{"w", script.Flag{}},
 		{"1w", script.Flag{Mode: script.Loud, WriterWaits: true}},
 		{"1W", script.Flag{Mode: script.Loud}},
 		{"1ww", script.Flag{Mode: script.Loud, WriterWaits: true}},
-		{"3w", script.Flag{WriterWaits: true}},
+		{"4w", script.Flag{WriterWaits: true}},
 		{"12", script.Flag{Mode: script.Loud}},
 		{"1gw", script.Flag{Mode: script.Loud, WriterWaits: true}},
 		{"2xg", script.Flag{Mode: script.Sharded}},
