@@ -27,13 +27,15 @@ type Attempt struct {
 	Grace time.Duration
 }
 
-// Bounds of the gap between a refused attempt that a wake-up started and
-// the next wake-up (see [Watcher.gap]).
+// minGap is the least gap between a refused attempt that a wake-up
+// started and the next wake-up (see [Watcher.gap]).
 const minGap = time.Millisecond
 
-// Wait waits until the next attempt is due, and reports whether a wake-up,
-// rather than timer, ended the wait. It returns ctx's error, or [ErrDone]
-// when done closes. A nil wt waits for timer alone.
+// Wait waits until the next attempt is due, and reports whether nodes
+// named the waiter (or announced a release, for a waiter of the broadcast
+// channels) to end the wait, rather than timer or a subscription made
+// again, which hand the waiter nothing. It returns ctx's error, or
+// [ErrDone] when done closes. A nil wt waits for timer alone.
 //
 // A waiter with an id is woken by the nodes that hand it the lock: when as
 // many nodes as it needs (the quorum, or every node whose subscription is
@@ -136,8 +138,9 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 }
 
 // wake ends a wait that a wake-up ended, at at: it waits until then unless
-// the timer comes first, and stops the timer. When a release woke it, the
-// nodes that have not announced the release yet are marked late until
+// the timer comes first, and stops the timer. It reports whether a
+// release woke it (nodes named it), not a subscription made again; then
+// the nodes that have not announced the release yet are marked late until
 // grace from now (see [Watcher.late]).
 func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.Timer, at time.Time, grace time.Duration) (bool, error) {
 	if d := time.Until(at); d > 0 {
@@ -155,14 +158,15 @@ func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.T
 	}
 	stopTimer(timer)
 	wt.mu.Lock()
-	if wt.nheard > 0 { // a release woke it, not a subscription made again
+	named := wt.nheard > 0 // a release woke it, not a subscription made again
+	if named {
 		for i, h := range wt.heard {
 			wt.late[i] = !h
 		}
 		wt.lateUntil = time.Now().Add(grace)
 	}
 	wt.mu.Unlock()
-	return true, nil
+	return named, nil
 }
 
 // named returns how many nodes named the waiter since its last attempt
