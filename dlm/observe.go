@@ -51,11 +51,8 @@ const ObservePoll = time.Second
 // value, and the answer is logged at Debug by its node and length. It
 // needs +strlen of an ACL user.
 func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil Context", ErrInvalid)
-	}
-	if e.m.life.closed.Load() {
-		return nil, ErrClosed
+	if err := e.readable(ctx); err != nil {
+		return nil, err
 	}
 	out := make(chan Observation)
 	e.m.life.work.Spawn(func() {
@@ -70,11 +67,8 @@ func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
 // [ErrUnavailable] when too many nodes failed to answer within the node
 // timeout to tell either, and the context's error when ctx ended first.
 func (e *Election) Leader(ctx context.Context) (Observation, error) {
-	if ctx == nil {
-		return Observation{}, fmt.Errorf("%w: nil Context", ErrInvalid)
-	}
-	if e.m.life.closed.Load() {
-		return Observation{}, ErrClosed
+	if err := e.readable(ctx); err != nil {
+		return Observation{}, err
 	}
 	r := e.read(ctx)
 	switch {
@@ -84,6 +78,18 @@ func (e *Election) Leader(ctx context.Context) (Observation, error) {
 		return Observation{}, fmt.Errorf("dlm: leader of %q: too few nodes answered: %w", e.name, ErrUnavailable)
 	}
 	return Observation{Leader: r.id != "", Value: r.value}, nil
+}
+
+// readable refuses a read of the election under a nil ctx, or once the
+// manager closed.
+func (e *Election) readable(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil Context", ErrInvalid)
+	case e.m.life.closed.Load():
+		return ErrClosed
+	}
+	return nil
 }
 
 // leaderRead is what one read of the nodes tells of an election.
