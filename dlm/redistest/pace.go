@@ -1,0 +1,76 @@
+package redistest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/internal/resp"
+)
+
+// Pace is how slowly this machine answers at the moment it was measured:
+// the slowest of a sample of round trips to a test's own redis-server, and
+// the latest a short timer fired past its time. A test on real processes
+// that must bound a wait takes the bound from a Pace measured on its run
+// ([MeasurePace]), never from a constant tuned on a quiet machine: the same
+// suite then holds on a machine several times slower or busier, and still
+// fails where something is broken rather than slow.
+type Pace struct {
+	RTT  time.Duration // the slowest PING round trip of the sample
+	Late time.Duration // the latest a 1 ms timer fired past its time
+}
+
+// Pace's sample: paceSamples round trips over one connection, and as many
+// 1 ms timers. On a quiet 2-core machine under -race it takes about 10 ms.
+const (
+	paceSamples = 20
+	paceTimer   = time.Millisecond
+	// paceSlack is how many of the slowest step [Pace.Slack] allows: a lock
+	// round is a round trip to each node (in parallel), a release and a
+	// wake-up a few more, each behind timers and the scheduler.
+	paceSlack = 20
+)
+
+// MeasurePace measures the machine through s, which must be up: paceSamples
+// PINGs over one connection, one after the other, and as many 1 ms sleeps.
+// It fails t when s does not answer.
+func MeasurePace(t testing.TB, s *Server) Pace {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), doTimeout)
+	defer cancel()
+	c, err := resp.Dial(ctx, s.clientConfig())
+	if err != nil {
+		t.Fatalf("redistest: measuring the pace through %s: %v", s.Addr(), err)
+	}
+	defer c.Close()
+	var p Pace
+	for range paceSamples {
+		start := time.Now()
+		if _, err := c.Do(ctx, "PING"); err != nil {
+			t.Fatalf("redistest: measuring the pace through %s: %v", s.Addr(), err)
+		}
+		p.RTT = max(p.RTT, time.Since(start))
+		start = time.Now()
+		time.Sleep(paceTimer)
+		p.Late = max(p.Late, time.Since(start)-paceTimer)
+	}
+	return p
+}
+
+// Slack is the time to allow, beyond what a step takes on a quiet machine,
+// for a few round trips and timers at this pace: paceSlack times the slower
+// of the slowest round trip and the latest timer.
+func (p Pace) Slack() time.Duration { return paceSlack * max(p.RTT, p.Late) }
+
+// Stretch returns d, or [Pace.Slack] where that is more: a node timeout or a
+// wait that is at least d and never shorter than this pace needs.
+func (p Pace) Stretch(d time.Duration) time.Duration { return max(d, p.Slack()) }
+
+// Max returns the slower of p and q, field by field: a bound taken before
+// and after a step covers the load of both moments.
+func (p Pace) Max(q Pace) Pace { return Pace{RTT: max(p.RTT, q.RTT), Late: max(p.Late, q.Late)} }
+
+// String reports the pace for a test's log.
+func (p Pace) String() string {
+	return "rtt≤" + p.RTT.Round(10*time.Microsecond).String() + " timer+" + p.Late.Round(10*time.Microsecond).String()
+}
