@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
 // TestManagerOnClusters runs the manager-level integration suite of
@@ -88,14 +89,10 @@ func testClusterMultiKey(t *testing.T, c *cluster) {
 // (!held).
 func awaitEverywhere(t *testing.T, c *cluster, keys []string, held bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
 	for i := range c.servers {
 		for _, k := range keys {
-			for (c.value(t, i, k) != nil) != held && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if got := c.value(t, i, k) != nil; got != held {
-				t.Errorf("node %d holds %q: %v; want %v", i, k, got, held)
+			if !c.await(t, func() bool { return (c.value(t, i, k) != nil) == held }) {
+				t.Errorf("node %d holds %q: %v; want %v", i, k, !held, held)
 			}
 		}
 	}
@@ -129,9 +126,10 @@ func testClusterFencing(t *testing.T, c *cluster) {
 }
 
 // testClusterFairness checks that two waiters from other managers obtain a
-// held lock in the order they asked for it.
+// held lock in the order they asked for it: the second asks once the first
+// has its place in the line on every node.
 func testClusterFairness(t *testing.T, c *cluster) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, 2*c.patience()))
 	defer cancel()
 	held, err := c.m.TryLock(ctx, "fair")
 	if err != nil {
@@ -151,10 +149,13 @@ func testClusterFairness(t *testing.T, c *cluster) {
 			time.Sleep(100 * time.Millisecond)
 			errs <- l.Unlock(ctx)
 		}()
-		// The first waiter's place is taken on every node before the
-		// second asks: a place is taken at its first attempt, well
-		// within a second here.
-		time.Sleep(time.Second)
+		// The waiter's place is taken at its first attempt; on a node
+		// that answered after the quorum, a little later.
+		for n := range c.servers {
+			if !c.await(t, func() bool { return c.waiters(t, n, "fair") > int64(i) }) {
+				t.Fatalf("node %d has %d waiters in the line of %q %v after waiter %d asked; want %d", n, c.waiters(t, n, "fair"), "fair", c.patience(), i, i+1)
+			}
+		}
 	}
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -167,6 +168,17 @@ func testClusterFairness(t *testing.T, c *cluster) {
 	if first, second := <-order, <-order; first != 0 || second != 1 {
 		t.Errorf("waiters obtained the lock in the order %d, %d; want 0, 1 (the order they asked)", first, second)
 	}
+}
+
+// waiters returns how many waiters node i has in the line of key.
+func (c *cluster) waiters(t *testing.T, i int, key string) int64 {
+	t.Helper()
+	v, err := c.servers[i].Do("ZCARD", suitePrefix+"{"+key+"}"+script.WaitersSuffix)
+	if err != nil {
+		t.Fatalf("ZCARD on %s: %v", c.servers[i].Addr(), err)
+	}
+	n, _ := v.(int64)
+	return n
 }
 
 // clusterGuardMargin is how long, at the least, the clusters of
@@ -209,14 +221,14 @@ func testClusterGuard(t *testing.T, c *cluster) {
 	defer l.Unlock(ctx)
 	// TryLock returns at a quorum: the grant's request to the slowest node
 	// may still be under way, so each node is given as long as
-	// awaitEverywhere gives a key (four node timeouts) to show its guard key.
-	deadline := time.Now().Add(2 * time.Second)
+	// awaitEverywhere gives a key to show its guard key.
 	for i, s := range c.servers {
-		v, err := s.Do("GET", suitePrefix+"{guarded}:guard")
-		for (err != nil || v == nil) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		var v any
+		var err error
+		c.await(t, func() bool {
 			v, err = s.Do("GET", suitePrefix+"{guarded}:guard")
-		}
+			return err == nil && v != nil
+		})
 		if err != nil || v == nil {
 			t.Errorf("node %d guard key = %v, %v; want the moment it may be counted from", i, v, err)
 		}

