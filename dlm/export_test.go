@@ -97,3 +97,7 @@ func OpenNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 // LeadersIgnored returns how many answers to reads of e its reads ignored
 // as invalid.
 func LeadersIgnored(e *Election) uint64 { return e.ignored.Load() }
+
+// Queued returns how many callers of m wait in its own line for the lock
+// key of redis key rkey, or -1 when no caller holds it.
+func Queued(m *Manager, rkey string) int { return queued(m, rkey) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,17 +69,102 @@ func listening(t *testing.T, s *redistest.Server, key string) int64 {
 // channel.
 func awaitListening(t *testing.T, srvs []*redistest.Server, key string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		all := true
+	poll(t, srvs[0], fmt.Sprintf("a subscriber to %q's wake channel on every node", key), func() bool {
 		for _, s := range srvs {
-			all = all && listening(t, s, key) > 0
+			if listening(t, s, key) == 0 {
+				return false
+			}
 		}
-		if all {
-			return
+		return true
+	})
+}
+
+// pollBase is how long poll waits, on a quiet machine, for state that the
+// nodes reach in a few round trips before it declares that they never will.
+const pollBase = 5 * time.Second
+
+// poll waits until cond holds, polling every 2ms, and fails t with what
+// when it does not within pollBase stretched to the pace measured through s
+// ([redistest.Pace.Stretch]). A wait that runs out while the machine has
+// become slower than when it began is inconclusive rather than a failure:
+// poll measures the pace again and waits on for the wider bound.
+func poll(t *testing.T, s *redistest.Server, what string, cond func() bool) {
+	t.Helper()
+	p := redistest.MeasurePace(t, s)
+	start := time.Now()
+	for bound := p.Stretch(pollBase); !cond(); time.Sleep(2 * time.Millisecond) {
+		if waited := time.Since(start); waited > bound {
+			p = p.Max(redistest.MeasurePace(t, s))
+			if wider := p.Stretch(pollBase); waited <= wider {
+				bound = wider
+				continue
+			}
+			t.Fatalf("no %s after %v (pace %v)", what, waited.Round(time.Millisecond), p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no subscriber to %q's wake channel on every node after 5s", key)
-		}
+	}
+}
+
+// waiterID is the context key of the number a test gives each waiter, for
+// attemptLog to tell the waiters of one manager apart.
+type waiterID struct{}
+
+// withWaiter returns ctx naming waiter i.
+func withWaiter(ctx context.Context, i int) context.Context {
+	return context.WithValue(ctx, waiterID{}, i)
+}
+
+// attempt is one acquire attempt as a Hook saw it.
+type attempt struct {
+	start, end time.Time
+	won        bool
+}
+
+// attemptLog is a Hook that records each acquire attempt of a manager, by
+// the waiter that its context names (0 when it names none).
+type attemptLog struct {
+	mu sync.Mutex
+	by map[int][]attempt
+}
+
+func (a *attemptLog) OnEvent(ctx context.Context, e *dlm.Event) {
+	if e.Kind != dlm.EventAttempt {
+		return
+	}
+	i, _ := ctx.Value(waiterID{}).(int)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.by == nil {
+		a.by = map[int][]attempt{}
+	}
+	a.by[i] = append(a.by[i], attempt{e.Start, e.Start.Add(e.Duration), e.Err == nil})
+}
+
+// of returns the attempts of waiter i so far.
+func (a *attemptLog) of(i int) []attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]attempt(nil), a.by[i]...)
+}
+
+// checkWoken fails t unless waiter i of a manager whose retry pace is
+// slowRetry obtained its lock otherwise than by that retry: by an attempt
+// that began less than slowRetry/2 (the shortest retry, jitter included)
+// after the end of its attempt before, which only a wake-up starts; or, when
+// none of its attempts won, handed over within its manager. It says nothing
+// of how soon: TestWakeOnClock proves that on the fake clock.
+func checkWoken(t *testing.T, a *attemptLog, i int) {
+	t.Helper()
+	as := a.of(i)
+	if len(as) == 0 || !as[len(as)-1].won {
+		return // handed over within the manager, by a lock that won
+	}
+	if len(as) == 1 {
+		return // its first attempt, which no retry timer began
+	}
+	prev, won := as[len(as)-2], as[len(as)-1]
+	if gap := won.start.Sub(prev.end); gap >= slowRetry/2 {
+		t.Errorf("waiter %d obtained the lock by an attempt %v after its previous one ended: by its retry (%v to %v), not woken by the release",
+			i, gap.Round(time.Millisecond), slowRetry/2, slowRetry)
 	}
 }
 
@@ -99,23 +185,31 @@ type lockResult struct {
 	at  time.Time
 }
 
+// longHold is the TTL of the holders of the wake-up tests: long enough
+// that a waiter never attempts at the end of the holder's validity (its
+// turn, were the holder to have crashed), so that only a wake-up or its
+// slowRetry can start its next attempt.
+const longHold = time.Minute
+
 // TestWaiterWokenByRelease checks that a client waiting for a lock held by
-// another obtains it as soon as it is released, not at its next retry, and
-// that this still holds after the waiter's subscriptions were cut and had to
-// be made again.
+// another obtains it by the release, not at its next retry, and that this
+// still holds after the waiter's subscriptions were cut and had to be made
+// again. TestWakeOnClock proves on the fake clock that it obtains the lock
+// at the instant of the release.
 func TestWaiterWokenByRelease(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
-	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
+	log := &attemptLog{}
+	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold)), newWakeManager(t, srvs, dlm.WithHook(log))
 	ctx := context.Background()
-	for _, cut := range []bool{false, true} {
+	for i, cut := range []bool{false, true} {
 		t.Run(fmt.Sprintf("subscriptions cut: %v", cut), func(t *testing.T) {
 			key := fmt.Sprintf("woken-%v", cut)
 			held, err := holderM.Lock(ctx, key)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := lockAsync(waiterM, key)
+			res := lockAsyncCtx(withWaiter(ctx, i), waiterM, key)
 			awaitListening(t, srvs, key)
 			if cut {
 				for _, s := range srvs {
@@ -134,23 +228,29 @@ func TestWaiterWokenByRelease(t *testing.T) {
 				t.Fatalf("waiter's Lock = %v", r.err)
 			}
 			defer r.l.Unlock(ctx)
-			if d := r.at.Sub(released); d > slowRetry/5 {
-				t.Errorf("waiter obtained the lock %v after its release; want it woken at once, long before its next retry (%v to %v)", d, slowRetry/2, slowRetry)
-			}
+			checkWoken(t, log, i)
+			t.Logf("waiter obtained the lock %v after the release", r.at.Sub(released).Round(time.Microsecond))
 		})
 	}
 }
 
 // TestOneSubscriptionPerNode checks that a manager's many waiters, on many
-// keys, share one subscription connection per node.
+// keys, share one subscription connection per node, and that each is woken
+// by the release of its key (or handed the lock in its manager), none left
+// to its retry.
 func TestOneSubscriptionPerNode(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
-	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs)
+	log := &attemptLog{}
+	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold)), newWakeManager(t, srvs, dlm.WithHook(log))
 	ctx := context.Background()
 	const keys, perKey = 20, 2
 	var held []*dlm.Lock
-	results := make(chan lockResult, keys*perKey)
+	type result struct {
+		lockResult
+		waiter int
+	}
+	results := make(chan result, keys*perKey)
 	for i := range keys {
 		key := fmt.Sprintf("shared-%d", i)
 		l, err := holderM.Lock(ctx, key)
@@ -158,10 +258,11 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		held = append(held, l)
-		for range perKey {
+		for j := range perKey {
+			w := 1 + i*perKey + j
 			go func() {
-				l, err := waiterM.Lock(ctx, key)
-				results <- lockResult{l, err, time.Now()}
+				l, err := waiterM.Lock(withWaiter(ctx, w), key)
+				results <- result{lockResult{l, err, time.Now()}, w}
 			}()
 		}
 	}
@@ -178,7 +279,11 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.After(slowRetry / 5)
+	// Every waiter obtains its lock by its first retry at the latest; the
+	// bound only keeps a broken wake-up from hanging the test.
+	p := redistest.MeasurePace(t, srvs[0])
+	bound := p.Stretch(2 * slowRetry)
+	deadline := time.After(bound)
 	for range keys * perKey {
 		select {
 		case r := <-results:
@@ -186,23 +291,28 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 				t.Fatalf("waiter's Lock = %v", r.err)
 			}
 			r.l.Unlock(ctx) // the next waiter for the key takes its turn
+			checkWoken(t, log, r.waiter)
 		case <-deadline:
-			t.Fatalf("waiters still waiting %v after the releases; want them woken", slowRetry/5)
+			t.Fatalf("waiters still waiting %v after the releases (pace %v); want them woken", bound, p)
 		}
 	}
 }
 
 // TestHandOverServesOtherProcesses checks that goroutines of one manager
 // passing a lock among themselves, without going back to the nodes, do not
-// keep another process's waiter out: within a short slice the lock is
-// released on the nodes, which wakes that waiter.
+// keep another process's waiter out: the lock is released on the nodes at
+// some point, which lets that waiter in. TestLocalHandOver proves on the
+// fake clock that a lock passed around for longer than a slice goes back to
+// the nodes, and TestWakeOnClock that a release there wakes a waiter at once.
 func TestHandOverServesOtherProcesses(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
-	busy, other := newWakeManager(t, srvs, dlm.WithTTL(10*time.Second)), newWakeManager(t, srvs, dlm.WithTTL(10*time.Second))
+	log := &attemptLog{}
+	busy, other := newWakeManager(t, srvs, dlm.WithTTL(10*time.Second)), newWakeManager(t, srvs, dlm.WithTTL(10*time.Second), dlm.WithHook(log))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
+	grants := make(chan struct{}, 1)
 	const goroutines = 4
 	for range goroutines {
 		go func() {
@@ -212,21 +322,32 @@ func TestHandOverServesOtherProcesses(t *testing.T) {
 				if err != nil {
 					return
 				}
+				select {
+				case grants <- struct{}{}:
+				default:
+				}
 				time.Sleep(time.Millisecond)
 				l.Unlock(context.Background())
 			}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // the goroutines pass the lock around
+	for range 2 * goroutines { // the goroutines pass the lock around
+		<-grants
+	}
+	// The other process's waiter is let in by a release, which checkWoken
+	// tells from its retry; the bound only keeps the test from hanging.
+	p := redistest.MeasurePace(t, srvs[0])
+	bound := p.Stretch(2 * slowRetry)
 	start := time.Now()
-	lctx, lcancel := context.WithTimeout(context.Background(), 4*time.Second)
+	lctx, lcancel := context.WithTimeout(context.Background(), bound)
 	defer lcancel()
 	l, err := other.Lock(lctx, "hot")
 	if err != nil {
-		t.Fatalf("other process's Lock while %d goroutines of one manager take turns = %v after %v; want the lock within a slice or so",
-			goroutines, err, time.Since(start).Round(time.Millisecond))
+		t.Fatalf("other process's Lock while %d goroutines of one manager take turns = %v after %v (pace %v); want the lock",
+			goroutines, err, time.Since(start).Round(time.Millisecond), p)
 	}
-	t.Logf("the other process waited %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("the other process waited %v (pace %v)", time.Since(start).Round(time.Millisecond), p)
+	checkWoken(t, log, 0)
 	l.Unlock(context.Background())
 	cancel()
 	for range goroutines {
@@ -247,7 +368,7 @@ func TestFencedLockNotHandedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := lockAsync(m, "fenced")
-	time.Sleep(100 * time.Millisecond) // the second caller lines up behind the first
+	poll(t, srvs[0], "second caller in the manager's line", func() bool { return dlm.Queued(m, "redlock:{fenced}") == 1 })
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -267,17 +388,48 @@ func TestFencedLockNotHandedOver(t *testing.T) {
 // on a majority: the other three still hold the key. The release reaches
 // them within a node timeout, without naming the waiter there (as a release
 // does on nodes whose key had expired); the waiter, named by fewer nodes than
-// its quorum, attempts a node timeout after the first named it, and obtains
-// the lock then, not at its next retry 5 to 10 seconds later.
+// its quorum, obtains the lock by the attempt that naming starts, not at its
+// next retry. TestWakeOnClock ("named by fewer nodes than the quorum")
+// proves on the fake clock that this attempt comes exactly a node timeout
+// after the first naming.
+//
+// The node timeout is the waiter's grace for the rest of the release to
+// arrive: it is stretched to the pace measured on the run, and a run whose
+// release took longer than half of it to reach the other nodes cannot tell
+// a slow machine from a broken waiter; it is inconclusive, and the test
+// runs again with the node timeout doubled.
 func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 	t.Parallel()
-	const nodeTimeout = time.Second // the settle after the first naming
 	srvs := redistest.StartServers(t, 5)
-	attempts := &attemptCounter{}
-	holderM := newWakeManager(t, srvs)
-	waiterM := newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
-	ctx := context.Background()
-	const key = "half-released"
+	p := redistest.MeasurePace(t, srvs[0])
+	nodeTimeout := p.Stretch(time.Second) // the settle after the first naming
+	for run := 0; ; run++ {
+		key := fmt.Sprintf("half-released-%d", run)
+		late, ok := wokenBeforeQuorum(t, srvs, key, nodeTimeout)
+		if ok {
+			return
+		}
+		if run == 3 {
+			t.Fatalf("inconclusive %d times: the release took %v to reach the last nodes; want less than half the node timeout (%v)",
+				run+1, late.Round(time.Millisecond), nodeTimeout)
+		}
+		t.Logf("inconclusive: the release took %v to reach the last nodes, more than half the node timeout (%v); again with %v",
+			late.Round(time.Millisecond), nodeTimeout, 2*nodeTimeout)
+		nodeTimeout *= 2
+	}
+}
+
+// wokenBeforeQuorum runs TestWokenBeforeReleaseReachedQuorum's scenario on
+// key with the waiter's node timeout. It reports how long the release took
+// from its first naming to the last node, and whether that was soon enough
+// for the run to tell.
+func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeTimeout time.Duration) (time.Duration, bool) {
+	t.Helper()
+	log := &attemptLog{}
+	holderM := newWakeManager(t, srvs, dlm.WithTTL(longHold))
+	waiterM := newWakeManager(t, srvs, dlm.WithHook(log), dlm.WithNodeTimeout(nodeTimeout))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	// TryLock: the holder takes no place in line, so that the release the
 	// test runs below, without the holder's waiter id, finds the waiter at
 	// the head.
@@ -286,7 +438,7 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitHeld(t, srvs, key) // by every node, not only the quorum TryLock returned at
-	res := lockAsync(waiterM, key)
+	res := lockAsyncCtx(ctx, waiterM, key)
 	awaitListening(t, srvs, key)
 	awaitWaiting(t, srvs, key, 1)
 	// The release as nodes 0 and 1 run it: the key handed to the waiter,
@@ -308,16 +460,15 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if late := time.Since(named); late > nodeTimeout/2 {
+		return late, false
+	}
 	r := <-res
 	if r.err != nil {
 		t.Fatalf("waiter's Lock = %v", r.err)
 	}
-	defer r.l.Unlock(ctx)
-	// The attempt comes a node timeout after the first naming; two node
-	// timeouts bound it.
-	if d := r.at.Sub(named); d > 2*nodeTimeout {
-		t.Errorf("waiter obtained the lock %v after two nodes named it; want within two node timeouts (%v), long before its next retry (%v to %v)",
-			d, 2*nodeTimeout, slowRetry/2, slowRetry)
-	}
-	t.Logf("%d attempts; lock obtained %v after two nodes named it", attempts.n.Load(), r.at.Sub(named).Round(time.Microsecond))
+	defer r.l.Unlock(context.Background())
+	checkWoken(t, log, 0)
+	t.Logf("node timeout %v; %d attempts; lock obtained %v after two nodes named it", nodeTimeout, len(log.of(0)), r.at.Sub(named).Round(time.Microsecond))
+	return 0, true
 }
