@@ -64,22 +64,18 @@ func awaitLine(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 // grant have all been served, and none can land after the next client's.
 func awaitHeld(t *testing.T, srvs []*redistest.Server, key string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		all := true
+	poll(t, srvs[0], fmt.Sprintf("lock %q held by every node", key), func() bool {
 		for _, s := range srvs {
 			v, err := s.Do("EXISTS", "redlock:{"+key+"}")
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = all && v == int64(1)
+			if v != int64(1) {
+				return false
+			}
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every node holds %q after 5s", key)
-		}
-	}
+		return true
+	})
 }
 
 // TestFairOrder checks that in fair mode waiters from different processes

@@ -353,22 +353,18 @@ func (n slowSubscriber) Subscribe(ctx context.Context, h driver.PubSubHandler) (
 func awaitWaiting(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 	t.Helper()
 	line := script.LineKeys("redlock:{" + key + "}")[0]
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		all := true
+	poll(t, srvs[0], fmt.Sprintf("%d waiters of %q on every node", n, key), func() bool {
 		for _, s := range srvs {
 			v, err := s.Do("ZCARD", line)
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = all && v.(int64) >= n
+			if v.(int64) < n {
+				return false
+			}
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes do not all hold %d waiters of %q after 5s", n, key)
-		}
-	}
+		return true
+	})
 }
 
 // TestWaiterGivingUpPassesItsTurn checks that a waiter whose context ends
