@@ -18,6 +18,7 @@ func TestStatusClusterNode(t *testing.T) {
 	t.Parallel()
 	clusters := redistest.StartRedisClusters(t, 2)
 	plain := redistest.StartServer(t)
+	measurePaceThrough(t, plain)
 	urls := []string{clusters[0].URL("goredis"), clusters[1].URL("rueidis"), "redis+goredis://" + plain.Addr()}
 	nodes := strings.Join(urls, ",")
 	m, err := dlm.Open(urls, dlm.WithKeyPrefix(dlm.DefaultKeyPrefix))

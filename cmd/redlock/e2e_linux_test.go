@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/dlmgo/redlock/dlm/redistest"
@@ -70,10 +71,12 @@ func TestWaitingLine(t *testing.T) {
 	holder := startRedlock(t, nil, runArgs("line", sh(`touch "$2"; `+boundedWait, release, ready), "--nodes", nodes)...)
 	waitFor(t, "the holder's command to start", func() bool { return exists(ready) })
 
-	// A node timeout of a second: an attempt that times out on a loaded
-	// machine would end the wait as "nodes unavailable" (69). The wait
-	// lets at least one attempt run to its end.
-	quiet, quietScreen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s", "--quiet")...)
+	// A node timeout of at least a second, stretched to the pace: an
+	// attempt that times out on a loaded machine would end the wait as
+	// "nodes unavailable" (69). The wait lets at least one attempt run to
+	// its end.
+	nt := nodeTimeout(t, time.Second)
+	quiet, quietScreen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes, "--node-timeout", nt.String(), "--wait", (3*nt).String(), "--quiet")...)
 	quiet.expectExit(75)
 
 	waiter, screen := startOnTerminal(t, runArgs("line", sh("exit 0"), "--nodes", nodes)...)
@@ -125,6 +128,7 @@ func TestCommandDiesWithRedlock(t *testing.T) {
 func TestCommandEnvironmentWithoutNodes(t *testing.T) {
 	const password = "pw-environ-5d2b"
 	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
+	measurePaceThrough(t, servers[0])
 	var urls []string
 	for _, s := range servers {
 		urls = append(urls, "redis+goredis://:"+password+"@"+s.Addr())

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // hostileText is what a hostile node, or a tamperer on a plaintext link,
@@ -167,6 +170,9 @@ func TestCLINoControlCharsFromNodes(t *testing.T) {
 		}
 		return strings.Join(urls, ",")
 	}
+	// The nodes answer at once; a redis-server of the test's own measures
+	// how slowly the machine does.
+	measurePaceThrough(t, redistest.StartServer(t))
 	failing := nodes(func([]string) string { return "-ERR " + hostileText + "\r\n" })
 	leading := nodes(func(args []string) string {
 		// script.Leader's reply: the holder's digest, its PTTL, its value.
@@ -174,7 +180,9 @@ func TestCLINoControlCharsFromNodes(t *testing.T) {
 	})
 	for _, format := range []string{"text", "json"} {
 		for _, level := range []string{"debug", "warn"} {
-			opts := []string{"--log-format", format, "--log-level", level, "--node-timeout", "1s"}
+			// A node that times out shows no text: the node timeout is
+			// at least a second, stretched to the pace.
+			opts := []string{"--log-format", format, "--log-level", level, "--node-timeout", nodeTimeout(t, time.Second).String()}
 			t.Run("status/"+format+"/"+level, func(t *testing.T) {
 				code, stdout, stderr := redlockRun(t, nil, append(append([]string{"status", "--nodes", failing}, opts...), "k")...)
 				if code != 69 {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlmgo/redlock/dlm/redistest"
 )
@@ -22,6 +23,7 @@ func TestCLINoSecretInOutput(t *testing.T) {
 	t.Parallel()
 	refusing := redistest.StartServer(t, redistest.WithoutScripting())
 	healthy := redistest.StartServers(t, 2)
+	measurePaceThrough(t, healthy[0])
 	schemes := []string{"redis+goredis", "redis+redigo", "redis+rueidis", "redis+valkey"}
 	i := 0
 	for _, level := range []string{"debug", "info", "warn", "error"} {
@@ -31,14 +33,16 @@ func TestCLINoSecretInOutput(t *testing.T) {
 			t.Run(level+"/"+format+"/"+scheme, func(t *testing.T) {
 				key := "job-" + level + "-" + format
 				nodes := scheme + "://" + refusing.Addr() + ",redis+redigo://" + healthy[0].Addr() + ",redis+rueidis://" + healthy[1].Addr()
-				// Node timeouts far above a loaded machine's stalls.
-				opts := []string{"--nodes", nodes, "--log-level", level, "--log-format", format, "--node-timeout", "2s"}
+				// Node timeouts far above a loaded machine's stalls: at
+				// least 2 s, stretched to the pace.
+				nt := nodeTimeout(t, 2*time.Second)
+				opts := []string{"--nodes", nodes, "--log-level", level, "--log-format", format, "--node-timeout", nt.String()}
 				dir := t.TempDir()
 				ready, release := filepath.Join(dir, "ready"), filepath.Join(dir, "release")
 				// A TTL of three node timeouts, which a loaded machine's
 				// stalls do not use up; the lock may be extended while
 				// the command waits.
-				p := startRedlock(t, nil, runArgs(key, sh(`touch "$2"; `+boundedWait, release, ready), append(opts, "--ttl", "6s")...)...)
+				p := startRedlock(t, nil, runArgs(key, sh(`touch "$2"; `+boundedWait, release, ready), append(opts, "--ttl", (3*nt).String())...)...)
 				waitFor(t, "the command to start", func() bool { return exists(ready) })
 				v, err := healthy[0].Do("GET", "redlock:{"+key+"}")
 				secret, _ := v.(string)

@@ -112,11 +112,15 @@ func TestRunWhileHeld(t *testing.T) {
 		}
 	})
 	t.Run("--wait runs out", func(t *testing.T) {
-		// The node timeout of a second keeps a loaded machine's slow
-		// reply from reading as "nodes unavailable" (69).
-		code, _, stderr := redlockRun(t, nil, runArgs("report", touchRan, "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s")...)
+		// A node timeout of at least a second, stretched to the pace,
+		// keeps a loaded machine's slow reply from reading as "nodes
+		// unavailable" (69); the wait lets at least one attempt run to
+		// its end. The lock is held throughout: the wait runs out.
+		nt := nodeTimeout(t, time.Second)
+		wait := 3 * nt
+		code, _, stderr := redlockRun(t, nil, runArgs("report", touchRan, "--nodes", nodes, "--node-timeout", nt.String(), "--wait", wait.String())...)
 		if code != 75 || !strings.Contains(stderr, "when --wait ran out") {
-			t.Errorf("run --wait 3s = %d, stderr:\n%s\nwant 75 and a warning", code, stderr)
+			t.Errorf("run --wait %v = %d, stderr:\n%s\nwant 75 and a warning", wait, code, stderr)
 		}
 	})
 	t.Run("a signal ends the wait", func(t *testing.T) {
@@ -219,7 +223,8 @@ func TestRunLockLostTerminates(t *testing.T) {
 	servers, nodes := startServers(t, 3)
 	marker := filepath.Join(t.TempDir(), "marker")
 	script := `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; sleep 60; echo finished >> "$1"`
-	p := startRedlock(t, nil, runArgs("lost", sh(script, marker), "--nodes", nodes, "--ttl", "2s", "--node-timeout", "300ms", "--grace", "30s")...)
+	nt, ttl := lossTimes(t)
+	p := startRedlock(t, nil, runArgs("lost", sh(script, marker), "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", nt.String(), "--grace", "30s")...)
 	waitFor(t, "the command to start", func() bool { return fileHas(marker, "started") })
 	// The grant returned at a quorum: its request to the slowest node may
 	// still be under way, and landing after the flush it would give the
@@ -231,7 +236,8 @@ func TestRunLockLostTerminates(t *testing.T) {
 		})
 	}
 	// The lock's keys vanish from a majority, as when two nodes restart
-	// empty: the next extension finds the lock gone.
+	// empty: the next extension finds the lock gone (when: dlm's
+	// TestAutoExtendQuorumGone, on virtual time).
 	flush(t, servers[0], servers[1])
 	p.expectExit(70)
 	if got := readFile(t, marker); got != "started\nTERM\n" {
@@ -242,6 +248,16 @@ func TestRunLockLostTerminates(t *testing.T) {
 	}
 }
 
+// lossTimes returns the node timeout and TTL of a test in which a lock is
+// lost while its command runs: at least 300 ms, stretched to the pace, and a
+// TTL of at least 2 s and seven node timeouts, so that extensions of a
+// healthy lock keep it on a loaded machine.
+func lossTimes(t *testing.T) (nodeTimeoutArg, ttl time.Duration) {
+	t.Helper()
+	nt := nodeTimeout(t, 300*time.Millisecond)
+	return nt, max(2*time.Second, 7*nt)
+}
+
 func TestRunLockLostKills(t *testing.T) {
 	t.Parallel()
 	servers, nodes := startServers(t, 3)
@@ -249,21 +265,25 @@ func TestRunLockLostKills(t *testing.T) {
 	marker, pidFile := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
 	// The command ignores SIGTERM.
 	script := `trap '' TERM; echo $$ > "$2"; echo started >> "$1"; sleep 60; echo finished >> "$1"`
+	nt, ttl := lossTimes(t)
 	p := startRedlock(t, nil, runArgs("stalled", sh(script, marker, pidFile),
-		"--nodes", nodes, "--ttl", "2s", "--node-timeout", "300ms", "--grace", "1s", "--lost-exit-code", "71")...)
+		"--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", nt.String(), "--grace", "1s", "--lost-exit-code", "71")...)
 	waitFor(t, "the command to start", func() bool { return fileHas(marker, "started") })
 	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
 	if err != nil {
 		t.Fatalf("the command's pid: %v", err)
 	}
 	// A majority stops answering: no extension can succeed, and the lock
-	// is lost before its validity ends.
-	for _, s := range servers[:2] {
+	// is lost. When (a loss guard before its validity ends) is proven on
+	// virtual time by dlm's TestAutoExtendGivesUp, the lock's Lost, which
+	// redlock run waits on. The first server, through which the test
+	// measures the pace, stays up.
+	for _, s := range servers[1:] {
 		s.Pause()
 		t.Cleanup(s.Resume)
 	}
 	p.expectExit(71)
-	for _, s := range servers[:2] {
+	for _, s := range servers[1:] {
 		s.Resume()
 	}
 	if got := readFile(t, marker); got != "started\n" {
@@ -318,8 +338,9 @@ func TestRunKeepsIgnoredSignals(t *testing.T) {
 	waitFor(t, "the command to start", func() bool { return fileHas(marker, "ready") })
 	p.signal(syscall.SIGHUP)
 	// A SIGHUP wrongly passed on would kill the command; give it the time
-	// to land. (Were it slower, the test would pass wrongly, not fail.)
-	time.Sleep(300 * time.Millisecond)
+	// to land, at least 300 ms stretched to the pace. (Were it slower, the
+	// test would pass wrongly, not fail.)
+	time.Sleep(measurePace(t).Stretch(300 * time.Millisecond))
 	touch(t, release)
 	p.expectExit(0)
 	if got := readFile(t, marker); got != "ready\nsurvived\n" {
@@ -327,6 +348,11 @@ func TestRunKeepsIgnoredSignals(t *testing.T) {
 	}
 }
 
+// TestStatusNodeDown checks that status reports a free lock with every node
+// answering (exit 0), then a killed node as not answering (exit 69) while
+// the others still answer. The node timeout is stretched to the pace of
+// the machine (startRedlock): a node that answers late on a loaded machine
+// is no node down; a killed one refuses the connection at once.
 func TestStatusNodeDown(t *testing.T) {
 	t.Parallel()
 	servers, nodes := startServers(t, 3)
@@ -424,6 +450,7 @@ func TestEnvironment(t *testing.T) {
 func TestRunPasswordWithComma(t *testing.T) {
 	const password = "pa,ss,w0rd"
 	servers := redistest.StartServers(t, 3, redistest.WithArgs("--requirepass", password))
+	measurePaceThrough(t, servers[0])
 	nodes := "redis://:" + password + "@" + servers[0].Addr() +
 		",redis+redigo://:pa%2Css%2Cw0rd@" + servers[1].Addr() +
 		", redis+rueidis://:" + password + "@" + servers[2].Addr()
@@ -459,6 +486,7 @@ func TestConfigErrors(t *testing.T) {
 	// A user who may connect but not run scripts: refused at the first
 	// request rather than when the node is opened.
 	acl := redistest.StartServers(t, 3)
+	measurePaceThrough(t, acl[0])
 	var limited []string
 	for _, s := range acl {
 		if _, err := s.Do("ACL", "SETUSER", "limited", "on", ">"+password, "~*", "&*", "+@all", "-@scripting"); err != nil {

@@ -46,17 +46,16 @@ func describe(ps []procStat) string {
 // that group, and the command ignores SIGHUP, as nohup would have it.
 func TestKillRedlockKillsCommandGroup(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
-	runArgs := func(nodes string, command []string) []string {
+	runArgs := func(nodes string, ttl time.Duration, command []string) []string {
 		return runArgs("job", command, "--nodes", nodes, "--ttl", ttl.String())
 	}
 	for _, tc := range []struct {
 		name     string
-		args     func(nodes string, command []string) []string
+		args     func(nodes string, ttl time.Duration, command []string) []string
 		terminal bool // redlock runs in the foreground of a terminal
 	}{
 		{"run", runArgs, false},
-		{"elect", func(nodes string, command []string) []string {
+		{"elect", func(nodes string, ttl time.Duration, command []string) []string {
 			return append([]string{"elect", "--nodes", nodes, "--ttl", ttl.String(), "job", "v", "--"}, command...)
 		}, false},
 		{"run in the foreground of a terminal", runArgs, true},
@@ -64,9 +63,10 @@ func TestKillRedlockKillsCommandGroup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, nodes := startServers(t, 3)
+			ttl := killTTL(t)
 			dir := t.TempDir()
 			pidFile, snapshot := filepath.Join(dir, "pids"), filepath.Join(dir, "snapshot")
-			args := tc.args(nodes, sh(`trap "" HUP; sleep 30 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, pidFile))
+			args := tc.args(nodes, ttl, sh(`trap "" HUP; sleep 30 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, pidFile))
 			first := &proc{t: t, args: args, done: make(chan struct{})}
 			first.start(func() {
 				if tc.terminal {
@@ -105,7 +105,7 @@ func TestKillRedlockKillsCommandGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			killed := time.Now()
-			second := startRedlock(t, nil, tc.args(nodes, sh(`cat /proc/[0-9]*/stat > "$1" 2>/dev/null; exit 0`, snapshot))...)
+			second := startRedlock(t, nil, tc.args(nodes, ttl, sh(`cat /proc/[0-9]*/stat > "$1" 2>/dev/null; exit 0`, snapshot))...)
 
 			// Every process of the group is gone before the lock's TTL
 			// has passed since redlock died.
@@ -140,6 +140,17 @@ func TestKillRedlockKillsCommandGroup(t *testing.T) {
 	}
 }
 
+// killTTL is the TTL of a lock whose holder is killed: at least 2 s, and
+// eight node timeouts at the pace of the machine measured now, so that a
+// loaded machine's slow extension does not end the lock before the test
+// kills its holder. The processes of its command must be gone within it.
+func killTTL(t *testing.T) time.Duration {
+	t.Helper()
+	ttl := max(2*time.Second, 8*measurePace(t).Stretch(defaultNodeTimeout))
+	t.Logf("TTL %v", ttl)
+	return ttl
+}
+
 // TestKillRedlockKillsDetachedProcesses kills redlock with SIGKILL while
 // its command runs a process that left the command's process group and
 // session (setsid) and whose parent, a subshell, has exited: the
@@ -147,8 +158,8 @@ func TestKillRedlockKillsCommandGroup(t *testing.T) {
 // within the lock's TTL.
 func TestKillRedlockKillsDetachedProcesses(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
 	_, nodes := startServers(t, 3)
+	ttl := killTTL(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// The background subshell is no group leader, so setsid(1) calls
 	// setsid(2) and execs sleep in its own process.

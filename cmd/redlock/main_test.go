@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
@@ -29,8 +30,9 @@ const (
 )
 
 var (
-	binDir    string // where the redlock binary is built
+	binDir    string // where go build writes the redlock binary
 	buildOnce sync.Once
+	binPath   string // the redlock binary the tests run
 	buildErr  error
 )
 
@@ -47,13 +49,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// redlockBinary builds the redlock binary with go build, once for all
-// tests, with -race when the tests have it, and returns its path.
+// binaryEnv names the environment variable that gives the tests a redlock
+// binary built beforehand: REDLOCK_TEST_BINARY=/path/to/redlock. It must be
+// a build of this checkout's cmd/redlock with the tests' -race setting
+// (go build -race -o PATH ./cmd/redlock when the tests run with -race): the
+// tests check that it exists, that it is a build of cmd/redlock, and that
+// its -race setting matches theirs, and fail at once if not. Unset, the
+// tests build the binary themselves with go build, a compiler that then
+// competes for the cores with the tests already running.
+const binaryEnv = "REDLOCK_TEST_BINARY"
+
+// redlockBinary returns the path of the redlock binary the tests run: the
+// one REDLOCK_TEST_BINARY ([binaryEnv]) names, or else one built with go
+// build, once for all tests, with -race when the tests have it.
 func redlockBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(binDir, "redlock")
 	buildOnce.Do(func() {
-		args := []string{"build", "-o", bin}
+		if path := os.Getenv(binaryEnv); path != "" {
+			binPath, buildErr = checkPrebuilt(path)
+			return
+		}
+		binPath = filepath.Join(binDir, "redlock")
+		args := []string{"build", "-o", binPath}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
@@ -67,7 +84,36 @@ func redlockBinary(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return bin
+	return binPath
+}
+
+// checkPrebuilt checks that path, from REDLOCK_TEST_BINARY, is a build of
+// cmd/redlock with the tests' -race setting, and returns its absolute path.
+func checkPrebuilt(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%s=%q: %v", binaryEnv, path, err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("%s=%q: no redlock binary there: %v", binaryEnv, path, err)
+	}
+	info, err := buildinfo.ReadFile(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s=%q: not a Go binary to test: %v", binaryEnv, path, err)
+	}
+	if info.Path != "github.com/dlmgo/redlock/cmd/redlock" {
+		return "", fmt.Errorf("%s=%q: a build of %q; want one of github.com/dlmgo/redlock/cmd/redlock", binaryEnv, path, info.Path)
+	}
+	race := false
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			race = s.Value == "true"
+		}
+	}
+	if race != raceEnabled {
+		return "", fmt.Errorf("%s=%q: built with -race=%v, the tests run with -race=%v: build it with the tests' setting", binaryEnv, path, race, raceEnabled)
+	}
+	return abs, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writing it while a test
@@ -128,6 +174,10 @@ func (p *proc) start(setup func()) {
 	p.t.Helper()
 	p.cmd = exec.Command(redlockBinary(p.t), p.args...)
 	p.cmd.Env = cleanEnv()
+	if paceServer(p.t) != nil {
+		// Before the test's own variables, which win, and its flags.
+		p.cmd.Env = append(p.cmd.Env, "REDLOCK_NODE_TIMEOUT="+nodeTimeout(p.t, defaultNodeTimeout).String())
+	}
 	p.cmd.Dir = p.t.TempDir()
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	dieWithTest(p.cmd)
@@ -206,16 +256,86 @@ func redlockRun(t *testing.T, env []string, args ...string) (code int, stdout, s
 }
 
 // startServers starts n redis-server processes and returns them with the
-// --nodes value naming them, one backend each in turn.
+// --nodes value naming them, one backend each in turn. The first is the one
+// the test's redlock processes measure the machine's pace through
+// ([measurePaceThrough]): a test may stop or pause the others, not it.
 func startServers(t *testing.T, n int, opts ...redistest.ServerOption) ([]*redistest.Server, string) {
 	t.Helper()
 	servers := redistest.StartServers(t, n, opts...)
+	measurePaceThrough(t, servers[0])
 	schemes := []string{"redis+goredis", "redis+redigo", "redis+rueidis"}
 	urls := make([]string, n)
 	for i, s := range servers {
 		urls[i] = schemes[i%len(schemes)] + "://" + s.Addr()
 	}
 	return servers, strings.Join(urls, ",")
+}
+
+// Node timeouts on a loaded machine. A node timeout is the one real-time
+// bound whose expiry changes what redlock does (a node that answers late
+// counts as down: "nodes unavailable", exit 69, or a lock lost), so no test
+// gives redlock a constant one. Each redlock process a test starts on its
+// servers gets the node timeout it would derive from its default TTL,
+// stretched to the pace of the machine measured right before it starts
+// ([redistest.MeasurePace] through the test's first server, then
+// [redistest.Pace.Stretch]), as REDLOCK_NODE_TIMEOUT; a test that needs
+// another asks [nodeTimeout] for it and passes it as a flag. What such a
+// test proves (exit codes, one holder at a time, a loss reported) does not
+// depend on the bound; when a lock is lost or a waiter woken, on a node
+// timeout's clock, is proven on virtual time in package dlm.
+
+// defaultNodeTimeout is the node timeout redlock derives from its default
+// TTL, 10 s: a twentieth of it, at most 250 ms.
+const defaultNodeTimeout = 250 * time.Millisecond
+
+// paceServers maps a test's name to the server through which the redlock
+// processes it and its subtests start measure the pace of the machine.
+var paceServers sync.Map // t.Name() → *redistest.Server
+
+// measurePaceThrough makes s, which must stay up while t runs, the server
+// through which the redlock processes t and its subtests start measure the
+// machine's pace, and so gives each of them a node timeout stretched to it.
+func measurePaceThrough(t *testing.T, s *redistest.Server) {
+	t.Helper()
+	paceServers.Store(t.Name(), s)
+	t.Cleanup(func() { paceServers.CompareAndDelete(t.Name(), s) })
+}
+
+// paceServer returns the server measurePaceThrough named for t or the
+// nearest test above it, or nil if there is none.
+func paceServer(t *testing.T) *redistest.Server {
+	for name := t.Name(); ; {
+		if s, ok := paceServers.Load(name); ok {
+			return s.(*redistest.Server)
+		}
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
+
+// measurePace measures the machine's pace now, through the test's server
+// (see measurePaceThrough), and logs it.
+func measurePace(t *testing.T) redistest.Pace {
+	t.Helper()
+	s := paceServer(t)
+	if s == nil {
+		t.Fatal("no server to measure the pace through: start the test's servers with startServers, or name one with measurePaceThrough")
+	}
+	p := redistest.MeasurePace(t, s)
+	t.Logf("pace %v", p)
+	return p
+}
+
+// nodeTimeout returns d, a node timeout that suffices on a quiet machine,
+// stretched to the pace of the machine measured now ([redistest.Pace.Stretch]).
+func nodeTimeout(t *testing.T, d time.Duration) time.Duration {
+	t.Helper()
+	nt := measurePace(t).Stretch(d)
+	t.Logf("node timeout %v (at least %v)", nt, d)
+	return nt
 }
 
 // waitFor polls until cond holds, and fails the test if it does not within
