@@ -19,8 +19,11 @@ import (
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
-// Timing of the security suite. A new connection's TLS handshake counts
-// against the node timeout, hence its margin.
+// Timing of the security suite on a quiet machine. A new connection's TLS
+// handshake counts against the node timeout, hence its margin. The suite
+// stretches the node timeout to the pace it measures on its servers
+// ([redistest.Pace.Stretch]), and the other bounds follow it (see
+// [secure.ttl], [secure.refusedWait] and [secure.refusedBound]).
 const (
 	secureTTL         = 3 * time.Second
 	secureNodeTimeout = time.Second
@@ -98,6 +101,11 @@ type secure struct {
 	servers []*redistest.Server
 	log     *logSink
 	logger  *slog.Logger
+	// pace is the machine's pace through the servers once they had
+	// started; nodeTimeout is the managers' node timeout, secureNodeTimeout
+	// stretched to it.
+	pace        redistest.Pace
+	nodeTimeout time.Duration
 
 	mu      sync.Mutex
 	secrets []string // passwords, in every URL and server
@@ -128,7 +136,28 @@ func startSecure(t *testing.T, driverName string) *secure {
 	}
 	s.secrets = append(s.secrets, wrongSecret, rotatedSecret)
 	s.servers = redistest.StartServers(t, 3, redistest.WithTLS(), redistest.WithACLFile(t, lines...))
+	for _, srv := range s.servers {
+		s.pace = s.pace.Max(redistest.MeasurePace(t, srv))
+	}
+	s.nodeTimeout = s.pace.Stretch(secureNodeTimeout)
+	t.Logf("pace %v: node timeout %v, TTL %v", s.pace, s.nodeTimeout, s.ttl())
 	return s
+}
+
+// ttl is the TTL of the suite's locks: secureTTL, or three node timeouts
+// where that is more.
+func (s *secure) ttl() time.Duration { return max(secureTTL, 3*s.nodeTimeout) }
+
+// refusedBound is how long a Lock that the nodes refuse may take: one
+// attempt and its release, a few node timeouts, never retries until its
+// context ([secure.refusedWait]) ends.
+func (s *secure) refusedBound() time.Duration { return max(refusedBound, 3*s.nodeTimeout) }
+
+// refusedWait is the context of a Lock that the nodes refuse: longer than
+// [secure.refusedBound] by five node timeouts at least, so that a Lock
+// that retries until its context ends is told from one that gave up.
+func (s *secure) refusedWait() time.Duration {
+	return max(refusedWait, s.refusedBound()+5*s.nodeTimeout)
 }
 
 // Passwords no server knows, or that it learns during the suite.
@@ -167,7 +196,7 @@ func (s *secure) open(t *testing.T, urls []string, opts ...dlm.ManagerOption) (*
 	t.Helper()
 	w := &watch{s: s}
 	m, err := dlm.Open(urls, append([]dlm.ManagerOption{
-		dlm.WithTTL(secureTTL), dlm.WithNodeTimeout(secureNodeTimeout), dlm.WithLogger(s.logger), dlm.WithHook(w),
+		dlm.WithTTL(s.ttl()), dlm.WithNodeTimeout(s.nodeTimeout), dlm.WithLogger(s.logger), dlm.WithHook(w),
 	}, opts...)...)
 	if err != nil {
 		s.sawErr(err)
@@ -192,15 +221,20 @@ func (s *secure) sawLock(l *dlm.Lock) {
 	s.mu.Unlock()
 }
 
-// watch is a manager's hook: it counts attempts and records every event.
+// watch is a manager's hook: it counts attempts, notes when the latest
+// failed one began, and records every event.
 type watch struct {
-	s        *secure
-	attempts atomic.Int32
+	s          *secure
+	attempts   atomic.Int32
+	lastFailed atomic.Int64 // UnixNano of the start of the latest failed attempt
 }
 
 func (w *watch) OnEvent(_ context.Context, e *dlm.Event) {
 	if e.Kind == dlm.EventAttempt {
 		w.attempts.Add(1)
+		if e.Err != nil {
+			w.lastFailed.Store(max(w.lastFailed.Load(), e.Start.UnixNano()))
+		}
 	}
 	text := fmt.Sprintf("%+v", *e)
 	w.s.mu.Lock()
@@ -276,7 +310,7 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 	if l.Token() == 0 {
 		t.Errorf("Lock(fenced) WithFencing: Token() = 0; want a fencing token")
 	}
-	if err := l.Extend(ctx, secureTTL); err != nil {
+	if err := l.Extend(ctx, s.ttl()); err != nil {
 		s.sawErr(err)
 		t.Errorf("Extend as %s = %v", lockerUser, err)
 	}
@@ -303,7 +337,7 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 	}
 
 	// The servers are younger than the guard window: Lock waits it out.
-	g, err := m.Lock(ctx, "guarded", dlm.WithRestartGuard(secureTTL))
+	g, err := m.Lock(ctx, "guarded", dlm.WithRestartGuard(s.ttl()))
 	if err != nil {
 		s.sawErr(err)
 		t.Fatalf("Lock(guarded) WithRestartGuard as %s = %v", lockerUser, err)
@@ -346,9 +380,9 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 		l := dlm.LockFromContext(ctx)
 		s.sawLock(l)
 		first := l.Until()
-		for deadline := time.Now().Add(2 * secureTTL); !l.Until().After(first); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * s.ttl()); !l.Until().After(first); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("no auto-extension within %v (%v)", 2*secureTTL, ctx.Err())
+				return fmt.Errorf("no auto-extension within %v (%v)", 2*s.ttl(), ctx.Err())
 			}
 		}
 		return nil
@@ -367,13 +401,18 @@ func (s *secure) testLeastPrivilege(t *testing.T) {
 	}
 }
 
-// awaitDenial waits up to 2 seconds for srv's ACL LOG to record denied
+// patience bounds the suite's waits for what must happen soon (a late
+// node's reply, a log record, a subscription): how long a broken build
+// takes to fail, not a claim about when. It grows with the node timeout.
+func (s *secure) patience() time.Duration { return max(10*time.Second, 20*s.nodeTimeout) }
+
+// awaitDenial waits up to [secure.patience] for srv's ACL LOG to record denied
 // ("REASON OBJECT") for user, and fails t if it does not: calls return once
 // a quorum has answered, and the last node's refusal may come later.
 func (s *secure) awaitDenial(t *testing.T, srv *redistest.Server, user, denied string) {
 	t.Helper()
 	d := aclDenials(t, srv, user)
-	for deadline := time.Now().Add(2 * time.Second); !slices.Contains(d, denied) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(s.patience()); !slices.Contains(d, denied) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		d = aclDenials(t, srv, user)
 	}

@@ -51,7 +51,7 @@ func (s *secure) testNodeErrorHidesScriptArgs(t *testing.T) {
 	logger := slog.New(newAllLevels(log))
 	seen := &seenTexts{}
 	newManager := func(nodes ...driver.Node) *dlm.Manager {
-		m, err := dlm.New(nodes, dlm.WithTTL(secureTTL), dlm.WithNodeTimeout(secureNodeTimeout),
+		m, err := dlm.New(nodes, dlm.WithTTL(s.ttl()), dlm.WithNodeTimeout(s.nodeTimeout),
 			dlm.WithLogger(logger), dlm.WithHook(seen), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func (s *secure) testNodeErrorHidesScriptArgs(t *testing.T) {
 	m := newManager(r0, h0, h1)
 	l, err := m.Lock(ctx, "k", dlm.WithFencing())
 	must("Lock", err)
-	must("Extend", l.Extend(ctx, secureTTL))
+	must("Extend", l.Extend(ctx, s.ttl()))
 	st, err := m.Status(ctx, "k")
 	must("Status", err)
 	seen.saw("Status", st)
@@ -114,9 +114,9 @@ func (s *secure) testNodeErrorHidesScriptArgs(t *testing.T) {
 	must("Do", m.Do(ctx, "job", func(ctx context.Context) error {
 		l := dlm.LockFromContext(ctx)
 		first := l.Until()
-		for deadline := time.Now().Add(2 * secureTTL); !l.Until().After(first); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * s.ttl()); !l.Until().After(first); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("no auto-extension within %v (%v)", 2*secureTTL, ctx.Err())
+				return fmt.Errorf("no auto-extension within %v (%v)", 2*s.ttl(), ctx.Err())
 			}
 		}
 		return nil

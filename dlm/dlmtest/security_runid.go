@@ -44,7 +44,7 @@ func (s *secure) testHostileRunID(t *testing.T) {
 	}
 	open := func(t *testing.T, urls ...string) *dlm.Manager {
 		t.Helper()
-		m, err := dlm.Open(urls, dlm.WithTTL(secureTTL), dlm.WithNodeTimeout(secureNodeTimeout), dlm.WithLogger(logger))
+		m, err := dlm.Open(urls, dlm.WithTTL(s.ttl()), dlm.WithNodeTimeout(s.nodeTimeout), dlm.WithLogger(logger))
 		s.sawErr(err)
 		if err != nil {
 			t.Fatalf("dlm.Open with a node that says another's run_id = %v; want a manager", err)
@@ -94,7 +94,7 @@ func (s *secure) testHostileRunID(t *testing.T) {
 // after an attempt gives up on them, end within four node timeouts
 // (identifyTimeout in package dlm); then the node that says the run_id
 // first may count only from the attempt after that.
-const settleTime = 6 * secureNodeTimeout
+func (s *secure) settleTime() time.Duration { return 6 * s.nodeTimeout }
 
 // lockEach takes runIDProbes locks on free keys named prefix-0, prefix-1,
 // ... with TryLock, the first retried for settleTime while the nodes are
@@ -106,7 +106,7 @@ func (s *secure) lockEach(t *testing.T, m *dlm.Manager, prefix string) *dlm.Lock
 	ctx := context.Background()
 	var failed []string
 	var first *dlm.Lock
-	for deadline := time.Now().Add(settleTime); ; {
+	for deadline := time.Now().Add(s.settleTime()); ; {
 		l, err := m.TryLock(ctx, prefix+"-0")
 		s.sawErr(err)
 		if err == nil {
@@ -116,7 +116,7 @@ func (s *secure) lockEach(t *testing.T, m *dlm.Manager, prefix string) *dlm.Lock
 		}
 		failed = append(failed, err.Error())
 		if time.Now().After(deadline) {
-			t.Fatalf("%d TryLock on a free key with two healthy nodes of three failed in %v:\n%s", len(failed), settleTime, strings.Join(failed, "\n"))
+			t.Fatalf("%d TryLock on a free key with two healthy nodes of three failed in %v:\n%s", len(failed), s.settleTime(), strings.Join(failed, "\n"))
 		}
 	}
 	if len(failed) > 0 {

@@ -38,12 +38,12 @@ func (s *secure) checkWake(ctx context.Context, t *testing.T, m *dlm.Manager) {
 		l, err := waiters.Lock(ctx, "wake")
 		done <- waitResult{l, err, time.Now()}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); w.attempts.Load() < 2 || subscriber && !s.listening(t, "wake"); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(s.patience()); w.attempts.Load() < 2 || subscriber && !s.listening(t, "wake"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10s the waiter made %d attempts and subscribed everywhere = %v; want 2 and true", w.attempts.Load(), s.listening(t, "wake"))
+			t.Fatalf("after %v the waiter made %d attempts and subscribed everywhere = %v; want 2 and true", s.patience(), w.attempts.Load(), s.listening(t, "wake"))
 		}
 	}
-	s.releaseToWaiter(t, ctx, "wake", holder, done, subscriber)
+	s.releaseToWaiter(t, ctx, "wake", holder, done, w, backoff, subscriber)
 }
 
 // subscriber reports whether the driver's nodes implement
@@ -64,7 +64,7 @@ func (s *secure) subscriber(t *testing.T) bool {
 // release, and the servers record the PUBLISH they refused (and the
 // SUBSCRIBE, for drivers that subscribe).
 func (s *secure) testWithoutPubSub(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, 3*s.patience()))
 	defer cancel()
 	m, _ := s.open(t, s.urls(quietUser))
 	defer m.Close()
@@ -86,9 +86,9 @@ func (s *secure) testWithoutPubSub(t *testing.T) {
 		}
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); w.attempts.Load() < 2; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(s.patience()); w.attempts.Load() < 2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the waiter made %d attempts in 10s; want 2", w.attempts.Load())
+			t.Fatalf("the waiter made %d attempts in %v; want 2", w.attempts.Load(), s.patience())
 		}
 	}
 	if err := holder.Unlock(ctx); err != nil {
@@ -169,7 +169,7 @@ const malformedLog = "malformed wake message ignored"
 // attempt, and be logged; and the waiter must get the lock once it is
 // released — named by the release.
 func (s *secure) testHostilePublish(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Second, 3*s.patience()))
 	defer cancel()
 	subscriber := s.subscriber(t)
 	if !subscriber {
@@ -183,7 +183,8 @@ func (s *secure) testHostilePublish(t *testing.T) {
 		t.Fatalf("TryLock(hostile) = %v", err)
 	}
 	s.sawLock(holder)
-	waiters, w := s.open(t, s.urls(lockerUser), dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)))
+	const backoff = time.Minute
+	waiters, w := s.open(t, s.urls(lockerUser), dlm.WithRetry(0, dlm.FixedBackoff(backoff)))
 	defer waiters.Close()
 	done := make(chan waitResult, 1)
 	go func() {
@@ -198,7 +199,7 @@ func (s *secure) testHostilePublish(t *testing.T) {
 	// await waits until ok reports true, failing t if Lock returns first.
 	await := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(s.patience()); !ok(); time.Sleep(5 * time.Millisecond) {
 			select {
 			case r := <-done:
 				s.sawErr(r.err)
@@ -206,7 +207,7 @@ func (s *secure) testHostilePublish(t *testing.T) {
 			default:
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 10s", what)
+				t.Fatalf("%s: not after %v", what, s.patience())
 			}
 		}
 	}
@@ -222,7 +223,7 @@ func (s *secure) testHostilePublish(t *testing.T) {
 	if got := w.attempts.Load() - tried; got != 0 {
 		t.Errorf("hostile wake messages woke the waiter into %d attempts; want none", got)
 	}
-	s.releaseToWaiter(t, ctx, "hostile", holder, done, true)
+	s.releaseToWaiter(t, ctx, "hostile", holder, done, w, backoff, true)
 }
 
 // waitResult is what a waiter's Lock returned, and when.
@@ -233,11 +234,13 @@ type waitResult struct {
 }
 
 // releaseToWaiter unlocks holder of key and checks that the waiter whose
-// Lock reports on done gets the lock, within 5s of the release when woken
-// (woken: the nodes implement [driver.Subscriber]), and then unlocks it.
-func (s *secure) releaseToWaiter(t *testing.T, ctx context.Context, key string, holder *dlm.Lock, done <-chan waitResult, woken bool) {
+// Lock reports on done, with w its manager's hook and backoff its fixed
+// retry pace, gets the lock, and then unlocks it. With woken (the nodes
+// implement [driver.Subscriber]), the waiter must get it before its next
+// retry could come — half the backoff after its latest failed attempt
+// began, as the backoff's jitter allows —, so by the release's wake-up.
+func (s *secure) releaseToWaiter(t *testing.T, ctx context.Context, key string, holder *dlm.Lock, done <-chan waitResult, w *watch, backoff time.Duration, woken bool) {
 	t.Helper()
-	released := time.Now()
 	if err := holder.Unlock(ctx); err != nil {
 		s.sawErr(err)
 		t.Errorf("Unlock(%s) = %v", key, err)
@@ -248,8 +251,8 @@ func (s *secure) releaseToWaiter(t *testing.T, ctx context.Context, key string, 
 		t.Fatalf("waiter's Lock(%s) = %v; want the lock", key, r.err)
 	}
 	s.sawLock(r.l)
-	if d := r.at.Sub(released); woken && d > 5*time.Second {
-		t.Errorf("the waiter got the lock %v after its release; want it woken by the release, not its retry", d)
+	if retry := time.Unix(0, w.lastFailed.Load()).Add(backoff / 2); woken && !r.at.Before(retry) {
+		t.Errorf("the waiter got the lock %v after its earliest retry; want it woken by the release, before", r.at.Sub(retry))
 	}
 	if err := r.l.Unlock(ctx); err != nil {
 		s.sawErr(err)
