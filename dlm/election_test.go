@@ -34,6 +34,18 @@ func newElectionCluster(t *testing.T, n int, opts ...dlm.ManagerOption) *electio
 	}
 }
 
+// pacedTTL sets the TTL of c's managers to ttl stretched to the pace
+// measured through c's first server ([redistest.Pace.Stretch]), and their
+// node timeout to a fifth of it, and returns that TTL.
+func pacedTTL(t *testing.T, c *electionCluster, ttl time.Duration) time.Duration {
+	t.Helper()
+	p := redistest.MeasurePace(t, c.servers[0])
+	ttl = p.Stretch(ttl)
+	c.opts = append(c.opts, dlm.WithTTL(ttl), dlm.WithNodeTimeout(ttl/5))
+	t.Logf("pace %v: TTL %v, node timeout %v", p, ttl, ttl/5)
+	return ttl
+}
+
 // manager opens a manager over the cluster; the test closes it.
 func (c *electionCluster) manager(t *testing.T) *dlm.Manager {
 	t.Helper()
@@ -107,10 +119,11 @@ func TestCampaignOneLeaderAtATime(t *testing.T) {
 // has returned: the leadership is extended all the same, for many TTLs, and
 // a rival cannot win it; Resign then hands it over.
 func TestLeadershipOutlivesCampaignContext(t *testing.T) {
-	// Extensions come every two thirds of the TTL: a TTL of a second leaves
-	// a loaded machine time to make them.
-	const ttl = time.Second
-	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
+	// Extensions come every two thirds of the TTL: a TTL of a second,
+	// stretched to the pace measured on the run, leaves a loaded machine
+	// time to make them; the node timeout is a fifth of it.
+	c := newElectionCluster(t, 3)
+	ttl := pacedTTL(t, c, time.Second)
 	snap := leakcheck.Take()
 	m, rival := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,8 +193,9 @@ func TestCampaignContextEndsWait(t *testing.T) {
 // resigning: Lost is closed within the TTL, the leader's goroutines end,
 // and a rival leads once the keys expire.
 func TestLeadershipEndsWithManager(t *testing.T) {
-	const ttl = 500 * time.Millisecond
-	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(100*time.Millisecond))
+	c := newElectionCluster(t, 3)
+	ttl := pacedTTL(t, c, 500*time.Millisecond)
+	p := redistest.MeasurePace(t, c.servers[0])
 	rival := c.manager(t)
 	snap := leakcheck.Take()
 	m := c.manager(t)
@@ -192,8 +206,8 @@ func TestLeadershipEndsWithManager(t *testing.T) {
 	m.Close()
 	select {
 	case <-ld.Lost():
-	case <-time.After(ttl + 2*time.Second): // the TTL, and a loaded machine
-		t.Fatalf("Lost still open %v after Manager.Close", ttl+2*time.Second)
+	case <-time.After(ttl + p.Stretch(2*time.Second)): // the TTL, and a loaded machine
+		t.Fatalf("Lost still open %v after Manager.Close (pace %v)", ttl+p.Stretch(2*time.Second), p)
 	}
 	snap.Check(t, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -209,8 +223,9 @@ func TestLeadershipEndsWithManager(t *testing.T) {
 // after Resign, a new leader, and none again when that leader's manager
 // closes without resigning (its keys expire).
 func TestObserve(t *testing.T) {
-	const ttl = time.Second
-	c := newElectionCluster(t, 3, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
+	c := newElectionCluster(t, 3)
+	ttl := pacedTTL(t, c, time.Second)
+	p := redistest.MeasurePace(t, c.servers[0])
 	observer, a, b := c.manager(t), c.manager(t), c.manager(t)
 	snap := leakcheck.Take()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,9 +244,11 @@ func TestObserve(t *testing.T) {
 			t.Fatalf("nothing observed in %v; want %+v", within, want)
 		}
 	}
-	// Changes are announced: each is heard well before ObservePoll, and
-	// well within it even on a loaded machine.
-	const prompt = dlm.ObservePoll * 3 / 4
+	// Changes are announced, each heard at once: TestObserveOnClock proves
+	// it on the fake clock. Here each is heard at all, in order, within a
+	// bound stretched to the pace that only keeps a lost one from hanging
+	// the test.
+	prompt := p.Stretch(dlm.ObservePoll * 3 / 4)
 	expect(dlm.Observation{}, prompt)
 	la, err := campaign(ctx, a, "watched", "alpha")
 	if err != nil {
@@ -255,15 +272,15 @@ func TestObserve(t *testing.T) {
 	// beta stops extending: its keys expire within the TTL, and the
 	// observer reads them then (with room for a loaded machine).
 	b.Close()
-	expect(dlm.Observation{}, ttl+2*time.Second)
+	expect(dlm.Observation{}, ttl+p.Stretch(2*time.Second))
 	cancel()
 	select {
 	case got, ok := <-obs:
 		if ok {
 			t.Fatalf("observed %+v after the context ended; want the channel closed", got)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Observe's channel still open 5s after its context ended")
+	case <-time.After(p.Stretch(5 * time.Second)):
+		t.Fatalf("Observe's channel still open %v after its context ended (pace %v)", p.Stretch(5*time.Second), p)
 	}
 	observer.Close() // its subscriptions linger for later waiters until then
 	a.Close()

@@ -138,3 +138,66 @@ func TestWakeOnClock(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveOnClock checks, on the fake clock, when Observe reports an
+// election's changes over memlock's nodes, which announce them as Redis
+// does: a new leader, a resignation and the next leader at the instant they
+// happen, not at the next poll (ObservePoll later); extensions never; and a
+// leader whose manager closed without resigning once its keys expire, within
+// its TTL and a poll. TestObserve keeps, on redis-server, that each change
+// is reported at all, in order.
+func TestObserveOnClock(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Second
+		nodes := asDriverNodes(memNodes(3))
+		newM := func() *dlm.Manager {
+			m, err := dlm.New(nodes, dlm.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			return m
+		}
+		observer, a, b := newM(), newM(), newM()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		obs, err := observe(ctx, observer, "watched")
+		if err != nil {
+			t.Fatalf("Observe = %v", err)
+		}
+		expect := func(what string, want dlm.Observation, within time.Duration) {
+			t.Helper()
+			start := time.Now()
+			select {
+			case got, ok := <-obs:
+				if d := time.Since(start); !ok || got != want || d > within {
+					t.Fatalf("%s: observed %+v (open %v) after %v; want %+v within %v", what, got, ok, d, want, within)
+				}
+			case <-time.After(within + time.Nanosecond):
+				t.Fatalf("%s: nothing observed in %v; want %+v", what, within, want)
+			}
+		}
+		expect("no leader", dlm.Observation{}, 0)
+		la, err := campaign(ctx, a, "watched", "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect("alpha leads", dlm.Observation{Leader: true, Value: "alpha"}, 0)
+		select {
+		case got := <-obs:
+			t.Fatalf("observed %+v while alpha kept leading", got)
+		case <-time.After(10 * ttl): // extensions are no changes
+		}
+		if err := la.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		expect("alpha resigned", dlm.Observation{}, 0)
+		if _, err := campaign(ctx, b, "watched", "beta"); err != nil {
+			t.Fatal(err)
+		}
+		expect("beta leads", dlm.Observation{Leader: true, Value: "beta"}, 0)
+		b.Close()
+		expect("beta's manager closed", dlm.Observation{}, ttl+dlm.ObservePoll)
+	})
+}
