@@ -79,6 +79,33 @@ wait:
 	return stats, rep
 }
 
+// brokenRuns bounds how many times TestCheckerFlagsBrokenLockers runs a
+// locker whose run was inconclusive, widening its node timeout, TTLs and
+// waits twice each time.
+const brokenRuns = 3
+
+// A run's verdict in TestCheckerFlagsBrokenLockers.
+const (
+	verdictFlagged      = "flagged"      // violations found
+	verdictClean        = "clean"        // none, in a run that would have shown them
+	verdictInconclusive = "inconclusive" // none, in a run too starved to tell
+)
+
+// brokenVerdict judges a run of a locker: with violations it is flagged;
+// without, it is clean if it had at least minGrants grants and, for a
+// broken locker, no Lock call ran out of time (a locker whose calls time out
+// is starved by the machine's load, and may not have contended enough to
+// show its flaw); otherwise it is inconclusive.
+func brokenVerdict(broken bool, stats Stats, rep Report) string {
+	switch {
+	case len(rep.Violations) > 0:
+		return verdictFlagged
+	case rep.Grants < minGrants, broken && stats.Errors["timeout"] > 0:
+		return verdictInconclusive
+	}
+	return verdictClean
+}
+
 // TestCheckerFlagsBrokenLockers proves that the suite can fail: the same
 // contention, on the same five nodes, through the same proxies and backends,
 // finds violations with each deliberately broken Redlock and none with the
@@ -89,61 +116,82 @@ wait:
 // client clock 5% slow against the nodes' — the fault the drift allowance
 // exists for (on one machine every clock runs at one rate, so the toy's
 // clock is scaled); the sound control subtracts 6% and stays safe.
+//
+// The node timeouts, TTLs and waits are calibrated on the cluster's pace.
+// A run that cannot tell a slow machine from a sound locker — a broken
+// locker unflagged while some of its Lock calls timed out, or any locker
+// with fewer than minGrants grants — is inconclusive: the locker runs
+// again with its node timeout, TTLs and waits twice as wide, up to
+// brokenRuns times. The test fails when a conclusive run leaves a broken
+// locker unflagged, when any run of a sound one shows a violation, or when
+// no run of a locker is conclusive.
 func TestCheckerFlagsBrokenLockers(t *testing.T) {
 	const clients = 6
 	c := StartCluster(t, 5, clients)
-	keys := func(prefix string) []KeySpec {
-		return []KeySpec{{prefix + "-a", 300 * time.Millisecond}, {prefix + "-b", 400 * time.Millisecond}}
+	cal := calibrate(t, c, chaosNodeTimeout)
+	keys := func(prefix string, widen float64) []KeySpec {
+		return calibration{scale: widen}.keys([]KeySpec{{prefix + "-a", 300 * time.Millisecond}, {prefix + "-b", 400 * time.Millisecond}})
+	}
+	toy := func(configure func(*ToyLocker)) func(time.Duration) []*Client {
+		return func(nodeTimeout time.Duration) []*Client {
+			return c.ToyClients(func(l *ToyLocker) {
+				l.NodeTimeout = nodeTimeout
+				configure(l)
+			})
+		}
 	}
 	for _, tc := range []struct {
 		name   string
-		open   func() []*Client
+		open   func(nodeTimeout time.Duration) []*Client
 		broken bool
 	}{
-		{"toy " + NoNX.String(), func() []*Client {
-			return c.ToyClients(func(l *ToyLocker) { l.Flaw = NoNX })
-		}, true},
-		{"toy " + QuorumOne.String(), func() []*Client {
-			return c.ToyClients(func(l *ToyLocker) { l.Flaw = QuorumOne })
-		}, true},
-		{"toy " + NoDrift.String() + " clock 5% slow", func() []*Client {
-			return c.ToyClients(func(l *ToyLocker) { l.Flaw, l.ClockRate = NoDrift, 0.95 })
-		}, true},
-		{"toy sound clock 5% slow drift 6%", func() []*Client {
-			return c.ToyClients(func(l *ToyLocker) { l.Flaw, l.ClockRate, l.DriftFactor = Sound, 0.95, 0.06 })
-		}, false},
-		{"real manager", func() []*Client {
-			return c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(chaosNodeTimeout))
+		{"toy " + NoNX.String(), toy(func(l *ToyLocker) { l.Flaw = NoNX }), true},
+		{"toy " + QuorumOne.String(), toy(func(l *ToyLocker) { l.Flaw = QuorumOne }), true},
+		{"toy " + NoDrift.String() + " clock 5% slow", toy(func(l *ToyLocker) { l.Flaw, l.ClockRate = NoDrift, 0.95 }), true},
+		{"toy sound clock 5% slow drift 6%", toy(func(l *ToyLocker) { l.Flaw, l.ClockRate, l.DriftFactor = Sound, 0.95, 0.06 }), false},
+		{"real manager", func(nodeTimeout time.Duration) []*Client {
+			return c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(nodeTimeout))
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := leakcheck.Take()
-			start := time.Now()
-			cl := tc.open()
-			w := &Workload{
-				Clients: cl, Keys: keys(fmt.Sprintf("broken-%d", time.Now().UnixNano())), History: NewHistory(),
-				LockTimeout: 2 * time.Second, Hold: 0.3, Overrun: 0.4, Seed: 7,
-			}
-			d := 4 * time.Second
-			if tc.broken {
-				d = 8 * time.Second
-			}
-			stats, rep := runUntil(t, w, d, tc.broken)
-			CloseClients(t, cl)
-			snap.Check(t, 5*time.Second)
-			figure(t, "chaos-broken: locker=%q grants=%d ops=%d violations=%d elapsed=%v errors=%s",
-				tc.name, rep.Grants, rep.Ops, len(rep.Violations), time.Since(start).Round(time.Millisecond), FormatCounts(stats.Errors))
-			if len(rep.Violations) > 0 {
-				t.Logf("first violation: %v", rep.Violations[0])
-			}
-			switch {
-			case tc.broken && len(rep.Violations) == 0:
-				t.Errorf("the checker found no violation in %d grants of a broken locker", rep.Grants)
-			case !tc.broken && len(rep.Violations) > 0:
-				t.Errorf("%d violations in %d grants; want none:\n%v", len(rep.Violations), rep.Grants, rep.Violations)
-			}
-			if !tc.broken && rep.Grants < minGrants {
-				t.Errorf("only %d grants: the load is too light to show anything", rep.Grants)
+			widen := cal.scale
+			for run := 1; ; run, widen = run+1, 2*widen {
+				snap := leakcheck.Take()
+				start := time.Now()
+				wide := calibration{scale: widen}
+				nodeTimeout := wide.of(chaosNodeTimeout)
+				cl := tc.open(nodeTimeout)
+				w := &Workload{
+					Clients: cl, Keys: keys(fmt.Sprintf("broken-%d", time.Now().UnixNano()), widen), History: NewHistory(),
+					LockTimeout: wide.of(2 * time.Second), Hold: 0.3, Overrun: 0.4, Seed: 7,
+				}
+				d := 4 * time.Second
+				if tc.broken {
+					d = 8 * time.Second
+				}
+				stats, rep := runUntil(t, w, d, tc.broken)
+				CloseClients(t, cl)
+				snap.Check(t, 5*time.Second)
+				verdict := brokenVerdict(tc.broken, stats, rep)
+				figure(t, "chaos-broken: locker=%q grants=%d ops=%d violations=%d elapsed=%v errors=%s run=%d node_timeout=%v ttl=%v..%v verdict=%s %s",
+					tc.name, rep.Grants, rep.Ops, len(rep.Violations), time.Since(start).Round(time.Millisecond), FormatCounts(stats.Errors),
+					run, nodeTimeout, w.Keys[0].TTL, w.Keys[len(w.Keys)-1].TTL, verdict, cal.figures())
+				if len(rep.Violations) > 0 {
+					t.Logf("first violation: %v", rep.Violations[0])
+				}
+				switch {
+				case verdict == verdictFlagged && !tc.broken:
+					t.Errorf("%d violations in %d grants; want none:\n%v", len(rep.Violations), rep.Grants, rep.Violations)
+				case verdict == verdictClean && tc.broken:
+					t.Errorf("the checker found no violation in %d grants of a broken locker, none of whose Lock calls timed out (node timeout %v)", rep.Grants, nodeTimeout)
+				case verdict == verdictInconclusive && run < brokenRuns:
+					t.Logf("run %d inconclusive: %d grants, %d Lock calls timed out; running again with node timeout, TTLs and waits ×2", run, rep.Grants, stats.Errors["timeout"])
+					continue
+				case verdict == verdictInconclusive:
+					t.Errorf("no conclusive run in %d: the last had %d grants and %d Lock calls timed out at a node timeout of %v (pace %v); want %d grants and, for a broken locker, no timeout",
+						run, rep.Grants, stats.Errors["timeout"], nodeTimeout, cal.pace, minGrants)
+				}
+				break
 			}
 		})
 	}

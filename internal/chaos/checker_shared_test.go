@@ -69,36 +69,15 @@ func TestCheckShared(t *testing.T) {
 // needs four of them.
 const sharedLimit = 2
 
-// TestChaosShared runs the real manager's read-write locks and semaphores,
-// through all three backends, under every fault for -chaos.shared, and
-// checks that no writer ever held a read-write lock with anyone else and
-// that no more than the limit of permits were ever held at once.
-func TestChaosShared(t *testing.T) {
-	snap := leakcheck.Take()
-	r := rand.New(rand.NewPCG(pickSeed(t), 2))
-	c, clients := startChaos(t)
-	for i, cl := range clients {
-		clients[i] = &Client{ID: cl.ID, Backend: cl.Backend, Name: cl.Name,
-			Locker: SharedLocker{M: cl.Locker.(ManagerLocker).M, ReadShare: 0.7, Limit: sharedLimit}}
-	}
-	keys := []KeySpec{{RWPrefix + "300", 300 * time.Millisecond}, {RWPrefix + "500", 500 * time.Millisecond},
-		{SemPrefix + "300", 300 * time.Millisecond}, {SemPrefix + "800", 800 * time.Millisecond}}
-	w := &Workload{
-		Clients: clients, Keys: keys, History: NewHistory(), LockTimeout: 2 * time.Second,
-		Hold: 0.5, Overrun: 0.05, Pause: 0.05, Crash: 0.03, Extend: 0.2, PauseBeyond: 100 * time.Millisecond,
-		Seed: r.Uint64(),
-	}
-	in := &Injector{C: c, MaxTTL: maxTTL(keys), Kinds: faultKinds(t), MaxKilled: 1, Rand: rand.New(rand.NewPCG(r.Uint64(), 1)),
-		Logf: func(f string, a ...any) { t.Logf("fault: "+f, a...) }}
-	ctx, cancel := context.WithTimeout(context.Background(), *sharedFor)
-	done := make(chan Stats)
-	go func() { done <- w.Run(ctx) }()
-	in.Run(t, ctx)
-	stats := <-done
-	cancel()
-	grants := w.History.Grants()
-	var rw, sem []Grant
-	byMode := map[string]int64{}
+// sharedMinGrants is how many grants of each mode TestChaosShared's run
+// must show, besides two readers and two permits held at once, before its
+// checks mean anything.
+const sharedMinGrants = 5
+
+// splitShared returns the read-write locks' grants and the permits, and
+// the count of grants by mode.
+func splitShared(grants []Grant) (rw, sem []Grant, byMode map[string]int64) {
+	byMode = map[string]int64{}
 	for _, g := range grants {
 		byMode[g.Mode.String()]++
 		if g.Mode == Permit {
@@ -107,6 +86,53 @@ func TestChaosShared(t *testing.T) {
 			rw = append(rw, g)
 		}
 	}
+	return rw, sem, byMode
+}
+
+// sharedCovered reports whether grants show what TestChaosShared needs:
+// sharedMinGrants of each mode, and sharing (two readers of a read-write
+// lock at once, two permits of a semaphore at once).
+func sharedCovered(grants []Grant) bool {
+	rw, sem, byMode := splitShared(grants)
+	for _, m := range []Mode{Exclusive, Shared, Permit} {
+		if byMode[m.String()] < sharedMinGrants {
+			return false
+		}
+	}
+	return CheckShared(rw, 1).MostShared >= 2 && CheckShared(sem, sharedLimit).MostShared >= 2
+}
+
+// TestChaosShared runs the real manager's read-write locks and semaphores,
+// through all three backends, under every fault for at least -chaos.shared,
+// and checks that no writer ever held a read-write lock with anyone else
+// and that no more than the limit of permits were ever held at once. The
+// run goes on until it has checked enough to mean something
+// (sharedMinGrants grants of each mode, two readers and two permits at
+// once), without faults at the end if they kept it short, and fails only
+// when that never comes even without faults (runPhases). The node timeout,
+// TTLs and waits are calibrated on the cluster's pace.
+func TestChaosShared(t *testing.T) {
+	snap := leakcheck.Take()
+	r := rand.New(rand.NewPCG(pickSeed(t), 2))
+	c, clients, cal := startChaos(t)
+	for i, cl := range clients {
+		clients[i] = &Client{ID: cl.ID, Backend: cl.Backend, Name: cl.Name,
+			Locker: SharedLocker{M: cl.Locker.(ManagerLocker).M, ReadShare: 0.7, Limit: sharedLimit}}
+	}
+	keys := cal.keys([]KeySpec{{RWPrefix + "300", 300 * time.Millisecond}, {RWPrefix + "500", 500 * time.Millisecond},
+		{SemPrefix + "300", 300 * time.Millisecond}, {SemPrefix + "800", 800 * time.Millisecond}})
+	w := &Workload{
+		Clients: clients, Keys: keys, History: NewHistory(), LockTimeout: cal.of(2 * time.Second),
+		Hold: 0.5, Overrun: 0.05, Pause: 0.05, Crash: 0.03, Extend: 0.2, PauseBeyond: cal.of(100 * time.Millisecond),
+		Seed: r.Uint64(),
+	}
+	in := &Injector{C: c, MaxTTL: maxTTL(keys), Kinds: faultKinds(t), MaxKilled: 1, Rand: rand.New(rand.NewPCG(r.Uint64(), 1)),
+		Logf: func(f string, a ...any) { t.Logf("fault: "+f, a...) }}
+	var stats Stats
+	ph := runPhases(t, c, in, *sharedFor, false, func() bool { return sharedCovered(w.History.Grants()) },
+		func(ctx context.Context) { stats = w.Run(ctx) })
+	grants := w.History.Grants()
+	rw, sem, byMode := splitShared(grants)
 	start := time.Now()
 	rwr, semr := CheckShared(rw, 1), CheckShared(sem, sharedLimit)
 	took := time.Since(start)
@@ -117,17 +143,23 @@ func TestChaosShared(t *testing.T) {
 	for _, v := range fencing.Violations {
 		t.Errorf("violation among writers: %v", v)
 	}
-	figure(t, "chaos: test=TestChaosShared nodes=%d clients=%d duration=%v grants=%d grants_by_mode=%s lock_calls=%d faults_total=%d faults=%s violations=%d most_readers=%d most_permits=%d limit=%d permit_quorum=%d check_time=%v lock_errors=%s",
-		chaosNodes, chaosClients, sharedFor.Round(time.Second), len(grants), FormatCounts(byMode), stats.Attempts,
+	figure(t, "chaos: test=TestChaosShared nodes=%d clients=%d duration=%v grants=%d grants_by_mode=%s lock_calls=%d faults_total=%d faults=%s violations=%d most_readers=%d most_permits=%d limit=%d permit_quorum=%d check_time=%v lock_errors=%s node_timeout=%v ttl=%v..%v grants_per_s=%.1f %s %s",
+		chaosNodes, chaosClients, ph.total().Round(time.Second), len(grants), FormatCounts(byMode), stats.Attempts,
 		sum(in.Counts), FormatCounts(in.Counts), len(rwr.Violations)+len(semr.Violations)+len(fencing.Violations),
-		rwr.MostShared, semr.MostShared, sharedLimit, dlm.SemaphoreQuorum(chaosNodes, sharedLimit), took.Round(time.Microsecond), FormatCounts(stats.Errors))
-	for _, m := range []Mode{Exclusive, Shared, Permit} {
-		if byMode[m.String()] < 5 {
-			t.Errorf("only %d %s grants in %v: the suite exercised too little", byMode[m.String()], m, *sharedFor)
+		rwr.MostShared, semr.MostShared, sharedLimit, dlm.SemaphoreQuorum(chaosNodes, sharedLimit), took.Round(time.Microsecond), FormatCounts(stats.Errors),
+		cal.nodeTimeout, keys[0].TTL, maxTTL(keys), float64(len(grants))/ph.total().Seconds(), ph.figures(), cal.figures())
+	if !ph.covered {
+		for _, m := range []Mode{Exclusive, Shared, Permit} {
+			if byMode[m.String()] < sharedMinGrants {
+				t.Errorf("only %d %s grants in %v: the workload made too little progress even without faults", byMode[m.String()], m, ph)
+			}
 		}
-	}
-	if rwr.MostShared < 2 || semr.MostShared < 2 {
-		t.Errorf("at most %d readers and %d permits held at once; want sharing exercised (2 or more)", rwr.MostShared, semr.MostShared)
+		if rwr.MostShared < 2 || semr.MostShared < 2 {
+			t.Errorf("at most %d readers and %d permits held at once in %v; want sharing exercised (2 or more)", rwr.MostShared, semr.MostShared, ph)
+		}
+		for class, msg := range stats.FirstErrors {
+			t.Logf("first %s error: %s", class, msg)
+		}
 	}
 	CloseClients(t, clients)
 	if err := c.Net.Close(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -52,7 +53,8 @@ var AllFaults = []string{
 // at once.
 //
 // Its methods call the servers' methods, which fail the test on error:
-// call them from the test's goroutine.
+// call them from the test's goroutine; only [Injector.Missing] may be
+// called from another while it runs.
 type Injector struct {
 	C         *Cluster
 	MaxTTL    time.Duration
@@ -60,9 +62,11 @@ type Injector struct {
 	MaxKilled int
 	Rand      *rand.Rand
 	Logf      func(format string, args ...any)
-	// Counts are the faults applied, by kind.
+	// Counts are the faults applied, by kind. Read them once Run has
+	// returned, or through Missing while it runs.
 	Counts map[string]int64
 
+	mu     sync.Mutex // guards Counts while Run runs
 	killed map[int]time.Time
 	queue  []string
 }
@@ -74,9 +78,11 @@ const restartMargin = 150 * time.Millisecond
 // their time is up and heals everything.
 func (in *Injector) Run(t testing.TB, ctx context.Context) {
 	t.Helper()
+	in.mu.Lock()
 	if in.Counts == nil {
 		in.Counts = make(map[string]int64)
 	}
+	in.mu.Unlock()
 	if in.killed == nil {
 		in.killed = make(map[int]time.Time)
 	}
@@ -219,5 +225,21 @@ func (in *Injector) step(t testing.TB, ctx context.Context) {
 	default:
 		t.Fatalf("unknown fault %q", kind)
 	}
+	in.mu.Lock()
 	in.Counts[kind]++
+	in.mu.Unlock()
+}
+
+// Missing returns the kinds of Kinds never applied so far. It is safe to
+// call while Run runs.
+func (in *Injector) Missing() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []string
+	for _, k := range in.Kinds {
+		if in.Counts[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -194,7 +194,9 @@ type Stats struct {
 
 // Run runs the workload until ctx ends and every client has let go.
 func (w *Workload) Run(ctx context.Context) Stats {
+	w.statsMu.Lock()
 	w.stats = Stats{Errors: map[string]int64{}, FirstErrors: map[string]string{}, ByBackend: map[string]int64{}}
+	w.statsMu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range w.Clients {
 		wg.Add(1)
@@ -209,6 +211,18 @@ func (w *Workload) Run(ctx context.Context) Stats {
 	s.Crashes, s.Pauses = w.crashes.Load(), w.pauses.Load()
 	s.ExtendsOK, s.ExtendsErr = w.extendsOK.Load(), w.extF.Load()
 	return s
+}
+
+// GrantsByBackend returns the grants so far by backend. It is safe to call
+// while Run runs, to judge whether the workload has covered enough.
+func (w *Workload) GrantsByBackend() map[string]int64 {
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	out := make(map[string]int64, len(w.stats.ByBackend))
+	for k, v := range w.stats.ByBackend {
+		out[k] = v
+	}
+	return out
 }
 
 func (w *Workload) count(m map[string]int64, k string) {

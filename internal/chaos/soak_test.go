@@ -54,15 +54,16 @@ var (
 // autoPref starts the names of the keys held with auto-extension.
 const autoPref = "auto-"
 
-// soakScale is what the soak multiplies its node timeout, key TTLs and
-// leader TTLs by: 1 for make chaos and make soak (a minute or more), 4 for
-// the seconds-long form inside make test. That form must pass with every
-// core busy (make test-load), where 27 callers, 9 candidates and the fault
-// proxies under -race need more than chaosNodeTimeout per request: at
+// soakScale is what the soak multiplies its node timeout's floor, key TTLs
+// and leader TTLs by: 1 for make chaos and make soak (a minute or more), 4
+// for the seconds-long form inside make test. That form must pass with
+// every core busy (make test-load), where 27 callers, 9 candidates and the
+// fault proxies under -race need more than chaosNodeTimeout per request: at
 // 100 ms it got no grant at all, within 5 s or 20 s. The TTLs grow with the
 // timeout, so that every key still outlives a request (a TTL no longer than
 // the node timeout is refused as invalid) and keeps the same ratio of TTL
-// to timeout as the long soak.
+// to timeout as the long soak. The run's calibration stretches the result
+// further on a machine slower than that (calibrate).
 func soakScale() time.Duration {
 	if *soakFor < time.Minute {
 		return 4
@@ -90,13 +91,13 @@ func soakCallers(managers []*dlm.Manager, backends []string) []*Client {
 }
 
 // campaign runs one candidate until ctx ends: it campaigns for a random
-// election with a random TTL, leads for a random time or until its
+// election with a random TTL (at cal's scale), leads for a random time or until its
 // leadership is lost, records the term in h, and resigns.
-func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *rand.Rand, wins, losses *atomic.Int64) {
+func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *rand.Rand, cal calibration, wins, losses *atomic.Int64) {
 	for ctx.Err() == nil {
 		el := soakElections[r.IntN(len(soakElections))]
-		ttl := soakLeaderTTL[r.IntN(len(soakLeaderTTL))] * soakScale()
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ttl := cal.of(soakLeaderTTL[r.IntN(len(soakLeaderTTL))] * soakScale())
+		cctx, cancel := context.WithTimeout(ctx, cal.of(2*time.Second))
 		start := time.Now()
 		var ld *dlm.Leadership
 		election, err := m.Election(el, dlm.WithTTL(ttl))
@@ -119,7 +120,7 @@ func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *r
 		}
 		t.Stop()
 		h.Release(id, time.Now(), ld.Until())
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cal.of(2*time.Second))
 		_ = ld.Resign(rctx)
 		cancel()
 	}
@@ -130,7 +131,7 @@ func campaign(ctx context.Context, m *dlm.Manager, name string, h *History, r *r
 // its TTLs — stopping the moment its Lost closes — records each grant in h
 // with the validity the lock reports when the holder stops acting, and
 // unlocks it.
-func holdAuto(ctx context.Context, m *dlm.Manager, name string, keys []KeySpec, h *History, r *rand.Rand, holds, lost *atomic.Int64) {
+func holdAuto(ctx context.Context, m *dlm.Manager, name string, keys []KeySpec, h *History, r *rand.Rand, cal calibration, holds, lost *atomic.Int64) {
 	for ctx.Err() == nil {
 		var wg sync.WaitGroup
 		for _, k := range keys {
@@ -138,7 +139,7 @@ func holdAuto(ctx context.Context, m *dlm.Manager, name string, keys []KeySpec, 
 				continue
 			}
 			hold := time.Duration((1 + 3*r.Float64()) * float64(k.TTL))
-			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			tctx, cancel := context.WithTimeout(ctx, cal.of(2*time.Second))
 			start := time.Now()
 			l, err := m.TryLock(tctx, k.Name, dlm.WithTTL(k.TTL), dlm.WithAutoExtend(dlm.AutoExtend{}))
 			cancel()
@@ -159,7 +160,7 @@ func holdAuto(ctx context.Context, m *dlm.Manager, name string, keys []KeySpec, 
 				}
 				t.Stop()
 				h.Release(id, time.Now(), l.Until())
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cal.of(2*time.Second))
 				_ = l.Unlock(uctx)
 				cancel()
 			}()
@@ -203,35 +204,53 @@ type soakResult struct {
 	mostReaders, mostPermits    int
 	leaderWins, leadershipLosts int64
 	autoHolds, autoLost         int64
+	phases                      phases
+}
+
+// soakKinds are the kinds of grant the soak must show before its checks
+// mean anything, as soakKind names them.
+var soakKinds = []string{"mutex", "election", "auto-extended", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()}
+
+// soakKind names the kind of a soak's grant.
+func soakKind(g Grant) string {
+	switch {
+	case strings.HasPrefix(g.Key, electionPref):
+		return "election"
+	case strings.HasPrefix(g.Key, autoPref):
+		return "auto-extended"
+	case g.Mode == Permit:
+		return "semaphore"
+	case strings.HasPrefix(g.Key, RWPrefix):
+		return "rw-" + g.Mode.String()
+	}
+	return "mutex"
 }
 
 // soakEpoch runs the callers' workload and the candidates on keys renamed
-// with suffix for d under the injector's faults, then checks the history:
-// the mutex and the elections with the exact checker (no overlap, terms and
-// tokens increasing) and porcupine, the read-write locks and semaphores
-// with the shared checker (no writer with anyone, never more than the limit
-// of permits).
-func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Client, d time.Duration, suffix string, r *rand.Rand, res *soakResult) {
+// with suffix under the injector's faults for d, or, when covered is not
+// nil, for at least d and until covered reports true of the epoch's
+// history (runPhases: without faults at the end if they kept it short);
+// then it checks the history: the mutex and the elections with the exact
+// checker (no overlap, terms and tokens increasing) and porcupine, the
+// read-write locks and semaphores with the shared checker (no writer with
+// anyone, never more than the limit of permits). TTLs and waits are at
+// cal's scale and soakScale's.
+func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Client, cal calibration, d time.Duration, suffix string, r *rand.Rand, res *soakResult, covered func(*History) bool) {
 	t.Helper()
 	keys := make([]KeySpec, len(soakKeys))
 	for i, k := range soakKeys {
-		keys[i] = KeySpec{k.Name + suffix, k.TTL * soakScale()}
+		keys[i] = KeySpec{k.Name + suffix, cal.of(k.TTL * soakScale())}
 	}
 	hist := NewHistory()
 	w := &Workload{
-		Clients: callers, Keys: keys, History: hist, LockTimeout: 2 * time.Second,
-		Hold: 0.2, Overrun: 0.03, Pause: 0.03, Crash: 0.02, Extend: 0.2, VaryExtend: true, PauseBeyond: 100 * time.Millisecond * soakScale(),
+		Clients: callers, Keys: keys, History: hist, LockTimeout: cal.of(2 * time.Second),
+		Hold: 0.2, Overrun: 0.03, Pause: 0.03, Crash: 0.02, Extend: 0.2, VaryExtend: true, PauseBeyond: cal.of(100 * time.Millisecond * soakScale()),
 		Seed: r.Uint64(),
 	}
 	// Extensions reach twice a key's TTL: a killed node stays down
 	// longer than that.
 	in := &Injector{C: c, MaxTTL: 2 * maxTTL(keys), Kinds: faultKinds(t), MaxKilled: 1, Rand: rand.New(rand.NewPCG(r.Uint64(), 1)),
 		Logf: func(f string, a ...any) { t.Logf("fault: "+f, a...) }}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	done := make(chan Stats)
-	go func() { done <- w.Run(ctx) }()
-	var wg sync.WaitGroup
 	var wins, losts atomic.Int64
 	seeds := make([]uint64, len(managers)) // r is not safe for the goroutines
 	for i := range seeds {
@@ -239,25 +258,37 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	}
 	autoKeys := make([]KeySpec, len(soakAutoKeys))
 	for i, k := range soakAutoKeys {
-		autoKeys[i] = KeySpec{k.Name + suffix, k.TTL * soakScale()}
+		autoKeys[i] = KeySpec{k.Name + suffix, cal.of(k.TTL * soakScale())}
 	}
 	var holds, autoLost atomic.Int64
-	for i, m := range managers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			// The elections' names get the epoch's suffix through
-			// the history's keys only: each epoch has a fresh history.
-			campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(seeds[i], uint64(i))), &wins, &losts)
-		}()
-		go func() {
-			defer wg.Done()
-			holdAuto(ctx, m, fmt.Sprintf("auto%d", i), autoKeys, hist, rand.New(rand.NewPCG(seeds[i], uint64(i)+100)), &holds, &autoLost)
-		}()
+	var stats Stats
+	work := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for i, m := range managers {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				// The elections' names get the epoch's suffix through
+				// the history's keys only: each epoch has a fresh history.
+				campaign(ctx, m, fmt.Sprintf("cand%d", i), hist, rand.New(rand.NewPCG(seeds[i], uint64(i))), cal, &wins, &losts)
+			}()
+			go func() {
+				defer wg.Done()
+				holdAuto(ctx, m, fmt.Sprintf("auto%d", i), autoKeys, hist, rand.New(rand.NewPCG(seeds[i], uint64(i)+100)), cal, &holds, &autoLost)
+			}()
+		}
+		stats = w.Run(ctx)
+		wg.Wait()
 	}
-	in.Run(t, ctx)
-	stats := <-done
-	wg.Wait()
+	var cover func() bool
+	if covered != nil {
+		cover = func() bool { return covered(hist) }
+	}
+	ph := runPhases(t, c, in, d, false, cover, work)
+	res.phases.faults += ph.faults
+	res.phases.calm += ph.calm
+	res.phases.coveredUnderFaults, res.phases.covered = ph.coveredUnderFaults, ph.covered
+	res.phases.calmPace, res.phases.calmCap = ph.calmPace, ph.calmCap
 	res.leaderWins += wins.Load()
 	res.leadershipLosts += losts.Load()
 	res.autoHolds += holds.Load()
@@ -282,21 +313,14 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 
 	var exclusive, rw, sem []Grant
 	for _, g := range hist.Grants() {
-		switch {
-		case strings.HasPrefix(g.Key, electionPref):
-			res.byKind["election"]++
-			exclusive = append(exclusive, g)
-		case strings.HasPrefix(g.Key, autoPref):
-			res.byKind["auto-extended"]++
-			exclusive = append(exclusive, g)
-		case g.Mode == Permit:
-			res.byKind["semaphore"]++
+		kind := soakKind(g)
+		res.byKind[kind]++
+		switch kind {
+		case "semaphore":
 			sem = append(sem, g)
-		case strings.HasPrefix(g.Key, RWPrefix):
-			res.byKind["rw-"+g.Mode.String()]++
+		case "rw-" + Exclusive.String(), "rw-" + Shared.String():
 			rw = append(rw, g)
 		default:
-			res.byKind["mutex"]++
 			exclusive = append(exclusive, g)
 		}
 	}
@@ -327,7 +351,7 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 	res.violations += len(rep.Violations) + len(rwr.Violations) + len(semr.Violations) + len(writers.Violations)
 	res.mostReaders = max(res.mostReaders, rwr.MostShared)
 	res.mostPermits = max(res.mostPermits, semr.MostShared)
-	t.Logf("epoch %s (%v): %d grants; so far %s, %d violations", suffix, d, len(hist.Grants()), FormatCounts(res.byKind), res.violations)
+	t.Logf("epoch %s (%v): %d grants; so far %s, %d violations", suffix, ph, len(hist.Grants()), FormatCounts(res.byKind), res.violations)
 }
 
 // TestSoak runs, for -chaos.soak, the real manager through all three
@@ -343,10 +367,19 @@ func soakEpoch(t *testing.T, c *Cluster, managers []*dlm.Manager, callers []*Cli
 // more than the limit of permits, tokens and terms increasing; porcupine
 // checks the mutex and the elections again. make soak runs it for 25
 // minutes and requires -chaos.mingrants checked grants.
+//
+// The last epoch goes on until the soak has checked enough to mean
+// something — a grant of every kind, a round of auto-extension carrying
+// several locks, -chaos.mingrants checked grants — without faults at the
+// end if they kept it short, and the soak fails for want of grants only
+// when that never comes even without faults (runPhases). The node timeout
+// (chaosNodeTimeout×soakScale at least), TTLs and waits are calibrated on
+// the cluster's pace; grants per second are a figure.
 func TestSoak(t *testing.T) {
 	snap := leakcheck.Take()
 	r := rand.New(rand.NewPCG(pickSeed(t), 1))
 	c := StartCluster(t, chaosNodes, chaosClients)
+	cal := calibrate(t, c, chaosNodeTimeout*soakScale())
 	managers := make([]*dlm.Manager, chaosClients)
 	backends := make([]string, chaosClients)
 	renewals := &renewalCounter{}
@@ -356,7 +389,7 @@ func TestSoak(t *testing.T) {
 		for _, a := range c.Net.Addrs(i) {
 			urls = append(urls, NodeURL(backends[i], a))
 		}
-		m, err := dlm.Open(urls, dlm.WithNodeTimeout(chaosNodeTimeout*soakScale()), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)),
+		m, err := dlm.Open(urls, dlm.WithNodeTimeout(cal.nodeTimeout), dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)),
 			dlm.WithHook(renewals))
 		if err != nil {
 			t.Fatal(err)
@@ -368,35 +401,58 @@ func TestSoak(t *testing.T) {
 		stats: Stats{Errors: map[string]int64{}, FirstErrors: map[string]string{}}}
 	const epoch = time.Minute
 	began := time.Now()
+	// covered: the epochs so far and this one's history show a grant of
+	// every kind, the renewals a batch, and the count is reached.
+	covered := func(h *History) bool {
+		byKind := map[string]int64{}
+		n := int64(0)
+		for _, g := range h.Grants() {
+			byKind[soakKind(g)]++
+			n++
+		}
+		for _, k := range soakKinds {
+			if res.byKind[k]+byKind[k] == 0 {
+				return false
+			}
+			n += res.byKind[k]
+		}
+		return renewals.batched.Load() > 0 && n >= *soakMinGrants
+	}
 	for left, i := *soakFor, 0; left > 0; left, i = left-epoch, i+1 {
-		soakEpoch(t, c, managers, callers, min(left, epoch), fmt.Sprintf("-soak%d", i), r, &res)
+		var cover func(*History) bool
+		if left <= epoch {
+			cover = covered
+		}
+		soakEpoch(t, c, managers, callers, cal, min(left, epoch), fmt.Sprintf("-soak%d", i), r, &res, cover)
 	}
 	checked := int64(0)
 	for _, n := range res.byKind {
 		checked += n
 	}
-	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d node_timeout=%v duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d auto_holds=%d auto_lost=%d renewal_rounds=%d renewal_locks=%d batched_rounds=%d behind_rounds=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s",
-		chaosNodes, len(managers), len(callers), chaosNodeTimeout*soakScale(), time.Since(began).Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
+	elapsed := time.Since(began)
+	figure(t, "chaos: test=TestSoak nodes=%d managers=%d callers=%d node_timeout=%v duration=%v checked_grants=%d grants=%s lock_calls=%d extends=%d/%d leaders=%d leaderships_lost=%d auto_holds=%d auto_lost=%d renewal_rounds=%d renewal_locks=%d batched_rounds=%d behind_rounds=%d most_readers=%d most_permits=%d limit=%d faults_total=%d faults=%s violations=%d porcupine=%s porcupine_ops=%d porcupine_time=%v lock_errors=%s grants_per_s=%.1f %s %s",
+		chaosNodes, len(managers), len(callers), cal.nodeTimeout, elapsed.Round(time.Second), checked, FormatCounts(res.byKind), res.stats.Attempts,
 		res.stats.ExtendsOK, res.stats.ExtendsOK+res.stats.ExtendsErr, res.leaderWins, res.leadershipLosts,
 		res.autoHolds, res.autoLost, renewals.rounds.Load(), renewals.locks.Load(), renewals.batched.Load(), renewals.behind.Load(),
 		res.mostReaders, res.mostPermits, soakLimit,
-		sum(res.faults), FormatCounts(res.faults), res.violations, res.lin, res.linOps, res.linTime.Round(time.Millisecond), FormatCounts(res.stats.Errors))
+		sum(res.faults), FormatCounts(res.faults), res.violations, res.lin, res.linOps, res.linTime.Round(time.Millisecond), FormatCounts(res.stats.Errors),
+		float64(checked)/elapsed.Seconds(), res.phases.figures(), cal.figures())
 	if n := res.stats.Errors["invalid"]; n > 0 {
 		// A key whose every Lock is refused is a key the check never sees.
 		t.Errorf("%d Lock calls refused as invalid (first: %s); want none: the soak's own options are wrong", n, res.stats.FirstErrors["invalid"])
 	}
 	if checked < *soakMinGrants {
-		t.Errorf("%d checked grants; want at least %d", checked, *soakMinGrants)
+		t.Errorf("%d checked grants in %v; want at least %d", checked, res.phases, *soakMinGrants)
 	}
 	none := false
-	for _, k := range []string{"mutex", "election", "auto-extended", "semaphore", "rw-" + Exclusive.String(), "rw-" + Shared.String()} {
+	for _, k := range soakKinds {
 		if res.byKind[k] == 0 {
-			t.Errorf("no %s grant in %v", k, *soakFor)
+			t.Errorf("no %s grant in %v: the soak made no progress on them even without faults", k, res.phases)
 			none = true
 		}
 	}
 	if renewals.batched.Load() == 0 {
-		t.Errorf("no round of auto-extension carried more than one lock in %v; want the batches exercised", *soakFor)
+		t.Errorf("no round of auto-extension carried more than one lock in %v; want the batches exercised", res.phases)
 	}
 	if none {
 		for class, msg := range res.stats.FirstErrors {
