@@ -72,15 +72,17 @@ func TestSuites(t *testing.T) {
 		{"URLErrors", func(t *testing.T) { dlmtest.TestDriverURLErrors(t, valkeygo.Name, valkeygo.Driver{}) }},
 		{"Locker", func(t *testing.T) {
 			servers := redistest.StartServers(t, 3)
+			timeout := nodeTimeout(t, servers, 200*time.Millisecond)
 			dlmtest.TestLocker(t, func(t *testing.T) dlm.Locker {
-				return manager(t, servers, dlm.WithKeyPrefix("locker:"), dlm.WithNodeTimeout(200*time.Millisecond))
+				return manager(t, servers, dlm.WithKeyPrefix("locker:"), dlm.WithNodeTimeout(timeout))
 			})
 		}},
 		{"Shared", func(t *testing.T) {
 			servers := redistest.StartServers(t, 3)
+			// A permit needs every node: a generous node timeout.
+			timeout := nodeTimeout(t, servers, 500*time.Millisecond)
 			dlmtest.TestShared(t, func(t *testing.T) *dlm.Manager {
-				// A permit needs every node: a generous node timeout.
-				return manager(t, servers, dlm.WithKeyPrefix("shared:"), dlm.WithNodeTimeout(500*time.Millisecond))
+				return manager(t, servers, dlm.WithKeyPrefix("shared:"), dlm.WithNodeTimeout(timeout))
 			})
 		}},
 	} {
@@ -229,6 +231,25 @@ func wrap(t testing.TB, opt valkey.ClientOption) driver.Node {
 
 // manager returns a manager over a node of this backend on each server,
 // closed with t.
+// maxNodeTimeout is the longest node timeout of the managers given to the
+// Locker and shared suites: half the 2 s TTL of their short-lived locks,
+// which a node timeout must stay below.
+const maxNodeTimeout = time.Second
+
+// nodeTimeout returns the node timeout of a manager over servers: quiet on
+// a quiet machine, stretched to the pace measured through the servers now
+// (see redistest.Pace.Stretch), at most maxNodeTimeout.
+func nodeTimeout(t *testing.T, servers []*redistest.Server, quiet time.Duration) time.Duration {
+	t.Helper()
+	var p redistest.Pace
+	for _, s := range servers {
+		p = p.Max(redistest.MeasurePace(t, s))
+	}
+	d := min(p.Stretch(quiet), maxNodeTimeout)
+	t.Logf("pace %v: node timeout %v", p, d)
+	return d
+}
+
 func manager(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	urls := make([]string, len(servers))
 	for i, s := range servers {
