@@ -19,16 +19,25 @@ import (
 // [dlm.ErrInvalid]. Read locks and semaphore permits are granted and
 // extended under the same acknowledgement as locks, and so is the
 // auto-extension, whose batches wait for the replica too.
+//
+// The acknowledgement's timeout (1 s on a quiet machine) is stretched to
+// the pace measured through the master and the replica, so that a healthy
+// replica's late acknowledgement on a busy machine is not taken for a
+// missing one; the node timeout and the TTL follow it.
 func TestReplicaAck(t *testing.T, dial Dial) {
 	master := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, master)
+	pace := redistest.MeasurePace(t, master).Max(redistest.MeasurePace(t, replica))
+	ack := pace.Stretch(time.Second)
+	timeout := max(3*time.Second, 3*ack)
+	t.Logf("pace %v: replica ack timeout %v, node timeout %v", pace, ack, timeout)
 	n := dial(t, master.Addr())
 	defer n.Close()
 	ctx := context.Background()
 	newManager := func(replicas int) *dlm.Manager {
 		t.Helper()
-		m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(10*time.Second),
-			dlm.WithNodeTimeout(3*time.Second), dlm.WithReplicaAck(replicas, time.Second), dlm.WithRetry(1, nil))
+		m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(max(10*time.Second, 3*timeout)),
+			dlm.WithNodeTimeout(timeout), dlm.WithReplicaAck(replicas, ack), dlm.WithRetry(1, nil))
 		if err != nil {
 			t.Fatalf("dlm.New with WithReplicaAck: %v", err)
 		}
@@ -56,7 +65,7 @@ func TestReplicaAck(t *testing.T, dial Dial) {
 		t.Errorf("TryLock asking for 2 acks of 1 replica = %v; want ErrReplicaAck, unavailable", err)
 	}
 	// The failed attempt's release follows TryLock's return.
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(max(10*time.Second, 4*timeout)); ; time.Sleep(5 * time.Millisecond) {
 		v, err := master.Do("GET", suitePrefix+"{two}")
 		if err == nil && v == nil {
 			break
@@ -110,13 +119,15 @@ func TestReplicaAck(t *testing.T, dial Dial) {
 	if !errors.Is(pext, dlm.ErrReplicaAck) {
 		t.Errorf("permit's Extend with the replica paused = %v; want ErrReplicaAck", pext)
 	}
-	testAutoExtendAcked(t, n, replica)
+	testAutoExtendAcked(t, n, replica, pace)
 }
 
 // testAutoExtendAcked checks that the batched auto-extension of a lock, a
 // read lock and a permit on n waits for the replica: extended while it is
-// up, failed with ErrReplicaAck while it is paused.
-func testAutoExtendAcked(t *testing.T, n driver.Node, replica *redistest.Server) {
+// up, failed with ErrReplicaAck while it is paused. Its node timeout is
+// 500 ms stretched to pace, the acknowledgement's timeout half of it, and
+// the TTL four node timeouts, at least 2 s.
+func testAutoExtendAcked(t *testing.T, n driver.Node, replica *redistest.Server, pace redistest.Pace) {
 	ctx := context.Background()
 	events := make(chan *dlm.Event, 256)
 	hook := hookFunc(func(_ context.Context, e *dlm.Event) {
@@ -128,8 +139,9 @@ func testAutoExtendAcked(t *testing.T, n driver.Node, replica *redistest.Server)
 			}
 		}
 	})
-	const timeout = 500 * time.Millisecond
-	m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(2*time.Second),
+	timeout := pace.Stretch(500 * time.Millisecond)
+	wait := max(10*time.Second, 20*timeout) // a broken build's bound
+	m, err := dlm.New([]driver.Node{n}, dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(max(2*time.Second, 4*timeout)),
 		dlm.WithNodeTimeout(timeout), dlm.WithReplicaAck(1, timeout/2), dlm.WithHook(hook), dlm.WithRetry(1, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -158,26 +170,26 @@ func testAutoExtendAcked(t *testing.T, n driver.Node, replica *redistest.Server)
 	// Each extended, acknowledged; a failure of a busy machine is tried
 	// again.
 	want := map[string]bool{"auto-acked": true, "auto-acked-shared": true, "auto-acked-pool": true}
-	for deadline := time.After(10 * time.Second); len(want) > 0; {
+	for deadline := time.After(wait); len(want) > 0; {
 		select {
 		case e := <-events:
 			if e.Kind == dlm.EventExtended {
 				delete(want, e.Key)
 			}
 		case <-deadline:
-			t.Fatalf("no acknowledged auto-extension within 10s of %v", want)
+			t.Fatalf("no acknowledged auto-extension within %v of %v", wait, want)
 		}
 	}
 	replica.Pause()
 	defer replica.Resume()
-	for deadline := time.After(10 * time.Second); ; {
+	for deadline := time.After(wait); ; {
 		select {
 		case e := <-events:
 			if e.Kind == dlm.EventExtendFailed && errors.Is(e.Err, dlm.ErrReplicaAck) {
 				return
 			}
 		case <-deadline:
-			t.Fatal("no auto-extension failed with ErrReplicaAck within 10s of the replica's pause")
+			t.Fatalf("no auto-extension failed with ErrReplicaAck within %v of the replica's pause", wait)
 		}
 	}
 }

@@ -48,8 +48,15 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 	n, rn := dial(t, sentinel.Addr()), dial(t, sentinel.Addr())
 	defer n.Close()
 	defer rn.Close()
-	opts := []dlm.ManagerOption{dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(failoverTTL), dlm.WithNodeTimeout(4 * time.Second)}
-	m, err := dlm.New([]driver.Node{n}, append(opts, dlm.WithReplicaAck(1, time.Second), dlm.WithHook(hookFunc(func(ctx context.Context, e *dlm.Event) {
+	// The node timeout and the acknowledgement's are stretched to the pace
+	// measured through the master and its replicas; the TTL follows.
+	pace := redistest.MeasurePace(t, master).Max(redistest.MeasurePace(t, replica)).Max(redistest.MeasurePace(t, other))
+	ack := pace.Stretch(time.Second)
+	timeout := max(4*time.Second, 3*ack)
+	ttl := max(failoverTTL, 3*timeout)
+	t.Logf("pace %v: replica ack timeout %v, node timeout %v, TTL %v", pace, ack, timeout, ttl)
+	opts := []dlm.ManagerOption{dlm.WithKeyPrefix(suitePrefix), dlm.WithTTL(ttl), dlm.WithNodeTimeout(timeout)}
+	m, err := dlm.New([]driver.Node{n}, append(opts, dlm.WithReplicaAck(1, ack), dlm.WithHook(hookFunc(func(ctx context.Context, e *dlm.Event) {
 		if e.Err != nil {
 			t.Logf("event %v %v: %v", e.Kind, e.Op, e.Err)
 		}
@@ -64,7 +71,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 	}
 	defer rival.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), max(60*time.Second, 5*ttl))
 	defer cancel()
 	// holding is true from the grant until fn returns: a rival grant seen
 	// while it is still true came while Do held the lock. A grant after fn
@@ -140,7 +147,7 @@ func TestSentinelFailover(t *testing.T, dial Dial) {
 		select {
 		case <-ctx.Done():
 			t.Errorf("fn's context ended after the failover: %v", context.Cause(ctx))
-		case <-time.After(failoverTTL + time.Second):
+		case <-time.After(ttl + time.Second):
 		}
 		return nil
 	})
