@@ -174,7 +174,7 @@ func doOutlivesTTL(c *cluster, ttl, timeout time.Duration) (lost bool, failures 
 	wg.Wait()
 	close(errs)
 	if err != nil && !(lost && errors.Is(err, dlm.ErrLockLost)) {
-		failures = append(failures, fmt.Errorf("Do running 3×TTL = %w; want the lock held throughout", err))
+		failures = append(failures, fmt.Errorf("the long job's Do running 3×TTL = %w; want the lock held throughout", err))
 	}
 	for err := range errs {
 		failures = append(failures, err)
