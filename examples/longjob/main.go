@@ -9,8 +9,8 @@
 //
 // Worker A and worker B stand for two processes: each has a manager of its
 // own over the same nodes, and a [dlm.Hook] that logs the extensions,
-// failed extensions and losses of its locks. A's job is 8 steps of 500 ms
-// under a lock with a TTL of 1 s; B calls [dlm.Manager.Lock] as soon as A
+// failed extensions and losses of its locks. A's job is 8 steps of 1 s
+// under a lock with a TTL of 2 s; B calls [dlm.Manager.Lock] as soon as A
 // holds the lock, and its refused attempts are counted.
 //
 // With -lose, every node forgets its keys after step 3, as if all of them
@@ -59,20 +59,45 @@ import (
 // The demo's settings.
 const (
 	lockKey   = "reports:nightly"
-	lockTTL   = 2 * time.Second
 	steps     = 8
-	stepTime  = time.Second
-	jobTime   = steps * stepTime // 4 TTLs
 	embeddedN = 5
-	// The node timeout derived from the TTL is a twentieth of it, tight for
-	// a loaded machine running the test under -race with the nodes in the
-	// same process; with a 1 s TTL even 200 ms ones failed twice in a row
-	// there (make test-load). An eighth of a 2 s TTL still leaves Do most
-	// of the validity to retry an extension that failed.
-	nodeTimeout = lockTTL / 8
-	loseAfter   = 3                // steps done when -lose wipes the nodes
-	deadline    = 30 * time.Second // the whole run, so that a hang fails
+	loseAfter = 3 // steps done when -lose wipes the nodes
 )
+
+// timing is the demo's clock: the lock's TTL, the bound on each request to
+// a node, and the length of a step of the job, half a TTL, so that the job
+// of 8 steps lasts 4 TTLs.
+type timing struct {
+	ttl         time.Duration
+	nodeTimeout time.Duration
+	step        time.Duration
+}
+
+// demoTiming is the timing the demo runs with. The node timeout derived
+// from the TTL is a twentieth of it, tight for a loaded machine running the
+// test under -race with the nodes in the same process; with a 1 s TTL even
+// 200 ms ones failed twice in a row there (make test-load). An eighth of a
+// 2 s TTL still leaves Do most of the validity to retry an extension that
+// failed.
+var demoTiming = timing{ttl: 2 * time.Second, nodeTimeout: 2 * time.Second / 8, step: time.Second}
+
+// withNodeTimeout returns tm with a node timeout of at least nt, its TTL
+// and step multiplied by the same whole number, so that the node timeout
+// stays at most an eighth of the TTL and the job 4 TTLs: a test on a
+// loaded machine runs the same demo, only slower.
+func (tm timing) withNodeTimeout(nt time.Duration) timing {
+	if nt <= tm.nodeTimeout {
+		return tm
+	}
+	k := (nt + tm.nodeTimeout - 1) / tm.nodeTimeout
+	return timing{ttl: k * tm.ttl, nodeTimeout: nt, step: k * tm.step}
+}
+
+// job is how long worker A's job runs.
+func (tm timing) job() time.Duration { return steps * tm.step }
+
+// deadline bounds the whole run, so that a hang fails: 15 TTLs.
+func (tm timing) deadline() time.Duration { return 15 * tm.ttl }
 
 // Exit statuses.
 const (
@@ -95,6 +120,11 @@ func main() {
 // run is the whole program, with its output and arguments passed in so that
 // a test can run it. It returns the exit status.
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	return runWith(ctx, demoTiming, stdout, stderr, args)
+}
+
+// runWith is run with the timing tm.
+func runWith(ctx context.Context, tm timing, stdout, stderr io.Writer, args []string) int {
 	fs := flag.NewFlagSet("longjob", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lose := fs.Bool("lose", false, fmt.Sprintf("wipe every node after step %d of the job, so that the lock is lost", loseAfter))
@@ -108,7 +138,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprintf(stderr, "longjob: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	err := runDemo(ctx, stdout, *lose)
+	err := runDemo(ctx, tm, stdout, *lose)
 	switch {
 	case err == nil:
 		return exitOK
@@ -123,6 +153,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 // demo is one run: worker A's job and worker B's wait, and when things
 // happened.
 type demo struct {
+	tm    timing
 	log   *demolog.Logger
 	nodes *embedded.Cluster
 	lose  bool
@@ -134,8 +165,8 @@ type demo struct {
 	bGot     time.Time // B obtained the lock
 }
 
-func runDemo(ctx context.Context, out io.Writer, lose bool) error {
-	ctx, cancel := context.WithTimeout(ctx, deadline)
+func runDemo(ctx context.Context, tm timing, out io.Writer, lose bool) error {
+	ctx, cancel := context.WithTimeout(ctx, tm.deadline())
 	defer cancel()
 	log := demolog.New(out)
 	ns, err := embedded.Start(embeddedN)
@@ -143,16 +174,16 @@ func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 		return err
 	}
 	defer ns.Close()
-	d := &demo{log: log, nodes: ns, lose: lose}
+	d := &demo{tm: tm, log: log, nodes: ns, lose: lose}
 
 	a := &observer{worker: "A", log: log}
 	b := &observer{worker: "B", log: log}
-	ma, err := openManager(ns.Addrs(), a)
+	ma, err := openManager(tm, ns.Addrs(), a)
 	if err != nil {
 		return err
 	}
 	defer ma.Close()
-	mb, err := openManager(ns.Addrs(), b)
+	mb, err := openManager(tm, ns.Addrs(), b)
 	if err != nil {
 		return err
 	}
@@ -160,7 +191,7 @@ func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 
 	log.Say("%d embedded miniredis nodes; workers A and B each have a manager over all of them", embeddedN)
 	log.Say("lock %q: TTL %v, quorum %d of %d; worker A's job: %d steps of %v, %v in all (%d TTLs)",
-		lockKey, lockTTL, embeddedN/2+1, embeddedN, steps, stepTime, jobTime, jobTime/lockTTL)
+		lockKey, tm.ttl, embeddedN/2+1, embeddedN, steps, tm.step, tm.job(), tm.job()/tm.ttl)
 	if lose {
 		log.Say("-lose: every node will be wiped after step %d", loseAfter)
 	}
@@ -198,8 +229,8 @@ func runDemo(ctx context.Context, out io.Writer, lose bool) error {
 	return d.checkDone(a, b)
 }
 
-func openManager(addrs []string, h dlm.Hook) (*dlm.Manager, error) {
-	return dlm.Open(withBackends(addrs), dlm.WithTTL(lockTTL), dlm.WithNodeTimeout(nodeTimeout), dlm.WithHook(h))
+func openManager(tm timing, addrs []string, h dlm.Hook) (*dlm.Manager, error) {
+	return dlm.Open(withBackends(addrs), dlm.WithTTL(tm.ttl), dlm.WithNodeTimeout(tm.nodeTimeout), dlm.WithHook(h))
 }
 
 // job is worker A's job, run by Do under the lock. Each step checks the
@@ -208,7 +239,7 @@ func (d *demo) job(ctx context.Context, a, b *observer) error {
 	lock := dlm.LockFromContext(ctx)
 	start := time.Now()
 	d.log.Event("worker A: got the lock, valid for %v; the job starts", validFor(lock))
-	step := time.NewTimer(stepTime)
+	step := time.NewTimer(d.tm.step)
 	defer step.Stop()
 	for n := 1; n <= steps; n++ {
 		select {
@@ -225,7 +256,7 @@ func (d *demo) job(ctx context.Context, a, b *observer) error {
 			d.nodes.FlushAll()
 			d.log.EventAt(at, "wiping every node, as if all restarted empty at once")
 		}
-		step.Reset(stepTime)
+		step.Reset(d.tm.step)
 	}
 	at := d.mark(&d.jobEnded)
 	d.log.EventAt(at, "worker A: job done after %v, with %d extension(s); releasing",
@@ -266,14 +297,14 @@ func (d *demo) checkDone(a, b *observer) error {
 	defer d.mu.Unlock()
 	switch {
 	case a.extended.Load() == 0:
-		return fmt.Errorf("the job ran %v under a lock with a TTL of %v, but no extension was seen", jobTime, lockTTL)
+		return fmt.Errorf("the job ran %v under a lock with a TTL of %v, but no extension was seen", d.tm.job(), d.tm.ttl)
 	case b.refused.Load() == 0:
 		return errors.New("worker B was never refused while worker A held the lock")
 	case !d.bGot.After(d.jobEnded):
 		return fmt.Errorf("mutual exclusion broken: worker B got the lock %v before worker A's job ended", d.jobEnded.Sub(d.bGot))
 	}
 	d.log.Event("ok: the job ran %v under a lock with a TTL of %v, kept by %d extension(s); worker B, refused %d time(s), got the lock %v after the job ended",
-		jobTime, lockTTL, a.extended.Load(), b.refused.Load(), d.bGot.Sub(d.jobEnded).Round(time.Millisecond))
+		d.tm.job(), d.tm.ttl, a.extended.Load(), b.refused.Load(), d.bGot.Sub(d.jobEnded).Round(time.Millisecond))
 	return nil
 }
 

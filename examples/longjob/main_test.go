@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -11,28 +12,81 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so that
-// TestExitStatus sees the exit status of the real program.
-const runMainEnv = "LONGJOB_RUN_MAIN"
+// TestExitStatus sees the exit status of the real program; nodeTimeoutEnv
+// gives that program the node timeout of the test's timing (paceTiming).
+const (
+	runMainEnv     = "LONGJOB_RUN_MAIN"
+	nodeTimeoutEnv = "LONGJOB_NODE_TIMEOUT"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		if nt, err := time.ParseDuration(os.Getenv(nodeTimeoutEnv)); err == nil {
+			demoTiming = demoTiming.withNodeTimeout(nt)
+		}
 		main()
 	}
 	os.Exit(m.Run())
 }
 
-// runLongjob runs the program as `go run ./examples/longjob ARGS` does and
-// returns its exit status and output. It checks that no goroutine outlives
-// the run.
-func runLongjob(t *testing.T, args ...string) (code int, stdout, stderr string) {
+// paceTiming returns the demo's timing for a test run now: its node
+// timeout stretched to the pace of the machine, measured through a
+// redis-server of the test's own ([redistest.MeasurePace],
+// [redistest.Pace.Stretch]), its TTL and steps lengthened in proportion.
+// The demo's nodes live in the test's process, and answer late when the
+// machine is loaded: a node timeout tuned on a quiet machine would make
+// Do report a healthy lock lost. What the tests prove does not depend on
+// it; when Do cancels the job, on a node timeout's clock, is proven on
+// virtual time in package dlm (TestDoLockLost, TestAutoExtendQuorumGone).
+func paceTiming(t *testing.T) timing {
 	t.Helper()
-	leaks := leakcheck.Take()
+	p := redistest.MeasurePace(t, redistest.StartServer(t))
+	tm := demoTiming.withNodeTimeout(p.Stretch(demoTiming.nodeTimeout))
+	t.Logf("pace %v: TTL %v, node timeout %v, step %v", p, tm.ttl, tm.nodeTimeout, tm.step)
+	return tm
+}
+
+// slowRuns is how many runs runPaced makes at most, each with twice the
+// node timeout of the last, before it gives up on a machine too slow.
+const slowRuns = 3
+
+// runPaced runs the program with args on the timing paceTiming measures,
+// and returns its exit status and output. A run in which an extension
+// failed because nodes did not answer in time ("nodes unavailable"), before
+// -lose wiped them, cannot tell a slow machine from a broken program: it is
+// inconclusive, logged as such, and run again with twice the node timeout
+// (its TTL and steps in proportion), up to slowRuns runs in all.
+func runPaced(t *testing.T, args ...string) (tm timing, code int, stdout, stderr string) {
+	t.Helper()
+	tm = paceTiming(t)
+	for run := 1; ; run++ {
+		code, stdout, stderr = runLongjob(t, tm, args...)
+		before, _, _ := strings.Cut(stdout, "wiping every node")
+		slow := regexp.MustCompile(`extension failed: .*nodes unavailable`).MatchString(before)
+		if !slow {
+			return tm, code, stdout, stderr
+		}
+		if run == slowRuns {
+			t.Fatalf("inconclusive %d times: extensions timed out on a machine too slow even for a node timeout of %v", run, tm.nodeTimeout)
+		}
+		t.Logf("inconclusive: an extension timed out (node timeout %v) before any wipe; running again with twice the node timeout", tm.nodeTimeout)
+		tm = tm.withNodeTimeout(2 * tm.nodeTimeout)
+	}
+}
+
+// runLongjob runs the program as `go run ./examples/longjob ARGS` does, on
+// the timing tm, and returns its exit status and output. It checks that no
+// goroutine outlives the run.
+func runLongjob(t *testing.T, tm timing, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	leaks := leakcheck.Scoped() // the tests run in parallel
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), &out, &errOut, args)
+	code = runWith(context.Background(), tm, &out, &errOut, args)
 	leaks.Check(t, 5*time.Second)
 	t.Logf("longjob %q: exit status %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errOut.String())
 	return code, out.String(), errOut.String()
@@ -43,13 +97,13 @@ func runLongjob(t *testing.T, args ...string) (code int, stdout, stderr string) 
 // after the job.
 func TestJobRunsToItsEnd(t *testing.T) {
 	t.Parallel()
-	code, out, _ := runLongjob(t)
+	tm, code, out, _ := runPaced(t)
 	if code != exitOK {
 		t.Fatalf("exit status %d; want %d", code, exitOK)
 	}
 	// Without extensions the lock would be gone after one TTL: the job
 	// needs at least one extension per TTL after the first.
-	if n, want := strings.Count(out, "lock extended by Do"), int(jobTime/lockTTL)-1; n < want {
+	if n, want := strings.Count(out, "lock extended by Do"), int(tm.job()/tm.ttl)-1; n < want {
 		t.Errorf("%d extensions logged; want at least %d", n, want)
 	}
 	done := strings.Index(out, "worker A: job done")
@@ -69,17 +123,19 @@ func TestJobRunsToItsEnd(t *testing.T) {
 			t.Errorf("the output shows %q in a run without -lose", bad)
 		}
 	}
-	if !strings.Contains(out, "ok: the job ran 8s under a lock with a TTL of 2s") {
+	if want := fmt.Sprintf("ok: the job ran %v under a lock with a TTL of %v", tm.job(), tm.ttl); !strings.Contains(out, want) {
 		t.Error(`the output lacks the "ok:" verdict`)
 	}
 }
 
 // TestLoseStopsJob runs with -lose: the nodes are wiped after step 3, the
-// job's context is cancelled on the next extension, and the program exits
-// with status 3.
+// job's context is cancelled (on the next extension, before the end of the
+// job: when, exactly, is TestAutoExtendQuorumGone's and TestDoLockLost's
+// claim in package dlm, on virtual time), and the program exits with
+// status 3.
 func TestLoseStopsJob(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runLongjob(t, "-lose")
+	_, code, out, errOut := runPaced(t, "-lose")
 	if code != exitLockLost {
 		t.Fatalf("exit status %d; want %d", code, exitLockLost)
 	}
@@ -123,6 +179,7 @@ func TestBadArgs(t *testing.T) {
 // and checks its exit status for -lose and for a bad argument.
 func TestExitStatus(t *testing.T) {
 	t.Parallel()
+	tm := paceTiming(t)
 	for _, tc := range []struct {
 		args []string
 		want int
@@ -130,9 +187,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-lose"}, exitLockLost},
 		{[]string{"stray"}, exitUsage},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		ctx, cancel := context.WithTimeout(context.Background(), tm.deadline())
 		cmd := exec.CommandContext(ctx, os.Args[0], tc.args...)
-		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		cmd.Env = append(os.Environ(), runMainEnv+"=1", nodeTimeoutEnv+"="+tm.nodeTimeout.String())
 		out, err := cmd.CombinedOutput()
 		cancel()
 		var exit *exec.ExitError
