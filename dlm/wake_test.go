@@ -116,7 +116,7 @@ func withWaiter(ctx context.Context, i int) context.Context {
 // attempt is one acquire attempt as a Hook saw it.
 type attempt struct {
 	start, end time.Time
-	won        bool
+	err        error // nil when it won
 }
 
 // attemptLog is a Hook that records each acquire attempt of a manager, by
@@ -136,7 +136,7 @@ func (a *attemptLog) OnEvent(ctx context.Context, e *dlm.Event) {
 	if a.by == nil {
 		a.by = map[int][]attempt{}
 	}
-	a.by[i] = append(a.by[i], attempt{e.Start, e.Start.Add(e.Duration), e.Err == nil})
+	a.by[i] = append(a.by[i], attempt{e.Start, e.Start.Add(e.Duration), e.Err})
 }
 
 // of returns the attempts of waiter i so far.
@@ -146,26 +146,71 @@ func (a *attemptLog) of(i int) []attempt {
 	return append([]attempt(nil), a.by[i]...)
 }
 
-// checkWoken fails t unless waiter i of a manager whose retry pace is
-// slowRetry obtained its lock otherwise than by that retry: by an attempt
-// that began less than slowRetry/2 (the shortest retry, jitter included)
-// after the end of its attempt before, which only a wake-up starts; or, when
-// none of its attempts won, handed over within its manager. It says nothing
-// of how soon: TestWakeOnClock proves that on the fake clock.
-func checkWoken(t *testing.T, a *attemptLog, i int) {
+// checkWoken checks that waiter i of a manager whose retry pace is
+// slowRetry, which obtained its lock, was woken by the release of its key
+// that began at released, not left to its retry. It says nothing of how
+// soon: TestWakeOnClock proves that on the fake clock.
+//
+// The first attempt the waiter began after the release tells, by its
+// distance from the end of the attempt before (which started the retry
+// timer, at least slowRetry/2 with jitter):
+//   - less than slowRetry/2: no retry timer began it, a wake-up did. The
+//     waiter was woken even if that attempt failed (a node that did not
+//     answer within the node timeout on a loaded machine) and a later
+//     attempt won.
+//   - slowRetry/2 or more, while the release began more than within before
+//     the retry could first fire: a woken waiter had within (the time this
+//     machine may take, at the pace measured, for the wake-up to reach it
+//     and start an attempt, plus any grace the waiter waits on purpose) and
+//     began no attempt: it was left to its retry, and t fails.
+//   - slowRetry/2 or more otherwise, or no attempt began after the release
+//     (one in flight then won): the release and the retry came too close
+//     together to tell them apart. checkWoken returns false, and the caller
+//     runs its scenario again.
+//
+// A waiter with no attempt that won was handed the lock within its manager
+// by one that won; a lock obtained by a waiter's first attempt began no
+// retry timer. Both are conclusive. released zero stands for a release at
+// an unknown time, taken to be the end of the attempt before the one that
+// won.
+func checkWoken(t *testing.T, a *attemptLog, i int, released time.Time, within time.Duration) bool {
 	t.Helper()
 	as := a.of(i)
-	if len(as) == 0 || !as[len(as)-1].won {
-		return // handed over within the manager, by a lock that won
+	if len(as) == 0 || as[len(as)-1].err != nil {
+		return true // handed over within the manager, by a lock that won
 	}
 	if len(as) == 1 {
-		return // its first attempt, which no retry timer began
+		return true // its first attempt, which no retry timer began
 	}
-	prev, won := as[len(as)-2], as[len(as)-1]
-	if gap := won.start.Sub(prev.end); gap >= slowRetry/2 {
-		t.Errorf("waiter %d obtained the lock by an attempt %v after its previous one ended: by its retry (%v to %v), not woken by the release",
-			i, gap.Round(time.Millisecond), slowRetry/2, slowRetry)
+	if released.IsZero() {
+		released = as[len(as)-2].end
 	}
+	k := 1
+	for k < len(as) && as[k].start.Before(released) {
+		k++
+	}
+	if k == len(as) {
+		t.Logf("waiter %d: inconclusive, its attempt from %v before the release to %v after it won",
+			i, released.Sub(as[k-1].start).Round(time.Millisecond), as[k-1].end.Sub(released).Round(time.Millisecond))
+		return false
+	}
+	prev, next := as[k-1], as[k]
+	gap := next.start.Sub(prev.end)
+	if gap < slowRetry/2 {
+		if k < len(as)-1 {
+			t.Logf("waiter %d: woken by the release for attempt %d, which failed (%v); attempt %d won", i, k+1, next.err, len(as))
+		}
+		return true
+	}
+	retry := prev.end.Add(slowRetry / 2)
+	if had := retry.Sub(released); had > within {
+		t.Errorf("waiter %d obtained the lock by an attempt %v after its previous one ended: by its retry (%v to %v), not woken by the release, which came %v before that retry could fire (a woken waiter needs %v here)",
+			i, gap.Round(time.Millisecond), slowRetry/2, slowRetry, had.Round(time.Millisecond), within)
+		return true
+	}
+	t.Logf("waiter %d: inconclusive, its retry could fire %v after the release, less than the %v a wake-up may take here",
+		i, retry.Sub(released).Round(time.Millisecond), within)
+	return false
 }
 
 // lockAsync starts m.Lock(key) and returns where its outcome and the time
@@ -191,6 +236,17 @@ type lockResult struct {
 // slowRetry can start its next attempt.
 const longHold = time.Minute
 
+// wakeRuns is how many times a wake-up test on redis-server runs its
+// scenario before a run where a release and a retry came too close together
+// to tell apart (see checkWoken) fails it as inconclusive.
+const wakeRuns = 4
+
+// wakeWithin is how long, at pace p, a woken waiter may take on redis-server
+// from the start of the release to the start of its attempt: a second, or
+// more on a slower machine. checkWoken blames the retry only for a release
+// that came longer than that before the retry could fire.
+func wakeWithin(p redistest.Pace) time.Duration { return p.Stretch(time.Second) }
+
 // TestWaiterWokenByRelease checks that a client waiting for a lock held by
 // another obtains it by the release, not at its next retry, and that this
 // still holds after the waiter's subscriptions were cut and had to be made
@@ -204,32 +260,40 @@ func TestWaiterWokenByRelease(t *testing.T) {
 	ctx := context.Background()
 	for i, cut := range []bool{false, true} {
 		t.Run(fmt.Sprintf("subscriptions cut: %v", cut), func(t *testing.T) {
-			key := fmt.Sprintf("woken-%v", cut)
-			held, err := holderM.Lock(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := lockAsyncCtx(withWaiter(ctx, i), waiterM, key)
-			awaitListening(t, srvs, key)
-			if cut {
-				for _, s := range srvs {
-					if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
-						t.Fatal(err)
-					}
+			for run := range wakeRuns {
+				w := i*wakeRuns + run
+				key := fmt.Sprintf("woken-%v-%d", cut, run)
+				held, err := holderM.Lock(ctx, key)
+				if err != nil {
+					t.Fatal(err)
 				}
-				awaitListening(t, srvs, key) // made again
+				res := lockAsyncCtx(withWaiter(ctx, w), waiterM, key)
+				awaitListening(t, srvs, key)
+				if cut {
+					for _, s := range srvs {
+						if _, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					awaitListening(t, srvs, key) // made again
+				}
+				p := redistest.MeasurePace(t, srvs[0])
+				released := time.Now()
+				if err := held.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				r := <-res
+				if r.err != nil {
+					t.Fatalf("waiter's Lock = %v", r.err)
+				}
+				r.l.Unlock(ctx)
+				p = p.Max(redistest.MeasurePace(t, srvs[0]))
+				t.Logf("waiter obtained the lock %v after the release (pace %v)", r.at.Sub(released).Round(time.Microsecond), p)
+				if checkWoken(t, log, w, released, wakeWithin(p)) {
+					return
+				}
 			}
-			released := time.Now()
-			if err := held.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			r := <-res
-			if r.err != nil {
-				t.Fatalf("waiter's Lock = %v", r.err)
-			}
-			defer r.l.Unlock(ctx)
-			checkWoken(t, log, i)
-			t.Logf("waiter obtained the lock %v after the release", r.at.Sub(released).Round(time.Microsecond))
+			t.Fatalf("inconclusive %d times: the waiter's retry came too close to the release each time", wakeRuns)
 		})
 	}
 }
@@ -237,65 +301,104 @@ func TestWaiterWokenByRelease(t *testing.T) {
 // TestOneSubscriptionPerNode checks that a manager's many waiters, on many
 // keys, share one subscription connection per node, and that each is woken
 // by the release of its key (or handed the lock in its manager), none left
-// to its retry.
+// to its retry. A run in which a waiter's retry came too close to its
+// release to tell which began its attempt (see checkWoken) is run again,
+// with new keys.
 func TestOneSubscriptionPerNode(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	log := &attemptLog{}
 	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold)), newWakeManager(t, srvs, dlm.WithHook(log))
+	for run := range wakeRuns {
+		if sharedSubscription(t, srvs, holderM, waiterM, log, run) {
+			return
+		}
+	}
+	t.Fatalf("inconclusive %d times: some waiter's retry came too close to its release each time", wakeRuns)
+}
+
+// sharedSubscription runs TestOneSubscriptionPerNode's scenario once, on
+// keys and waiter numbers of its own for run, and reports whether every
+// waiter's wake-up was conclusive.
+func sharedSubscription(t *testing.T, srvs []*redistest.Server, holderM, waiterM *dlm.Manager, log *attemptLog, run int) bool {
+	t.Helper()
 	ctx := context.Background()
 	const keys, perKey = 20, 2
-	var held []*dlm.Lock
 	type result struct {
 		lockResult
-		waiter int
+		key, waiter int
 	}
+	var held []*dlm.Lock
 	results := make(chan result, keys*perKey)
+	keyName := func(i int) string { return fmt.Sprintf("shared-%d-%d", run, i) }
 	for i := range keys {
-		key := fmt.Sprintf("shared-%d", i)
-		l, err := holderM.Lock(ctx, key)
+		l, err := holderM.Lock(ctx, keyName(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, l)
 		for j := range perKey {
-			w := 1 + i*perKey + j
+			w := 1 + (run*keys+i)*perKey + j
 			go func() {
-				l, err := waiterM.Lock(withWaiter(ctx, w), key)
-				results <- result{lockResult{l, err, time.Now()}, w}
+				l, err := waiterM.Lock(withWaiter(ctx, w), keyName(i))
+				results <- result{lockResult{l, err, time.Now()}, i, w}
 			}()
 		}
 	}
-	for i := range keys {
-		awaitListening(t, srvs, fmt.Sprintf("shared-%d", i))
-	}
+	// One poll for every key: the sooner the releases come, the fewer
+	// waiters reach a retry before them.
+	poll(t, srvs[0], "a subscriber to every key's wake channel on every node", func() bool {
+		for i := range keys {
+			for _, s := range srvs {
+				if listening(t, s, keyName(i)) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	for i, s := range srvs {
 		if n := subscribers(t, s); n != 1 {
 			t.Errorf("node %d has %d pub/sub connections for %d waiters on %d keys; want 1", i, n, keys*perKey, keys)
 		}
 	}
-	for _, l := range held {
+	p := redistest.MeasurePace(t, srvs[0])
+	released := make([]time.Time, keys) // the last release of each key
+	for i, l := range held {
+		released[i] = time.Now()
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Every waiter obtains its lock by its first retry at the latest; the
 	// bound only keeps a broken wake-up from hanging the test.
-	p := redistest.MeasurePace(t, srvs[0])
 	bound := p.Stretch(2 * slowRetry)
 	deadline := time.After(bound)
+	type check struct {
+		waiter   int
+		released time.Time
+	}
+	var checks []check
 	for range keys * perKey {
 		select {
 		case r := <-results:
 			if r.err != nil {
 				t.Fatalf("waiter's Lock = %v", r.err)
 			}
+			checks = append(checks, check{r.waiter, released[r.key]})
+			released[r.key] = time.Now()
 			r.l.Unlock(ctx) // the next waiter for the key takes its turn
-			checkWoken(t, log, r.waiter)
 		case <-deadline:
 			t.Fatalf("waiters still waiting %v after the releases (pace %v); want them woken", bound, p)
 		}
 	}
+	p = p.Max(redistest.MeasurePace(t, srvs[0]))
+	t.Logf("run %d: pace %v", run, p)
+	conclusive := true
+	for _, c := range checks {
+		conclusive = checkWoken(t, log, c.waiter, c.released, wakeWithin(p)) && conclusive
+	}
+	return conclusive
 }
 
 // TestHandOverServesOtherProcesses checks that goroutines of one manager
@@ -347,7 +450,7 @@ func TestHandOverServesOtherProcesses(t *testing.T) {
 			goroutines, err, time.Since(start).Round(time.Millisecond), p)
 	}
 	t.Logf("the other process waited %v (pace %v)", time.Since(start).Round(time.Millisecond), p)
-	checkWoken(t, log, 0)
+	checkWoken(t, log, 0, time.Time{}, 0)
 	l.Unlock(context.Background())
 	cancel()
 	for range goroutines {
@@ -405,25 +508,24 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 	nodeTimeout := p.Stretch(time.Second) // the settle after the first naming
 	for run := 0; ; run++ {
 		key := fmt.Sprintf("half-released-%d", run)
-		late, ok := wokenBeforeQuorum(t, srvs, key, nodeTimeout)
-		if ok {
+		why := wokenBeforeQuorum(t, srvs, key, nodeTimeout)
+		if why == "" {
 			return
 		}
-		if run == 3 {
-			t.Fatalf("inconclusive %d times: the release took %v to reach the last nodes; want less than half the node timeout (%v)",
-				run+1, late.Round(time.Millisecond), nodeTimeout)
+		if run == wakeRuns-1 {
+			t.Fatalf("inconclusive %d times: %s", run+1, why)
 		}
-		t.Logf("inconclusive: the release took %v to reach the last nodes, more than half the node timeout (%v); again with %v",
-			late.Round(time.Millisecond), nodeTimeout, 2*nodeTimeout)
+		t.Logf("inconclusive: %s; again with a node timeout of %v", why, 2*nodeTimeout)
 		nodeTimeout *= 2
 	}
 }
 
 // wokenBeforeQuorum runs TestWokenBeforeReleaseReachedQuorum's scenario on
-// key with the waiter's node timeout. It reports how long the release took
-// from its first naming to the last node, and whether that was soon enough
-// for the run to tell.
-func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeTimeout time.Duration) (time.Duration, bool) {
+// key with the waiter's node timeout. It returns why the run could not tell
+// a slow machine from a broken waiter, "" when it could: the release took
+// longer than half the node timeout to reach the last nodes, or the
+// waiter's retry could fire too soon after the release (see checkWoken).
+func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeTimeout time.Duration) string {
 	t.Helper()
 	log := &attemptLog{}
 	holderM := newWakeManager(t, srvs, dlm.WithTTL(longHold))
@@ -446,6 +548,7 @@ func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeT
 	rkey := "redlock:{" + key + "}"
 	keys := append([]string{rkey}, script.LineKeys(rkey)...)
 	args := []string{held.Handle().Secret, "", "0", "2000", "2000", script.ReleaseLock, script.Flag{Mode: script.Loud}.Arg()}
+	p := redistest.MeasurePace(t, srvs[0])
 	named := time.Now()
 	for _, s := range srvs[:2] {
 		n := respNode(t, s.Addr(), "")
@@ -461,14 +564,18 @@ func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeT
 		}
 	}
 	if late := time.Since(named); late > nodeTimeout/2 {
-		return late, false
+		return fmt.Sprintf("the release took %v to reach the last nodes, more than half the node timeout (%v)", late.Round(time.Millisecond), nodeTimeout)
 	}
 	r := <-res
 	if r.err != nil {
 		t.Fatalf("waiter's Lock = %v", r.err)
 	}
 	defer r.l.Unlock(context.Background())
-	checkWoken(t, log, 0)
-	t.Logf("node timeout %v; %d attempts; lock obtained %v after two nodes named it", nodeTimeout, len(log.of(0)), r.at.Sub(named).Round(time.Microsecond))
-	return 0, true
+	p = p.Max(redistest.MeasurePace(t, srvs[0]))
+	t.Logf("node timeout %v; %d attempts; lock obtained %v after two nodes named it (pace %v)", nodeTimeout, len(log.of(0)), r.at.Sub(named).Round(time.Microsecond), p)
+	// The waiter waits a node timeout after the first naming on purpose.
+	if !checkWoken(t, log, 0, named, nodeTimeout+wakeWithin(p)) {
+		return "the waiter's retry could fire too soon after the release to tell it from a wake-up"
+	}
+	return ""
 }
