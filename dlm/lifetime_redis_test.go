@@ -16,14 +16,17 @@ import (
 // failed extension, Do and panics, extension that outlives Lock's context,
 // and a lock after Unlock.
 
-// redisManager returns a Manager over srvs, closed when the test ends.
+// redisManager returns a Manager over srvs, closed when the test ends. Its
+// node timeout is the one derived from the default TTL stretched to the pace
+// measured on the run ([pacedNodeTimeout]), unless opts set one.
 func redisManager(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) *dlm.Manager {
 	t.Helper()
 	nodes := make([]driver.Node, len(srvs))
 	for i, s := range srvs {
 		nodes[i] = respNode(t, s.Addr(), "")
 	}
-	m, err := dlm.New(nodes, opts...)
+	nt := pacedNodeTimeout(t, srvs[0], derivedNodeTimeout)
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithNodeTimeout(nt)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

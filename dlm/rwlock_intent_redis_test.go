@@ -3,6 +3,7 @@ package dlm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -18,19 +19,29 @@ import (
 // that come after its manager stopped treating the key as contended (a
 // retry delay longer than contendedFor, shortened here from 10 s), each
 // record or renew its intent. Its intent lives its TTL from its latest
-// attempt, so the retry delay is kept below the TTL.
+// attempt, so the retry delay and a node timeout are kept below the TTL; a
+// reader refused more than two TTLs after the writer's second attempt was
+// refused by an intent some later attempt renewed.
+//
+// The node timeouts are stretched to the pace measured on the run, and the
+// writer's TTL with them. A probe that no quorum answered in time proves
+// nothing either way: it is skipped, and counted.
 func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 	t.Parallel()
-	_, nodes := startNodes(t, 3)
+	srvs, nodes := startNodes(t, 3)
 	const (
 		contended = 50 * time.Millisecond
 		retry     = 600 * time.Millisecond // waits of 300–600 ms, each longer than contended
-		ttl       = 2 * time.Second        // the writer's: its intent outlives each wait
-		watch     = 2*ttl + time.Second    // the intent of one attempt would have lapsed
 	)
+	nt := pacedNodeTimeout(t, srvs[0], 100*time.Millisecond) // the writer's, derived from its TTL on a quiet machine
+	var (
+		ttl   = max(2*time.Second, 4*(retry+nt)) // the writer's: its intent outlives each wait and attempt
+		watch = 2*ttl + time.Second              // the intent of one attempt would have lapsed
+	)
+	t.Logf("writer's TTL %v, node timeout %v", ttl, nt)
 	ctx := context.Background()
 	newManager := func(opts ...dlm.ManagerOption) *dlm.Manager {
-		m, err := dlm.New(nodes, opts...)
+		m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout))}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,18 +55,22 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 	}
 	defer r.Unlock(ctx)
 
+	// errNoQuorum marks a probe that no quorum of nodes answered in time.
+	errNoQuorum := errors.New("no quorum answered the probe in time")
 	// probeReader tries a new read lock, which the writer's intent must
 	// refuse, and releases it at once if it was granted.
 	probeReader := func() error {
 		l, err := probe.TryRLock(ctx, "doc")
-		if err == nil {
+		switch {
+		case err == nil:
 			l.Unlock(ctx)
 			return errors.New("a new reader got in")
+		case errors.Is(err, dlm.ErrNotObtained):
+			return nil
+		case errors.Is(err, dlm.ErrUnavailable):
+			return fmt.Errorf("%w: %w", errNoQuorum, err)
 		}
-		if !errors.Is(err, dlm.ErrNotObtained) {
-			return err
-		}
-		return nil
+		return err
 	}
 	var (
 		mu       sync.Mutex
@@ -70,11 +85,14 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 		defer mu.Unlock()
 		attempts++
 		if attempts == 1 {
-			// On the writer's goroutine: its next attempt waits for this.
-			atFirst = probeReader()
+			// On the writer's goroutine: its next attempt waits for
+			// this. A probe no quorum answered is made again, while the
+			// first attempt's intent lives.
+			for atFirst = probeReader(); errors.Is(atFirst, errNoQuorum) && time.Since(e.Start) < ttl/2; atFirst = probeReader() {
+			}
 		}
 	})
-	writers := newManager(dlm.WithHook(hook))
+	writers := newManager(dlm.WithHook(hook), dlm.WithNodeTimeout(nt))
 	dlm.SetContendedFor(writers, contended)
 	// Every node runs the acquire script once: the writer's manager sends
 	// SET NX from then on.
@@ -94,22 +112,30 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 	// The first attempt is probed by the hook; the others from here, from
 	// the second on, which the writer makes at once when the nodes'
 	// subscriptions are confirmed.
-	waitUntil(t, "the writer's second attempt", func() bool {
+	poll(t, srvs[0], "the writer's second attempt", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return attempts > 1
 	})
 	started := time.Now()
-	refused := 0
+	var refused, skipped int
+	var lastRefused time.Duration
 	for time.Since(started) < watch {
-		if err := probeReader(); err != nil {
+		switch err := probeReader(); {
+		case errors.Is(err, errNoQuorum):
+			skipped++
+		case err != nil:
 			mu.Lock()
 			n := attempts
 			mu.Unlock()
 			t.Errorf("TryRLock %v after the writer's second attempt (%d attempts made): %v; want ErrNotObtained", time.Since(started).Round(time.Millisecond), n, err)
+		default:
+			refused++
+			lastRefused = time.Since(started)
+		}
+		if t.Failed() {
 			break
 		}
-		refused++
 		time.Sleep(20 * time.Millisecond) // the pace of the probes, not a timing assertion
 	}
 	stop()
@@ -121,10 +147,14 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 	if atFirst != nil {
 		t.Errorf("TryRLock right after the writer's first attempt: %v; want ErrNotObtained", atFirst)
 	}
+	if lastRefused <= 2*ttl {
+		t.Errorf("the last reader refused came %v after the writer's second attempt (%d refused, %d probes no quorum answered); want one after %v, when only a renewed intent refuses it",
+			lastRefused.Round(time.Millisecond), refused, skipped, 2*ttl)
+	}
 	if attempts < 4 {
 		t.Errorf("the writer made %d attempts in %v; want at least 4, most of them more than %v apart", attempts, watch, contended)
 	}
-	t.Logf("%d new readers refused while the writer made %d attempts", refused, attempts)
+	t.Logf("%d new readers refused (%d probes no quorum answered in time) while the writer made %d attempts", refused, skipped, attempts)
 }
 
 // TestWaitingWriterKeepsIntentThroughFailedAttempt checks, on real
