@@ -204,24 +204,33 @@ func TestCheckerFlagsBrokenLockers(t *testing.T) {
 // writer and with a semaphore whose permits need one node fewer than
 // dlm.SemaphoreQuorum (three of five for a limit of 2: a majority, which
 // is not enough), and none with the sound toy or the real manager.
+//
+// As in TestCheckerFlagsBrokenLockers, the node timeouts, TTLs and waits
+// are calibrated on the cluster's pace, and a run too starved to tell —
+// a broken locker unflagged while some Lock calls timed out, or a sound
+// one with fewer than minGrants grants of either kind or no sharing — is
+// inconclusive and runs again twice as wide, up to brokenRuns times.
 func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
 	const clients = 6
 	c := StartCluster(t, 5, clients)
-	toy := func(f SharedFlaw) func() []*Client {
-		return func() []*Client {
-			return c.ToySharedClients(func(l *ToySharedLocker) { l.Flaw, l.ReadShare, l.Limit = f, 0.3, sharedLimit })
+	cal := calibrate(t, c, chaosNodeTimeout)
+	toy := func(f SharedFlaw) func(time.Duration) []*Client {
+		return func(nodeTimeout time.Duration) []*Client {
+			return c.ToySharedClients(func(l *ToySharedLocker) {
+				l.Flaw, l.ReadShare, l.Limit, l.NodeTimeout = f, 0.3, sharedLimit, nodeTimeout
+			})
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		open func() []*Client
+		open func(nodeTimeout time.Duration) []*Client
 		want string // the kind of violation the flaw must show; "" for none
 	}{
 		{"toy " + ReadersIgnoreWriter.String(), toy(ReadersIgnoreWriter), WriterWithReaders},
 		{"toy " + PermitQuorumShort.String(), toy(PermitQuorumShort), OverLimit},
 		{"toy sound", toy(SharedSound), ""},
-		{"real manager", func() []*Client {
-			cl := c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(chaosNodeTimeout))
+		{"real manager", func(nodeTimeout time.Duration) []*Client {
+			cl := c.ManagerClients(dlm.WithRetry(0, dlm.FixedBackoff(4*time.Millisecond)), dlm.WithNodeTimeout(nodeTimeout))
 			for _, x := range cl {
 				x.Locker = SharedLocker{M: x.Locker.(ManagerLocker).M, ReadShare: 0.7, Limit: sharedLimit}
 			}
@@ -229,41 +238,61 @@ func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := leakcheck.Take()
-			start := time.Now()
-			cl := tc.open()
-			prefix := fmt.Sprintf("broken-%d", time.Now().UnixNano())
-			w := &Workload{
-				Clients: cl, History: NewHistory(), LockTimeout: 2 * time.Second, Hold: 0.3, Overrun: 0.4, Seed: 7,
-				Keys: []KeySpec{{RWPrefix + prefix, 300 * time.Millisecond}, {SemPrefix + prefix, 400 * time.Millisecond}},
-			}
-			d := 3 * time.Second
-			if tc.want != "" {
-				d = 8 * time.Second
-			}
-			rw, sem := runSharedUntil(t, w, d, tc.want != "")
-			CloseClients(t, cl)
-			snap.Check(t, 5*time.Second)
-			byKind := map[string]int64{}
-			for _, v := range append(rw.Violations, sem.Violations...) {
-				byKind[v.Kind]++
-			}
-			figure(t, "chaos-broken-shared: locker=%q grants=%d violations=%s most_readers=%d most_permits=%d limit=%d elapsed=%v",
-				tc.name, rw.Grants+sem.Grants, FormatCounts(byKind), rw.MostShared, sem.MostShared, sharedLimit, time.Since(start).Round(time.Millisecond))
-			for _, vs := range [][]SharedViolation{rw.Violations, sem.Violations} {
-				if len(vs) > 0 {
-					t.Logf("first violation: %v", vs[0])
+			widen := cal.scale
+			for run := 1; ; run, widen = run+1, 2*widen {
+				snap := leakcheck.Take()
+				start := time.Now()
+				wide := calibration{scale: widen}
+				nodeTimeout := wide.of(chaosNodeTimeout)
+				cl := tc.open(nodeTimeout)
+				prefix := fmt.Sprintf("broken-%d", time.Now().UnixNano())
+				w := &Workload{
+					Clients: cl, History: NewHistory(), LockTimeout: wide.of(2 * time.Second), Hold: 0.3, Overrun: 0.4, Seed: 7,
+					Keys: wide.keys([]KeySpec{{RWPrefix + prefix, 300 * time.Millisecond}, {SemPrefix + prefix, 400 * time.Millisecond}}),
 				}
-			}
-			switch {
-			case tc.want != "" && byKind[tc.want] == 0:
-				t.Errorf("the checker found no %s violation in %d grants of a broken locker", tc.want, rw.Grants+sem.Grants)
-			case tc.want == "" && len(byKind) > 0:
-				t.Errorf("violations %s; want none:\n%v\n%v", FormatCounts(byKind), rw.Violations, sem.Violations)
-			}
-			if tc.want == "" && (rw.MostShared < 2 || sem.MostShared < 2 || rw.Grants < minGrants || sem.Grants < minGrants) {
-				t.Errorf("%d read-write grants (at most %d at once), %d permits (at most %d at once): the load is too light to show anything",
-					rw.Grants, rw.MostShared, sem.Grants, sem.MostShared)
+				d := 3 * time.Second
+				if tc.want != "" {
+					d = 8 * time.Second
+				}
+				stats, rw, sem := runSharedUntil(t, w, d, tc.want != "")
+				CloseClients(t, cl)
+				snap.Check(t, 5*time.Second)
+				byKind := map[string]int64{}
+				for _, v := range append(rw.Violations, sem.Violations...) {
+					byKind[v.Kind]++
+				}
+				starved := rw.Grants < minGrants || sem.Grants < minGrants || rw.MostShared < 2 || sem.MostShared < 2
+				verdict := verdictClean
+				switch {
+				case len(byKind) > 0:
+					verdict = verdictFlagged
+				case starved, tc.want != "" && stats.Errors["timeout"] > 0:
+					verdict = verdictInconclusive
+				}
+				figure(t, "chaos-broken-shared: locker=%q grants=%d violations=%s most_readers=%d most_permits=%d limit=%d elapsed=%v run=%d node_timeout=%v errors=%s verdict=%s %s",
+					tc.name, rw.Grants+sem.Grants, FormatCounts(byKind), rw.MostShared, sem.MostShared, sharedLimit, time.Since(start).Round(time.Millisecond),
+					run, nodeTimeout, FormatCounts(stats.Errors), verdict, cal.figures())
+				for _, vs := range [][]SharedViolation{rw.Violations, sem.Violations} {
+					if len(vs) > 0 {
+						t.Logf("first violation: %v", vs[0])
+					}
+				}
+				switch {
+				case tc.want == "" && verdict == verdictFlagged:
+					t.Errorf("violations %s; want none:\n%v\n%v", FormatCounts(byKind), rw.Violations, sem.Violations)
+				case tc.want != "" && verdict == verdictFlagged && byKind[tc.want] == 0:
+					t.Errorf("violations %s of a broken locker; want %s among them", FormatCounts(byKind), tc.want)
+				case tc.want != "" && verdict == verdictClean:
+					t.Errorf("the checker found no %s violation in %d grants of a broken locker, none of whose Lock calls timed out (node timeout %v)", tc.want, rw.Grants+sem.Grants, nodeTimeout)
+				case verdict == verdictInconclusive && run < brokenRuns:
+					t.Logf("run %d inconclusive: %d read-write grants (at most %d at once), %d permits (at most %d at once), %d Lock calls timed out; running again with node timeout, TTLs and waits ×2",
+						run, rw.Grants, rw.MostShared, sem.Grants, sem.MostShared, stats.Errors["timeout"])
+					continue
+				case verdict == verdictInconclusive:
+					t.Errorf("no conclusive run in %d: the last had %d read-write grants (at most %d at once), %d permits (at most %d at once) and %d Lock calls timed out at a node timeout of %v (pace %v)",
+						run, rw.Grants, rw.MostShared, sem.Grants, sem.MostShared, stats.Errors["timeout"], nodeTimeout, cal.pace)
+				}
+				break
 			}
 		})
 	}
@@ -272,9 +301,9 @@ func TestCheckerFlagsBrokenSharedLockers(t *testing.T) {
 // runSharedUntil runs w: with stopEarly, until CheckShared finds a
 // violation; without, for d and until the read-write locks and the permits
 // each have minGrants grants, some of them at once; at most loadFactor×d.
-// It returns CheckShared's reports of the read-write locks' grants (limit
-// 1) and of the permits (sharedLimit).
-func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (rw, sem SharedReport) {
+// It returns the workload's stats and CheckShared's reports of the
+// read-write locks' grants (limit 1) and of the permits (sharedLimit).
+func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) (stats Stats, rw, sem SharedReport) {
 	t.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), loadFactor*d)
@@ -296,8 +325,9 @@ func runSharedUntil(t *testing.T, w *Workload, d time.Duration, stopEarly bool) 
 	defer tick.Stop()
 	for {
 		select {
-		case <-done:
-			return check()
+		case stats = <-done:
+			rw, sem = check()
+			return stats, rw, sem
 		case <-tick.C:
 			rw, sem := check()
 			enough := time.Since(start) >= d && rw.Grants >= minGrants && sem.Grants >= minGrants && rw.MostShared >= 2 && sem.MostShared >= 2
