@@ -21,8 +21,8 @@ func TestMeasurePace(t *testing.T) {
 		slack time.Duration
 		want  time.Duration
 	}{
-		{Pace{RTT: time.Millisecond}, 5 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
-		{Pace{RTT: time.Millisecond, Late: 3 * time.Millisecond}, time.Second, 60 * time.Millisecond, time.Second},
+		{Pace{RTT: time.Millisecond}, time.Millisecond, 4 * time.Millisecond, 4 * time.Millisecond},
+		{Pace{RTT: time.Millisecond, Late: 3 * time.Millisecond}, time.Second, 12 * time.Millisecond, time.Second},
 		{Pace{}, 0, 0, 0},
 	} {
 		if got := tc.p.Slack(); got != tc.slack {
