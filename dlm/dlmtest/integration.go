@@ -137,7 +137,7 @@ func startOn(t *testing.T, targets []target, dial Dial, opts ...dlm.ManagerOptio
 	}
 	c.timeout = c.pace.Stretch(suiteNodeTimeout)
 	ttl := max(suiteTTL, suiteTTLPerTimeout*c.timeout)
-	t.Logf("pace %v: node timeout %v, TTL %v", c.pace, c.timeout, ttl)
+	t.Logf("pace %v: node timeout %v, TTL %v", c.pace, c.timeout.Round(time.Millisecond), ttl.Round(time.Millisecond))
 	for _, s := range c.servers {
 		c.nodes = append(c.nodes, dial(t, s.Addr()))
 	}

@@ -24,10 +24,11 @@ import (
 // no scheduler can delay it: TestPausedMajorityCancelsDo in package dlm,
 // with the same frozen majority and the same node timeout of a twentieth
 // of the TTL. Here the margin is logged as a figure. The node timeout is
-// that twentieth stretched to the cluster's pace, and the TTL follows it.
+// that twentieth (of a 5 s TTL) stretched to the cluster's pace, and the
+// TTL follows it at eight node timeouts, where that is more than 5 s.
 func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	timeout := c.pace.Stretch(250 * time.Millisecond)
-	ttl := max(5*time.Second, 20*timeout)
+	ttl := max(5*time.Second, 8*timeout)
 	ctx := context.Background()
 	var cancelled atomic.Int64 // UnixNano of the loss, when fn's ctx is cancelled
 	lost := lostHook(func(e *dlm.Event) {
@@ -65,7 +66,7 @@ func testPausedMajorityCancelsDo(t *testing.T, c *cluster) {
 	}
 	at := time.Unix(0, cancelled.Load())
 	t.Logf("fn's context cancelled %v before the end of validity, %v before the keys could expire (TTL %v, node timeout %v, pace %v)",
-		until.Round(0).Sub(at), start.Add(ttl).Round(0).Sub(at), ttl, timeout, c.pace)
+		until.Round(0).Sub(at).Round(time.Millisecond), start.Add(ttl).Round(0).Sub(at).Round(time.Millisecond), ttl.Round(time.Millisecond), timeout.Round(time.Millisecond), c.pace)
 	// Once the nodes are back and the keys expired (the extensions the
 	// frozen nodes queued may run when they resume, for another TTL), the
 	// lock is free.

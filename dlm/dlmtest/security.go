@@ -140,7 +140,7 @@ func startSecure(t *testing.T, driverName string) *secure {
 		s.pace = s.pace.Max(redistest.MeasurePace(t, srv))
 	}
 	s.nodeTimeout = s.pace.Stretch(secureNodeTimeout)
-	t.Logf("pace %v: node timeout %v, TTL %v", s.pace, s.nodeTimeout, s.ttl())
+	t.Logf("pace %v: node timeout %v, TTL %v", s.pace, s.nodeTimeout.Round(time.Millisecond), s.ttl().Round(time.Millisecond))
 	return s
 }
 
