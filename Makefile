@@ -18,7 +18,8 @@ MODULES     := $(shell find . -name go.mod -not -path './.bin/*' -exec dirname {
 # builds them as users do.
 unexport GOWORK
 
-.PHONY: test deps covered vet staticcheck build-tests unit unit-workspace unit-bench unit-release unit-refusal bench fuzz release-check test-load safety soak
+.PHONY: test deps covered vet _vet staticcheck _staticcheck build-tests _build-tests run-tests _run-tests unit bench fuzz \
+	release-check _release-check test-load test-fresh safety soak
 
 # Bash, so that a pipeline fails when go test does.
 SHELL       := /bin/bash
@@ -29,44 +30,52 @@ SHELL       := /bin/bash
 # module is in neither (see covered).
 WORKSPACE   := github.com/dlmgo/redlock/...
 OWN_WORK    := internal/bench internal/release
-# Test binaries run at once (go test -p) and parallel tests at once within
-# one (-parallel). The suites wait on TTLs, expiries and failovers far more
-# than they compute, so both are above the core count; on two cores, more
-# than four of each left node timeouts of 200-500 ms expiring under the
-# race detector, so four it is.
-TEST_P        ?= 4
+# make test runs in two phases, so that no compiler, vet, staticcheck or
+# release-check build ever runs while a test does: the tests wait on TTLs,
+# expiries and timeouts, and a build beside them takes the cores whenever
+# they wait (nice 19 does not keep it off). First everything that computes
+# (compute: the release check, beside the build of every test binary and
+# then vet and staticcheck, which find the packages it compiled), then the
+# prebuilt test binaries alone (run-tests). The table at the end shows each
+# step's and each package's wall and CPU seconds.
+#
+# Test binaries run at once (TEST_P) and parallel tests at once within one
+# (TEST_PARALLEL). The suites on real redis-server processes take their
+# bounds from the machine's pace, measured on the run, so these set how
+# long make test takes, not whether it passes; measured on a 2-core
+# machine, 3 binaries of 4 parallel tests keep the cores busy without
+# queueing (see the note on the run's load average in the table).
+TEST_P        ?= 3
 TEST_PARALLEL ?= 4
 REPORT      := $(BIN)/report
-# timed runs its command and appends "TARGET SECONDS EXIT" to the report's
-# steps, keeping the command's exit status.
-timed = start=$$(date +%s); rc=0; ( $(1) ) || rc=$$?; \
-	echo "$@ $$(( $$(date +%s) - start )) $$rc" >> $(REPORT)/steps; exit $$rc
+# The prebuilt test binaries, and the manifest run-tests reads: one line
+# per binary, "PACKAGE DIR BINARY [FLAG...]" (internal/testreport).
+TESTS       := $(BIN)/tests
+MANIFEST    := $(TESTS)/manifest
+# step runs the recipe of _TARGET through testreport, which appends the
+# step's wall and CPU seconds and exit status to the report's steps.
+step = $(BIN)/testreport -step $@ -report $(REPORT) -- $(MAKE) --no-print-directory _$@
 
 # make test prints at its end one table: each package and step with its
-# seconds and tests, and the total. It fails when any step did. The steps
-# that only compute run beside the tests at the lowest CPU priority (LOW),
-# in the cores the tests, which wait on TTLs, expiries and failovers far
-# more than they compute, leave idle: a test never waits for them. First
-# the build of every test binary (build-tests), beside the release check;
-# then the tests (UNIT_STEPS), which find their binaries built, beside vet
-# and staticcheck, which find the packages compiled (see vet).
+# wall and CPU seconds and tests, the total, and the load average while
+# the tests ran. It fails when any step did.
 test: deps
 	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
-	@rc=0; $(MAKE) --no-print-directory -k -j 8 --output-sync=line release-check test-steps || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k -j 2 --output-sync=line release-check checks || rc=$$?; \
+	  $(MAKE) --no-print-directory run-tests || rc=$$?; \
 	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
 
-# test-steps: make test's steps after build-tests. The tests run even when
-# a test binary failed to build, so that the table shows every package.
-.PHONY: test-steps
-test-steps:
+# checks: the test binaries, then vet and staticcheck over the packages
+# they compiled; vet runs even when a test binary did not build, to say why.
+.PHONY: checks
+checks:
 	@rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
-	  $(MAKE) --no-print-directory -k -j 8 --output-sync=line $(UNIT_STEPS) vet staticcheck || rc=$$?; exit $$rc
+	  $(MAKE) --no-print-directory -k -j 2 --output-sync=line vet staticcheck || rc=$$?; exit $$rc
 
-# LOW runs a step that only computes at the lowest CPU priority: whatever
-# else of the session's wants a core gets it first.
+# LOW runs a step that only computes at the lowest CPU priority.
 LOW := nice -n 19
 
-deps: $(BIN)/staticcheck $(BIN)/testreport
+deps: $(BIN)/staticcheck $(BIN)/testreport $(BIN)/test2json
 	@{ command -v redis-server && command -v redis-sentinel; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing redis-server and redis-sentinel with apt-get"; \
@@ -77,8 +86,12 @@ deps: $(BIN)/staticcheck $(BIN)/testreport
 	@redis-server --version
 	@redis-sentinel --version
 
-$(BIN)/testreport: internal/testreport/main.go
+$(BIN)/testreport: $(wildcard internal/testreport/*.go)
 	@mkdir -p $(BIN) && $(GO) build -o $@ ./internal/testreport
+
+# test2json turns a test binary's output into go test -json's stream.
+$(BIN)/test2json:
+	@mkdir -p $(BIN) && $(GO) build -o $@ cmd/test2json
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) GOFLAGS= $(GO) install $(STATICCHECK)
@@ -95,60 +108,66 @@ covered:
 # after build-tests they find every package compiled, instead of compiling
 # everything once more without -race. They check what the tests run; the
 # one file left out is a !race constant of cmd/redlock's tests.
-vet: covered
-	@mkdir -p $(REPORT); $(call timed,echo "== vet"; $(LOW) $(GO) vet -race $(WORKSPACE) && \
+vet: covered $(BIN)/testreport
+	@mkdir -p $(REPORT); $(step)
+_vet:
+	@echo "== vet"; $(LOW) $(GO) vet -race $(WORKSPACE) && \
 	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(GO) vet -race ./...) || exit 1; done && \
-	  { test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; })
+	  { test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }; }
 
-staticcheck: $(BIN)/staticcheck
-	@mkdir -p $(REPORT); $(call timed,echo "== staticcheck"; export GOFLAGS="$$GOFLAGS -race"; $(LOW) $(BIN)/staticcheck $(WORKSPACE) && \
-	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(BIN)/staticcheck ./...) || exit 1; done)
+staticcheck: $(BIN)/staticcheck $(BIN)/testreport
+	@mkdir -p $(REPORT); $(step)
+_staticcheck:
+	@echo "== staticcheck"; export GOFLAGS="$$GOFLAGS -race"; $(LOW) $(BIN)/staticcheck $(WORKSPACE) && \
+	  for m in $(OWN_WORK); do (cd $$m && $(LOW) $(BIN)/staticcheck ./...) || exit 1; done
 
-# unit: every module's race-enabled tests, the workspace's in one go test and
-# the benchmark harness's (its unit tests and a seconds-long smoke run of
-# every case; make bench is the real measurement) in another, at once,
-# after build-tests. The chaos suite appends its figures (operations
-# checked, faults injected, violations, recovery times) to CHAOS_FIGURES;
-# they are printed at the end.
-UNIT_STEPS := unit-workspace unit-bench unit-release unit-refusal
+# The packages whose tests take longest (measured by make test's table)
+# come first in the manifest, so that none of them starts last and runs
+# alone; the rest of the workspace, the modules with workspaces of their
+# own (internal/bench: its unit tests and a seconds-long smoke run of
+# every case; make bench is the real measurement) and the goredis
+# backend's refusal tests with internal/bench's newer go-redis follow.
+SLOW_FIRST := dlm backends/valkeygo backends/rueidis internal/chaos backends/goredis cmd/redlock backends/redigo \
+	dlm/dlmtest examples/mixed dlm/memlock examples/longjob dlm/internal/wake
+WORKSPACE_TESTS := $(addprefix github.com/dlmgo/redlock/,$(SLOW_FIRST)) $(WORKSPACE)
+LIST_TESTS := $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} $$PWD{{end}}'
+REFUSAL := github.com/dlmgo/redlock/backends/goredis
+REFUSAL_RUN := -test.run=^(TestRefusedNodeReported|TestDialOnce)$$
+
+# build-tests compiles and links every test binary that run-tests runs,
+# and the redlock binary cmd/redlock's tests run (REDLOCK_TEST_BINARY),
+# into $(TESTS), and writes the manifest: after it, nothing is compiled
+# until the tests have ended.
+build-tests: $(BIN)/testreport
+	@mkdir -p $(REPORT); $(step)
+_build-tests:
+	@echo "== build tests"; rm -rf $(TESTS) && mkdir -p $(TESTS) && \
+	  { $(LIST_TESTS) $(WORKSPACE_TESTS) && for m in $(OWN_WORK); do (cd $$m && $(LIST_TESTS) ./...) || exit 1; done; } > $(TESTS)/packages && \
+	  xargs -P 2 -L 1 sh -c 'cd "$$2" && exec $(GO) test -race -c -o "$$0/$$(echo "$$1" | tr / _).test" "$$1"' $(TESTS) < $(TESTS)/packages && \
+	  (cd internal/bench && $(GO) test -race -c -o $(TESTS)/refusal.test $(REFUSAL)) && \
+	  $(GO) build -race -o $(TESTS)/redlock ./cmd/redlock && \
+	  { while read -r pkg dir mod; do bin="$(TESTS)/$$(echo "$$pkg" | tr / _).test"; \
+	      test -x "$$bin" && echo "$$pkg $$dir $$bin"; done < $(TESTS)/packages; \
+	    echo "$(REFUSAL)@bench $(CURDIR)/backends/goredis $(TESTS)/refusal.test $(REFUSAL_RUN)"; } > $(MANIFEST)
+
+# run-tests runs the binaries that build-tests made, TEST_P at once, with
+# nothing else of make test beside them. The chaos suite appends its
+# figures (operations checked, faults injected, violations, recovery
+# times) to CHAOS_FIGURES; make test prints them at the end.
+run-tests: $(BIN)/testreport
+	@mkdir -p $(REPORT); $(step)
+_run-tests:
+	@echo "== tests ($(TEST_P) binaries at once, -parallel $(TEST_PARALLEL))"; \
+	  CHAOS_FIGURES=$(BIN)/chaos-figures.txt REDLOCK_TEST_BINARY=$(TESTS)/redlock \
+	  $(BIN)/testreport -run $(MANIFEST) -test2json $(BIN)/test2json -p $(TEST_P) -parallel $(TEST_PARALLEL) -o $(REPORT)/tests.json -report $(REPORT)
+
+# unit: the tests alone, built first.
 chaos_figures = if [ -f $(BIN)/chaos-figures.txt ]; then echo "== chaos figures"; cat $(BIN)/chaos-figures.txt; fi
 unit: deps
-	@rm -f $(BIN)/chaos-figures.txt; mkdir -p $(REPORT)
+	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
 	@rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
-	  $(MAKE) --no-print-directory -k -j 4 --output-sync=line $(UNIT_STEPS) || rc=$$?; $(chaos_figures); exit $$rc
-
-GOTEST = $(GO) test -race -count=1 -json -p $(TEST_P) -parallel $(TEST_PARALLEL)
-# go test starts its packages in the order they are named, TEST_P at a
-# time: the packages whose tests take longest (measured by make test's
-# table) come first, so that none of them starts last and runs alone; the
-# rest of the workspace follows. The three backends whose suites run on
-# Redis Clusters start beside backends/redigo, whose suite is short, and
-# dlm and internal/chaos follow as slots free up: dlm beside all three
-# cluster suites, or internal/chaos beside more than two, left the
-# machine's run queues long enough under make test-load that 500 ms node
-# timeouts expired, and TestChaosFast, whose clients work to 100 ms node
-# timeouts through in-process proxies, got no grant in 25 s.
-SLOW_FIRST := backends/valkeygo backends/rueidis backends/goredis backends/redigo dlm internal/chaos \
-	dlm/dlmtest cmd/redlock examples/mixed dlm/memlock examples/longjob dlm/internal/wake
-WORKSPACE_TESTS := $(addprefix github.com/dlmgo/redlock/,$(SLOW_FIRST)) $(WORKSPACE)
-# build-tests compiles and links every test binary of the unit steps
-# (running none of their tests) into the build cache, where the unit steps
-# find them: no test runs while a compiler competes with it for the cores.
-build-tests:
-	@mkdir -p $(REPORT); $(call timed,echo "== build tests"; $(GO) test -race -count=1 -run '^$$' $(WORKSPACE) >/dev/null && \
-	  for m in $(OWN_WORK); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./... >/dev/null) || exit 1; done && \
-	  cd internal/bench && $(GO) test -race -count=1 -run '^$$' github.com/dlmgo/redlock/backends/goredis >/dev/null)
-unit-workspace:
-	@$(call timed,echo "== test $(WORKSPACE)"; CHAOS_FIGURES=$(BIN)/chaos-figures.txt $(GOTEST) $(WORKSPACE_TESTS) | $(BIN)/testreport -stream -o $(REPORT)/workspace.json)
-unit-bench:
-	@$(call timed,echo "== test internal/bench"; cd internal/bench && $(GOTEST) ./... | $(BIN)/testreport -stream -o $(REPORT)/bench.json)
-unit-release:
-	@$(call timed,echo "== test internal/release"; cd internal/release && $(GOTEST) ./... | $(BIN)/testreport -stream -o $(REPORT)/release.json)
-# The goredis backend's refusal tests again, with internal/bench's newer go-redis.
-unit-refusal:
-	@$(call timed,echo "== test backends/goredis refusal with internal/bench's newer go-redis"; cd internal/bench && \
-	  $(GOTEST) -run '^(TestRefusedNodeReported|TestDialOnce)$$' github.com/dlmgo/redlock/backends/goredis | \
-	  $(BIN)/testreport -stream -o $(REPORT)/refusal.json)
+	  $(MAKE) --no-print-directory run-tests || rc=$$?; $(chaos_figures); \
+	  $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
 
 # make fuzz: each fuzz target for FUZZTIME; make test already runs their
 # committed corpora (testdata/fuzz) as regression tests. Minimizing is
@@ -229,18 +248,33 @@ soak: deps
 # files included), under the version the go.mod files require. No git tag is
 # needed. RELEASE_REF=v0.2.0 checks a tag or another commit.
 RELEASE_REF ?= HEAD
-release-check:
-	@mkdir -p $(REPORT); $(call timed,echo "== release-check"; cd internal/release && $(LOW) $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF))
+release-check: $(BIN)/testreport
+	@mkdir -p $(REPORT); $(step)
+_release-check:
+	@echo "== release-check"; cd internal/release && $(LOW) $(GO) run . -repo $(CURDIR) -ref $(RELEASE_REF)
 
 # make test-load: every module's race-enabled tests while LOAD_HOGS busy
-# loops (one per core by default) keep every core busy: the timing tests
-# take their margins from the configured timeouts, and must pass like this.
-LOAD_HOGS ?= $(shell nproc 2>/dev/null || echo 2)
+# loops (two per core by default) keep every core busy: the tests on real
+# processes take their bounds from the pace they measure, and must pass
+# like this. The test binaries are built before the loops start.
+LOAD_HOGS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 test-load: deps
-	@pids=; for i in $$(seq $(LOAD_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
-	trap 'kill $$pids' EXIT; \
+	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
+	@start=$$(date +%s); rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
+	pids=; for i in $$(seq $(LOAD_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT; \
 	echo "== load: $(LOAD_HOGS) busy loops (pids$$pids)"; \
-	rm -rf $(REPORT) && mkdir -p $(REPORT) && date +%s > $(REPORT)/start; \
-	start=$$(date +%s); $(MAKE) --no-print-directory unit; rc=$$?; \
+	$(MAKE) --no-print-directory run-tests || rc=$$?; kill $$pids; $(chaos_figures); \
 	$(BIN)/testreport -report $(REPORT) || rc=1; \
 	echo "== test-load: exit $$rc after $$(( $$(date +%s) - start ))s"; exit $$rc
+
+# make test-fresh: make test as a new machine runs it: a fresh clone of
+# this repository's HEAD, with the module and build caches in empty
+# directories and staticcheck installed anew (redis-server, when missing,
+# is installed as make test does). The clone and caches are removed after.
+test-fresh:
+	@tmp=$$(mktemp -d); trap 'chmod -R u+w "$$tmp" 2>/dev/null; rm -rf "$$tmp"' EXIT; \
+	git clone -q "$(CURDIR)" "$$tmp/redlock" && echo "== test-fresh: $$(git -C "$$tmp/redlock" log -1 --format='%h %s') in $$tmp" && \
+	start=$$(date +%s); rc=0; GOMODCACHE="$$tmp/mod" GOCACHE="$$tmp/cache" GOPATH="$$tmp/gopath" \
+	  $(MAKE) --no-print-directory -C "$$tmp/redlock" test || rc=$$?; \
+	echo "== test-fresh: exit $$rc after $$(( $$(date +%s) - start ))s"; exit $$rc

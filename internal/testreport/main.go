@@ -1,17 +1,23 @@
-// Command testreport follows the JSON that go test -json writes, for make
-// test: it prints what a reader of go test's plain output needs (each
-// package's result line, and the whole output of every test that failed),
-// keeps the stream in a file, and at the end prints one table of every
-// package and step with its seconds and the tests it ran.
+// Command testreport runs and follows make test's tests and steps: it
+// prints what a reader of go test's plain output needs (each package's
+// result line, and the whole output of every test that failed), keeps the
+// stream in a file, and at the end prints one table of every package and
+// step with its wall and CPU seconds and the tests it ran.
 //
 //	go test -json ./... | testreport -stream -o dir/NAME.json
+//	testreport -run MANIFEST -test2json PATH -p 2 -parallel 4 -o dir/NAME.json -report dir
+//	testreport -step NAME -report dir -- COMMAND [ARG...]
 //	testreport -report dir
 //
-// With -stream it exits 1 when a test or package failed or nothing ran. With
-// -report it reads every dir/*.json and dir/steps (lines "NAME SECONDS
-// EXIT"), prints the table, the total time since dir/start (Unix seconds)
-// and a closing line "N passed, N failed, N skipped", and exits 1 when
-// anything failed.
+// With -stream it exits 1 when a test or package failed or nothing ran.
+// With -run it runs the prebuilt test binaries that MANIFEST lists (see
+// [suite]) through test2json (-test2json), -p at once, and follows their stream
+// as -stream does, adding a line per binary (package, wall and CPU seconds)
+// to dir/usage. With -step it runs COMMAND and adds a line "NAME SECONDS
+// EXIT CPU" to dir/steps. With -report alone it reads every dir/*.json,
+// dir/usage and dir/steps, prints the table, the total time since dir/start
+// (Unix seconds) and a closing line "N passed, N failed, N skipped", and
+// exits 1 when anything failed.
 package main
 
 import (
@@ -40,15 +46,33 @@ type event struct {
 func main() {
 	stream := flag.Bool("stream", false, "follow go test -json on standard input")
 	out := flag.String("o", "", "with -stream: the file to keep the stream in")
-	report := flag.String("report", "", "the directory of streams and steps to report on")
+	report := flag.String("report", "", "the directory of streams, usage and steps to report on")
+	run := flag.String("run", "", "the manifest of prebuilt test binaries to run")
+	procs := flag.Int("p", 2, "with -run: test binaries running at once")
+	parallel := flag.Int("parallel", 4, "with -run: each binary's -test.parallel")
+	timeout := flag.Duration("timeout", 20*time.Minute, "with -run: each binary's -test.timeout")
+	test2json := flag.String("test2json", "test2json", "with -run: the path of a test2json binary (go build -o PATH cmd/test2json)")
+	step := flag.String("step", "", "the name of a step to run and time")
 	flag.Parse()
 	switch {
-	case *stream && *report == "":
+	case *stream && *report == "" && *run == "" && *step == "":
 		os.Exit(follow(os.Stdin, os.Stdout, *out))
-	case *report != "" && !*stream:
+	case *run != "" && !*stream && *step == "":
+		suites, err := readManifest(*run)
+		if err == nil && strings.ContainsRune(*test2json, filepath.Separator) {
+			*test2json, err = filepath.Abs(*test2json) // the binaries run in their packages' directories
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testreport:", err)
+			os.Exit(1)
+		}
+		os.Exit(runSuites(os.Stdout, suites, runOptions{procs: *procs, parallel: *parallel, timeout: *timeout, keep: *out, report: *report, test2json: *test2json}))
+	case *step != "" && *report != "" && !*stream && *run == "":
+		os.Exit(runStep(*step, *report, flag.Args()))
+	case *report != "" && !*stream && *run == "" && *step == "":
 		os.Exit(summarize(os.Stdout, *report))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: testreport -stream [-o FILE] | testreport -report DIR")
+		fmt.Fprintln(os.Stderr, "usage: testreport -stream [-o FILE] | testreport -run MANIFEST [-p N] [-parallel N] [-o FILE] [-report DIR] | testreport -step NAME -report DIR -- COMMAND... | testreport -report DIR")
 		os.Exit(2)
 	}
 }
@@ -120,6 +144,7 @@ func isResultLine(s string) bool {
 type row struct {
 	name                    string
 	seconds                 float64
+	cpu                     float64 // CPU seconds, or -1 when not measured
 	tests, subtests, failed int
 	skipped                 int
 	status                  string
@@ -136,6 +161,10 @@ func summarize(w io.Writer, dir string) int {
 		}
 		rows = append(rows, r...)
 	}
+	if err := addUsage(rows, filepath.Join(dir, "usage")); err != nil {
+		fmt.Fprintln(w, "testreport:", err)
+		return 1
+	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].seconds > rows[j].seconds })
 	steps, err := readSteps(filepath.Join(dir, "steps"))
 	if err != nil {
@@ -143,13 +172,16 @@ func summarize(w io.Writer, dir string) int {
 		return 1
 	}
 	bad := false
-	fmt.Fprintf(w, "\n%-52s %8s %6s %9s  %s\n", "package or step", "seconds", "tests", "subtests", "result")
+	fmt.Fprintf(w, "\n%-52s %8s %8s %6s %9s  %s\n", "package or step", "seconds", "cpu", "tests", "subtests", "result")
 	for _, r := range append(steps, rows...) {
-		tests, subtests := "", ""
+		tests, subtests, cpu := "", "", ""
 		if r.status != "step ok" && r.status != "step FAIL" {
 			tests, subtests = strconv.Itoa(r.tests), strconv.Itoa(r.subtests)
 		}
-		fmt.Fprintf(w, "%-52s %8.1f %6s %9s  %s\n", r.name, r.seconds, tests, subtests, r.status)
+		if r.cpu >= 0 {
+			cpu = strconv.FormatFloat(r.cpu, 'f', 1, 64)
+		}
+		fmt.Fprintf(w, "%-52s %8.1f %8s %6s %9s  %s\n", r.name, r.seconds, cpu, tests, subtests, r.status)
 		bad = bad || strings.Contains(r.status, "FAIL")
 	}
 	var passed, failed, skipped int
@@ -162,6 +194,9 @@ func summarize(w io.Writer, dir string) int {
 		if start, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			fmt.Fprintf(w, "total: %ds\n", int(time.Since(time.Unix(start, 0)).Seconds()))
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "load")); err == nil {
+		fmt.Fprintf(w, "load average during the tests: %s\n", strings.TrimSpace(string(b)))
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no test ran")
@@ -186,7 +221,7 @@ func packages(path string) ([]row, error) {
 	get := func(p string) *row {
 		r, ok := byPkg[p]
 		if !ok {
-			r = &row{name: strings.TrimPrefix(p, "github.com/dlmgo/redlock/"), status: "no result"}
+			r = &row{name: strings.TrimPrefix(p, "github.com/dlmgo/redlock/"), status: "no result", cpu: -1}
 			byPkg[p] = r
 			order = append(order, p)
 		}
@@ -236,7 +271,33 @@ func packages(path string) ([]row, error) {
 	return out, sc.Err()
 }
 
-// readSteps reads the steps file: "NAME SECONDS EXIT" per line.
+// addUsage sets the CPU seconds of the rows whose package the usage file
+// (lines "PACKAGE WALL CPU", see [runSuites]) names.
+func addUsage(rows []row, path string) error {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cpu := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			if v, err := strconv.ParseFloat(f[2], 64); err == nil {
+				cpu[strings.TrimPrefix(f[0], "github.com/dlmgo/redlock/")] = v
+			}
+		}
+	}
+	for i := range rows {
+		if v, ok := cpu[rows[i].name]; ok {
+			rows[i].cpu = v
+		}
+	}
+	return nil
+}
+
+// readSteps reads the steps file: "NAME SECONDS EXIT [CPU]" per line.
 func readSteps(path string) ([]row, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -248,7 +309,7 @@ func readSteps(path string) ([]row, error) {
 	var out []row
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(l)
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			continue
 		}
 		sec, _ := strconv.ParseFloat(f[1], 64)
@@ -256,7 +317,11 @@ func readSteps(path string) ([]row, error) {
 		if f[2] != "0" {
 			st = "step FAIL"
 		}
-		out = append(out, row{name: "(" + f[0] + ")", seconds: sec, status: st})
+		cpu := -1.0
+		if len(f) == 4 {
+			cpu, _ = strconv.ParseFloat(f[3], 64)
+		}
+		out = append(out, row{name: "(" + f[0] + ")", seconds: sec, cpu: cpu, status: st})
 	}
 	return out, nil
 }
