@@ -161,9 +161,10 @@ func event2json(pkg, action, output string) []byte {
 	return b
 }
 
-// sampleLoad reads the 1-minute load average every few seconds while the
-// tests run, and when stopped writes the highest and the mean to dir's
-// "load" file, for the report. Where /proc/loadavg is missing it writes
+// sampleLoad reads the 1-minute load average, and counts the redis-server
+// processes alive, every few seconds while the tests run; when stopped it
+// writes the highest and the mean load and the most servers seen at once
+// to dir's "load" file, for the report. Where /proc is missing it writes
 // nothing.
 func sampleLoad(dir string) (stop func()) {
 	done := make(chan struct{})
@@ -171,7 +172,7 @@ func sampleLoad(dir string) (stop func()) {
 	go func() {
 		defer close(finished)
 		var peak, sum float64
-		n := 0
+		n, servers := 0, 0
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -181,10 +182,12 @@ func sampleLoad(dir string) (stop func()) {
 					peak, sum, n = max(peak, l), sum+l, n+1
 				}
 			}
+			servers = max(servers, countProcesses("redis-server"))
 			select {
 			case <-done:
 				if n > 0 && dir != "" {
-					os.WriteFile(filepath.Join(dir, "load"), []byte(fmt.Sprintf("max %.1f, mean %.1f over %d samples\n", peak, sum/float64(n), n)), 0o644)
+					line := fmt.Sprintf("max %.1f, mean %.1f over %d samples; at most %d redis-server processes at once\n", peak, sum/float64(n), n, servers)
+					os.WriteFile(filepath.Join(dir, "load"), []byte(line), 0o644)
 				}
 				return
 			case <-t.C:
@@ -192,4 +195,17 @@ func sampleLoad(dir string) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// countProcesses returns how many processes named name (their comm) are
+// alive.
+func countProcesses(name string) int {
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	n := 0
+	for _, c := range comms {
+		if b, err := os.ReadFile(c); err == nil && strings.TrimSpace(string(b)) == name {
+			n++
+		}
+	}
+	return n
 }
