@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/redistest"
 	"github.com/dlmgo/redlock/examples/internal/embedded"
 	"github.com/dlmgo/redlock/internal/leakcheck"
 )
@@ -101,16 +103,45 @@ func TestParseNodes(t *testing.T) {
 
 // TestEmbeddedExpiry checks that a lock left behind by a holder that never
 // unlocks expires on the embedded nodes as on a real Redis: miniredis
-// expires keys only when its clock is moved, which the cluster does.
+// expires keys only when its clock is moved, which the cluster does, on
+// the real clock. What it proves, on that clock: a second TryLock while the
+// keys live is refused (ErrNotObtained), and a Lock started right after it
+// obtains the lock once the keys expire. When a waiter regains a lock left
+// behind (not before the keys expire, within the TTL and a backoff) is
+// proven on virtual time in package dlm: TestRegainAfterHolderCrash.
 //
-// Its margins come from the TTL, not from a quiet machine: the node timeout
-// derived from a short TTL (20 ms from 200 ms) does not survive -race on a
-// loaded machine, so the test sets a quarter of the TTL, which the lock's
-// validity still covers, and waits for the expiry with Lock, bounded by
-// another TTL, instead of one TryLock at a guessed moment.
+// The node timeout is a quarter of the TTL, stretched to the pace measured
+// on the run ([redistest.Pace.Stretch]). A run that cannot tell a slow
+// machine from a broken lock — a request timed out, or the TryLocks were so
+// far apart that the keys may have expired between them — is inconclusive
+// (expiryRun), and runs again with twice the TTL, up to slowRuns runs.
 func TestEmbeddedExpiry(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
+	p := redistest.MeasurePace(t, redistest.StartServer(t))
+	ttl := max(2*time.Second, 4*p.Stretch(500*time.Millisecond))
+	for run := 1; ; run++ {
+		t.Logf("pace %v: TTL %v, node timeout %v", p, ttl, ttl/4)
+		why := expiryRun(t, ttl)
+		if why == "" {
+			return
+		}
+		if run == slowRuns {
+			t.Fatalf("inconclusive %d times, the last with a TTL of %v: %s", run, ttl, why)
+		}
+		t.Logf("inconclusive: %s; running again with twice the TTL", why)
+		ttl *= 2
+	}
+}
+
+// slowRuns is how many runs TestEmbeddedExpiry makes at most before it
+// gives up on a machine too slow.
+const slowRuns = 3
+
+// expiryRun is one run of TestEmbeddedExpiry on a cluster of its own, with
+// the TTL ttl. It fails t where the lock is broken, and returns why the run
+// was inconclusive, or "" when it passed.
+func expiryRun(t *testing.T, ttl time.Duration) (inconclusive string) {
+	t.Helper()
 	c, err := embedded.Start(3)
 	if err != nil {
 		t.Fatal(err)
@@ -124,24 +155,37 @@ func TestEmbeddedExpiry(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	if _, err := m.TryLock(ctx, "left-behind"); err != nil {
-		t.Fatal(err)
+		if errors.Is(err, dlm.ErrUnavailable) {
+			return fmt.Sprintf("the first TryLock timed out: %v", err)
+		}
+		t.Fatalf("first TryLock of a free key: %v", err)
 	}
 	_, err = m.TryLock(ctx, "left-behind")
-	if elapsed := time.Since(start); elapsed >= ttl {
-		t.Fatalf("two TryLocks took %v, more than the TTL, each bounded by a quarter of it", elapsed)
-	}
-	if !errors.Is(err, dlm.ErrNotObtained) {
+	// The cluster's clock may jump by as long as its goroutine waited for
+	// the CPU, so the keys may expire somewhat before a TTL of real time:
+	// half a TTL leaves room for a stall of the other half.
+	switch elapsed := time.Since(start); {
+	case errors.Is(err, dlm.ErrNotObtained):
+	case elapsed >= ttl/2:
+		return fmt.Sprintf("the two TryLocks took %v, half the TTL, and the second got %v: the keys may have expired in between", elapsed, err)
+	case errors.Is(err, dlm.ErrUnavailable):
+		return fmt.Sprintf("the second TryLock timed out: %v", err)
+	case err == nil:
+		t.Fatalf("second TryLock %v after the first: obtained a lock held for a TTL of %v", elapsed, ttl)
+	default:
 		t.Fatalf("second TryLock at once: got %v, want ErrNotObtained", err)
 	}
-	// The keys were set after start and expire a TTL later.
-	time.Sleep(time.Until(start.Add(ttl)))
-	waitCtx, cancel := context.WithTimeout(ctx, ttl)
+	// Lock waits until the keys expire; its context only guards against a
+	// hang: keys that never expire.
+	waitCtx, cancel := context.WithTimeout(ctx, 3*ttl)
 	defer cancel()
 	l, err := m.Lock(waitCtx, "left-behind")
 	if err != nil {
-		t.Fatalf("Lock after the TTL: %v (the left-behind lock did not expire within another TTL)", err)
+		t.Fatalf("Lock after the left-behind lock: %v after %v (its keys did not expire within 3 TTLs)", err, time.Since(start))
 	}
+	t.Logf("the left-behind lock obtained again %v after it was taken (TTL %v)", time.Since(start).Round(time.Millisecond), ttl)
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return ""
 }
