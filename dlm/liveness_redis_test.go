@@ -29,7 +29,8 @@ const pace = 100 * time.Millisecond
 func paceBound(window time.Duration) int64 { return int64(window/(pace/2)) + 2 }
 
 // counted returns a manager over its own connections to srvs whose waiters
-// retry at pace, and the counter of its attempts.
+// retry at pace, and the counter of its attempts. Its node timeout is 200ms
+// stretched to the pace measured on the run, unless opts set one.
 func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) (*dlm.Manager, *attemptCounter) {
 	t.Helper()
 	c := &attemptCounter{}
@@ -38,7 +39,7 @@ func counted(t *testing.T, srvs []*redistest.Server, opts ...dlm.ManagerOption) 
 		nodes[i] = respNode(t, s.Addr(), "")
 	}
 	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithRetry(0, dlm.FixedBackoff(pace)), dlm.WithHook(c),
-		dlm.WithNodeTimeout(200 * time.Millisecond)}, opts...)...)
+		dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], 200*time.Millisecond))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,32 +63,31 @@ func TestNoSelfWake(t *testing.T) {
 	// still be on its way.
 	lacks := func(t *testing.T, srvs []*redistest.Server, key string) {
 		t.Helper()
-		for _, s := range srvs[:len(srvs)-1] {
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		poll(t, srvs[0], fmt.Sprintf("%s on every node but the last after its grant", key), func() bool {
+			for _, s := range srvs[:len(srvs)-1] {
 				n, err := s.Do("EXISTS", key)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if n == int64(1) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s not on %s 10s after its grant", key, s.Addr())
+				if n != int64(1) {
+					return false
 				}
 			}
-		}
+			return true
+		})
 		if _, err := srvs[len(srvs)-1].Do("DEL", key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		// run sets the case up on srvs and then blocks a waiter on m for
-		// window; extra is how many real releases the waiter may hear.
+		// run sets the case up on srvs and then blocks a waiter on m,
+		// whose node timeout is nt, for window; extra is how many real
+		// releases the waiter may hear.
 		nodes int
-		run   func(t *testing.T, srvs []*redistest.Server, m *dlm.Manager, holder *dlm.Manager) (extra int64)
+		run   func(t *testing.T, srvs []*redistest.Server, m *dlm.Manager, holder *dlm.Manager, nt time.Duration) (extra int64)
 	}{
-		{"reader behind a writer lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+		{"reader behind a writer lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager, nt time.Duration) int64 {
 			if _, err := holder.Lock(context.Background(), "rw", dlm.WithTTL(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestNoSelfWake(t *testing.T) {
 			}
 			return 0
 		}},
-		{"permit behind a holder lacking it on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+		{"permit behind a holder lacking it on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager, nt time.Duration) int64 {
 			hs, err := holder.Semaphore("sem", 1)
 			if err != nil {
 				t.Fatal(err)
@@ -119,9 +119,9 @@ func TestNoSelfWake(t *testing.T) {
 			}
 			return 0
 		}},
-		{"fair waiter behind a holder lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+		{"fair waiter behind a holder lacking the key on one node", 3, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager, nt time.Duration) int64 {
 			// The holder takes no place: the waiter heads the line.
-			fair := dlm.WithFairness(dlm.Fairness{Expiry: 400 * time.Millisecond})
+			fair := dlm.WithFairness(dlm.Fairness{Expiry: 2 * nt})
 			// (Its expiry suits its longer node timeout.)
 			holderFair := dlm.WithFairness(dlm.Fairness{Expiry: 5 * time.Second})
 			if _, err := holder.Lock(context.Background(), "fair", dlm.WithTTL(time.Minute), holderFair); err != nil {
@@ -135,7 +135,7 @@ func TestNoSelfWake(t *testing.T) {
 			}
 			return 0
 		}},
-		{"waiter while a majority of the nodes is down", 5, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager) int64 {
+		{"waiter while a majority of the nodes is down", 5, func(t *testing.T, srvs []*redistest.Server, m, holder *dlm.Manager, nt time.Duration) int64 {
 			ctx := context.Background()
 			held, err := holder.Lock(ctx, "outage", dlm.WithTTL(time.Minute))
 			if err != nil {
@@ -170,8 +170,9 @@ func TestNoSelfWake(t *testing.T) {
 			// The holder waits for every node: its grant is on all of
 			// them, however busy the machine.
 			holder, _ := counted(t, srvs, dlm.WithNodeTimeout(2*time.Second))
-			m, attempts := counted(t, srvs)
-			extra := tc.run(t, srvs, m, holder)
+			nt := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+			m, attempts := counted(t, srvs, dlm.WithNodeTimeout(nt))
+			extra := tc.run(t, srvs, m, holder, nt)
 			if got, bound := attempts.n.Load(), paceBound(window)+extra; got > bound {
 				t.Errorf("a waiter blocked for %v made %d attempts; want at most %d: its retry pace (%v) and %d per real release", window, got, bound, pace, extra)
 			}
@@ -274,22 +275,24 @@ func TestReleaseReachesAWaiter(t *testing.T) {
 // TestWaiterTakesCrashedHoldersKeys checks that a waiter whose manager
 // hears the releases, and whose retry pace is far slower than the TTL,
 // obtains a lock whose holder crashed (it never releases: nothing is
-// announced) within a few node timeouts of the keys running out: a refusal
-// says how long the refusing key lives. A waiter used to try again only at
-// its retry pace then (15 to 30 s here), or later.
+// announced) once the keys run out, long before its retry (15 to 30 s
+// here) could begin an attempt: a refusal says how long the refusing key
+// lives. A waiter used to try again only at its retry pace then, or later.
+// TestCrashedHolderOnClock proves on the fake clock that it obtains the
+// lock within a node timeout of the holder's validity; here the TTL and the
+// node timeout are stretched to the pace measured on the run.
 func TestWaiterTakesCrashedHoldersKeys(t *testing.T) {
 	t.Parallel()
-	const (
-		ttl         = time.Second
-		nodeTimeout = 200 * time.Millisecond
-		bound       = 5 * nodeTimeout
-	)
+	const waiterRetry = 30 * time.Second
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, nodes)
-			holder, _ := counted(t, srvs)
-			waiter, _ := counted(t, srvs, dlm.WithRetry(0, dlm.FixedBackoff(30*time.Second)), dlm.WithNodeTimeout(nodeTimeout))
+			nodeTimeout := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+			ttl := max(time.Second, 5*nodeTimeout)
+			holder, _ := counted(t, srvs, dlm.WithNodeTimeout(nodeTimeout))
+			log := &attemptLog{}
+			waiter, _ := counted(t, srvs, dlm.WithRetry(0, dlm.FixedBackoff(waiterRetry)), dlm.WithNodeTimeout(nodeTimeout), dlm.WithHook(log))
 			ctx := context.Background()
 			// The crashed holder: it neither extends nor releases.
 			held, err := holder.Lock(ctx, "crash", dlm.WithTTL(ttl))
@@ -297,19 +300,23 @@ func TestWaiterTakesCrashedHoldersKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			runsOut := held.Until()
-			wctx, cancel := context.WithTimeout(ctx, ttl+10*bound)
+			// The waiter's first attempt is refused at once; its retry
+			// could come waiterRetry/2 after that, at the earliest.
+			wctx, cancel := context.WithTimeout(ctx, waiterRetry/2)
 			defer cancel()
 			r := <-lockAsyncCtx(wctx, waiter, "crash")
 			if r.err != nil {
-				t.Fatalf("the waiter's Lock = %v; want the lock, once the crashed holder's keys ran out at %v", r.err, runsOut.Format(time.StampMilli))
+				for i, a := range log.of(0) {
+					t.Logf("attempt %d: %v to %v: %v", i+1, a.start.Format(time.StampMilli), a.end.Format(time.StampMilli), a.err)
+				}
+				t.Fatalf("the waiter's Lock = %v; want the lock, once the crashed holder's keys ran out at %v, before its retry", r.err, runsOut.Format(time.StampMilli))
 			}
 			defer r.l.Unlock(ctx)
-			// Until is the end of the holder's validity, the TTL less
-			// the drift, from when its attempt began: the keys themselves
-			// run out up to a drift and a node timeout later.
-			if late := r.at.Sub(runsOut); late > bound {
-				t.Errorf("the waiter obtained the lock %v after the crashed holder's validity ended; want it within %v", late, bound)
+			if r.at.Before(runsOut) {
+				t.Errorf("the waiter obtained the lock %v before the crashed holder's validity ended", runsOut.Sub(r.at))
 			}
+			t.Logf("TTL %v, node timeout %v: the waiter obtained the lock %v after the crashed holder's validity ended",
+				ttl, nodeTimeout, r.at.Sub(runsOut).Round(time.Millisecond))
 		})
 	}
 }
@@ -369,13 +376,17 @@ func awaitWaiting(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 
 // TestWaiterGivingUpPassesItsTurn checks that a waiter whose context ends
 // while the lock is handed to it, or just before, passes its turn to the
-// waiter behind it, which obtains the lock within a few node timeouts: the
+// waiter behind it, which obtains the lock woken, not at its retry: the
 // waiter that gave up used to leave the line only a node timeout later,
 // and silently, so a release in that window named it and the next one slept
 // until its retry. In the fair mode and the default one.
+// TestGiveUpPassesTurnOnClock proves on the fake clock that the second
+// waiter obtains the lock within two node timeouts of the release; here the
+// node timeout is stretched to the pace measured on the run, and a run in
+// which the second waiter's retry came too close to the release to tell
+// (see checkWoken) runs again.
 func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
 	t.Parallel()
-	const nodeTimeout = 200 * time.Millisecond
 	for _, tc := range []struct {
 		name         string
 		opts         []dlm.ManagerOption
@@ -389,62 +400,85 @@ func TestWaiterGivingUpPassesItsTurn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, 3)
+			nodeTimeout := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
 			opts := append([]dlm.ManagerOption{dlm.WithNodeTimeout(nodeTimeout)}, tc.opts...)
-			ctx := context.Background()
-			held, err := newWakeManager(t, srvs, opts...).Lock(ctx, "turn")
-			if err != nil {
-				t.Fatal(err)
-			}
-			firstCtx, giveUp := context.WithCancel(ctx)
-			defer giveUp()
-			first := make(chan lockResult, 1)
-			firstM := newWakeManager(t, srvs, opts...)
-			go func() {
-				l, err := firstM.Lock(firstCtx, "turn")
-				first <- lockResult{l, err, time.Now()}
-			}()
-			// A grant takes no place in line, fair or not.
-			awaitWaiting(t, srvs, "turn", 1)
-			second := lockAsync(newWakeManager(t, srvs, opts...), "turn")
-			awaitWaiting(t, srvs, "turn", 2)
-			if tc.releaseFirst {
-				if err := held.Unlock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				giveUp()
-			} else {
-				giveUp()
-				if r := <-first; r.err == nil {
-					t.Fatalf("the first waiter obtained the lock while it was held")
-				}
-				if err := held.Unlock(ctx); err != nil {
-					t.Fatal(err)
+			log := &attemptLog{}
+			for run := range wakeRuns {
+				if passesTurn(t, srvs, nodeTimeout, opts, log, tc.releaseFirst, run) {
+					return
 				}
 			}
-			released := time.Now()
-			if tc.releaseFirst {
-				// The first waiter may have obtained the lock before its
-				// context ended: then it unlocks, as a program would.
-				if r := <-first; r.err == nil {
-					r.l.Unlock(ctx)
-				}
-			}
-			select {
-			case r := <-second:
-				if r.err != nil {
-					t.Fatalf("the second waiter's Lock = %v", r.err)
-				}
-				r.l.Unlock(ctx)
-				// Within the reservation of a key handed to the first
-				// waiter, two node timeouts, whatever its end.
-				if d := r.at.Sub(released); d > 2*nodeTimeout {
-					t.Errorf("the second waiter obtained the lock %v after the release; want it within %v", d, 2*nodeTimeout)
-				}
-			case <-time.After(slowRetry / 2):
-				t.Fatalf("the second waiter did not obtain the lock %v after the release", slowRetry/2)
-			}
+			t.Fatalf("inconclusive %d times: the second waiter's retry came too close to the release each time", wakeRuns)
 		})
 	}
+}
+
+// passesTurn runs TestWaiterGivingUpPassesItsTurn's scenario once, on a key
+// of its own for run, with managers of opts (whose node timeout is
+// nodeTimeout), and reports whether the run
+// could tell a wake-up from a retry (see checkWoken).
+func passesTurn(t *testing.T, srvs []*redistest.Server, nodeTimeout time.Duration, opts []dlm.ManagerOption, log *attemptLog, releaseFirst bool, run int) bool {
+	t.Helper()
+	key := fmt.Sprintf("turn-%d", run)
+	ctx := context.Background()
+	held, err := newWakeManager(t, srvs, opts...).Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	first := make(chan lockResult, 1)
+	firstM := newWakeManager(t, srvs, opts...)
+	go func() {
+		l, err := firstM.Lock(firstCtx, key)
+		first <- lockResult{l, err, time.Now()}
+	}()
+	// A grant takes no place in line, fair or not.
+	awaitWaiting(t, srvs, key, 1)
+	second := lockAsyncCtx(withWaiter(ctx, run), newWakeManager(t, srvs, append(opts, dlm.WithHook(log))...), key)
+	awaitWaiting(t, srvs, key, 2)
+	p := redistest.MeasurePace(t, srvs[0])
+	var released time.Time
+	if releaseFirst {
+		released = time.Now()
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		giveUp()
+	} else {
+		giveUp()
+		if r := <-first; r.err == nil {
+			t.Fatalf("the first waiter obtained the lock while it was held")
+		}
+		released = time.Now()
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if releaseFirst {
+		// The first waiter may have obtained the lock before its
+		// context ended: then it unlocks, as a program would.
+		if r := <-first; r.err == nil {
+			r.l.Unlock(ctx)
+		}
+	}
+	// The bound only keeps a lost turn from hanging the test.
+	bound := p.Stretch(2 * slowRetry)
+	select {
+	case r := <-second:
+		if r.err != nil {
+			t.Fatalf("the second waiter's Lock = %v", r.err)
+		}
+		r.l.Unlock(ctx)
+		p = p.Max(redistest.MeasurePace(t, srvs[0]))
+		t.Logf("the second waiter obtained the lock %v after the release (pace %v)", r.at.Sub(released).Round(time.Millisecond), p)
+	case <-time.After(bound):
+		t.Fatalf("the second waiter did not obtain the lock %v after the release (pace %v)", bound, p)
+	}
+	// A key handed to the waiter that gave up stays reserved for it for
+	// two node timeouts at most: the second waiter may wait that long for
+	// its wake-up.
+	return checkWoken(t, log, run, released, 2*nodeTimeout+wakeWithin(p))
 }
 
 // TestForgedWakeCost checks what forged wake messages cost a blocked waiter

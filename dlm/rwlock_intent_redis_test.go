@@ -35,7 +35,7 @@ func TestWriterIntentRenewedByEveryAttempt(t *testing.T) {
 	)
 	nt := pacedNodeTimeout(t, srvs[0], 100*time.Millisecond) // the writer's, derived from its TTL on a quiet machine
 	var (
-		ttl   = max(2*time.Second, 4*(retry+nt)) // the writer's: its intent outlives each wait and attempt
+		ttl   = max(2*time.Second, 2*(retry+nt)) // the writer's: its intent outlives each wait and attempt
 		watch = 2*ttl + time.Second              // the intent of one attempt would have lapsed
 	)
 	t.Logf("writer's TTL %v, node timeout %v", ttl, nt)

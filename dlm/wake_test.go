@@ -256,7 +256,8 @@ func TestWaiterWokenByRelease(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	log := &attemptLog{}
-	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold)), newWakeManager(t, srvs, dlm.WithHook(log))
+	nt := dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout))
+	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold), nt), newWakeManager(t, srvs, dlm.WithHook(log), nt)
 	ctx := context.Background()
 	for i, cut := range []bool{false, true} {
 		t.Run(fmt.Sprintf("subscriptions cut: %v", cut), func(t *testing.T) {
@@ -308,7 +309,8 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	log := &attemptLog{}
-	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold)), newWakeManager(t, srvs, dlm.WithHook(log))
+	nt := dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout))
+	holderM, waiterM := newWakeManager(t, srvs, dlm.WithTTL(longHold), nt), newWakeManager(t, srvs, dlm.WithHook(log), nt)
 	for run := range wakeRuns {
 		if sharedSubscription(t, srvs, holderM, waiterM, log, run) {
 			return
