@@ -489,7 +489,10 @@ func TestObservePollsWithoutPubSub(t *testing.T) {
 // two down the last state stands rather than a guess.
 func TestObserveNodesDown(t *testing.T) {
 	t.Parallel()
-	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(200*time.Millisecond))
+	c := newElectionCluster(t, 3)
+	// Node timeouts stretched to the pace: a node up is never taken for
+	// one down.
+	c.opts = append(c.opts, dlm.WithNodeTimeout(pacedNodeTimeout(t, c.servers[0], 200*time.Millisecond)))
 	observer, candidate := c.manager(t), c.manager(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

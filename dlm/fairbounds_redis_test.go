@@ -45,7 +45,7 @@ func TestFairTicketFromHostileNode(t *testing.T) {
 	srvs := redistest.StartServers(t, 3)
 	nodes := []driver.Node{&hostileTicketNode{respNode(t, srvs[0].Addr(), "")}, respNode(t, srvs[1].Addr(), ""), respNode(t, srvs[2].Addr(), "")}
 	fair := dlm.WithFairness(dlm.Fairness{})
-	m, err := dlm.New(nodes, fair, dlm.WithNodeTimeout(200*time.Millisecond), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
+	m, err := dlm.New(nodes, fair, dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,9 +94,10 @@ func (d deadNode) Close() error { return nil }
 // permit frees itself at its TTL.
 func TestSemaphoreLimit(t *testing.T) {
 	t.Parallel()
-	_, nodes := startNodes(t, 3)
+	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)), dlm.WithNodeTimeout(200*time.Millisecond))
+	nt := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+	m := rwManager(t, nodes, dlm.WithRetry(0, dlm.FixedBackoff(time.Minute)), dlm.WithNodeTimeout(nt))
 	s, err := m.Semaphore("jobs", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestSemaphoreLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ttl = 500 * time.Millisecond
+	ttl := max(500*time.Millisecond, 5*nt/2) // well above the node timeout
 	crashed := time.Now()
 	if _, err := s.TryAcquire(ctx, dlm.WithTTL(ttl)); err != nil { // never given back
 		t.Fatal(err)
@@ -129,7 +130,9 @@ func TestSemaphoreLimit(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("Acquire of a waiter = %v", err)
 	}
-	if d := time.Since(released); d > 5*time.Second {
+	// Its retry comes half a minute after its first attempt at the
+	// earliest: a permit before then was the release's.
+	if d := time.Since(released); d >= time.Minute/2 {
 		t.Errorf("the waiter got the permit %v after it was given back; want it woken by the release (backoff is a minute)", d)
 	}
 	b, err := s.TryAcquire(ctx)
