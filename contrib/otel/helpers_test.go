@@ -44,6 +44,7 @@ const password = "s3cret-pw"
 // into an in-memory span recorder and a manual metric reader.
 type rig struct {
 	servers []*redistest.Server
+	pace    redistest.Pace // measured through servers[0] as the rig opened
 	m       *dlm.Manager
 	tracer  trace.Tracer // for the test's own parent spans
 	spans   *tracetest.SpanRecorder
@@ -78,9 +79,12 @@ func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOpti
 	for i, s := range r.servers {
 		urls[i] = "redis+goredis://:" + password + "@" + s.Addr()
 	}
-	// A node timeout far above a loaded machine's stalls under -race: a
-	// killed node refuses connections at once anyway.
-	opts = append([]dlm.ManagerOption{dlm.WithHook(h), dlm.WithNodeTimeout(2 * time.Second)}, opts...)
+	// A node timeout far above a loaded machine's stalls under -race, and
+	// at least the pace measured now needs: a killed node refuses
+	// connections at once anyway.
+	r.pace = redistest.MeasurePace(t, r.servers[0])
+	t.Logf("pace %v: node timeout %v", r.pace, r.nodeTimeout(2*time.Second))
+	opts = append([]dlm.ManagerOption{dlm.WithHook(h), dlm.WithNodeTimeout(r.nodeTimeout(2 * time.Second))}, opts...)
 	r.m, err = dlm.Open(urls, opts...)
 	if err != nil {
 		t.Fatalf("dlm.Open: %v", err)
@@ -88,6 +92,10 @@ func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOpti
 	t.Cleanup(func() { r.m.Close() })
 	return r
 }
+
+// nodeTimeout returns d stretched to the rig's pace ([redistest.Pace.Stretch]):
+// a node timeout or a wait on the rig's servers of at least d.
+func (r *rig) nodeTimeout(d time.Duration) time.Duration { return r.pace.Stretch(d) }
 
 // named returns the ended spans called name, in the order they ended.
 func (r *rig) named(name string) []sdktrace.ReadOnlySpan {
