@@ -41,21 +41,48 @@ import (
 
 // The demo's settings.
 const (
-	nodes     = 5
-	readers   = 3
-	encoders  = 6
-	permits   = 2
-	readTime  = 600 * time.Millisecond
-	encodeFor = 300 * time.Millisecond
-	ttl       = 2 * time.Second
-	deadline  = 30 * time.Second
-	// nodeTimeout bounds each request to a node. The demo's nodes run in
-	// its own process: its test runs them under -race on a loaded CI
-	// machine (make test-load), where 200 ms once timed out on all five
-	// nodes at once. A quarter of the TTL still leaves most of the
-	// validity, and healthy in-process nodes answer in well under 1 ms.
-	nodeTimeout = ttl / 4
+	nodes    = 5
+	readers  = 3
+	encoders = 6
+	permits  = 2
 )
+
+// timing is the demo's clock: the locks' TTL, the bound on each request to
+// a node, how long a reader reads (the writer writes half as long) and how
+// long an encoder encodes.
+type timing struct {
+	ttl         time.Duration
+	nodeTimeout time.Duration
+	readTime    time.Duration
+	encodeFor   time.Duration
+}
+
+// demoTiming is the timing the demo runs with. The node timeout bounds each
+// request to a node. The demo's nodes run in its own process: its test runs
+// them under -race on a loaded CI machine (make test-load), where 200 ms
+// once timed out on all five nodes at once. A quarter of the TTL still
+// leaves most of the validity, and healthy in-process nodes answer in well
+// under 1 ms.
+var demoTiming = timing{
+	ttl:         2 * time.Second,
+	nodeTimeout: 2 * time.Second / 4,
+	readTime:    600 * time.Millisecond,
+	encodeFor:   300 * time.Millisecond,
+}
+
+// withNodeTimeout returns tm with a node timeout of at least nt, and its
+// other durations multiplied by the same whole number: a test on a loaded
+// machine runs the same demo, only slower.
+func (tm timing) withNodeTimeout(nt time.Duration) timing {
+	if nt <= tm.nodeTimeout {
+		return tm
+	}
+	k := (nt + tm.nodeTimeout - 1) / tm.nodeTimeout
+	return timing{ttl: k * tm.ttl, nodeTimeout: k * tm.nodeTimeout, readTime: k * tm.readTime, encodeFor: k * tm.encodeFor}
+}
+
+// deadline bounds the whole run, so that a hang fails: 15 TTLs.
+func (tm timing) deadline() time.Duration { return 15 * tm.ttl }
 
 var backends = []string{"goredis", "redigo", "rueidis"}
 
@@ -71,8 +98,11 @@ func main() {
 
 // run is the whole program, with its output passed in so that a test can
 // run it.
-func run(ctx context.Context, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, deadline)
+func run(ctx context.Context, out io.Writer) error { return runWith(ctx, demoTiming, out) }
+
+// runWith is run with the timing tm.
+func runWith(ctx context.Context, tm timing, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, tm.deadline())
 	defer cancel()
 	log := demolog.New(out)
 	ns, err := embedded.Start(nodes)
@@ -85,14 +115,14 @@ func run(ctx context.Context, out io.Writer) error {
 		urls[i] = fmt.Sprintf("redis+%s://%s", backends[i%len(backends)], a)
 	}
 	open := func() (*dlm.Manager, error) {
-		return dlm.Open(urls, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout),
+		return dlm.Open(urls, dlm.WithTTL(tm.ttl), dlm.WithNodeTimeout(tm.nodeTimeout),
 			dlm.WithRetry(0, dlm.ExponentialBackoff(5*time.Millisecond, 50*time.Millisecond)))
 	}
 	log.Say("%d embedded miniredis nodes; every worker has a manager of its own", nodes)
-	if err := readersAndWriter(ctx, log, open); err != nil {
+	if err := readersAndWriter(ctx, tm, log, open); err != nil {
 		return err
 	}
-	if err := encoderPool(ctx, log, open); err != nil {
+	if err := encoderPool(ctx, tm, log, open); err != nil {
 		return err
 	}
 	log.Say("ok: readers shared the catalog, the writer ran alone and before the late reader, at most %d encoders at once", permits)
@@ -107,7 +137,7 @@ type gauge struct {
 	order         []string
 }
 
-func readersAndWriter(ctx context.Context, log *demolog.Logger, open func() (*dlm.Manager, error)) error {
+func readersAndWriter(ctx context.Context, tm timing, log *demolog.Logger, open func() (*dlm.Manager, error)) error {
 	var g gauge
 	var wg sync.WaitGroup
 	errs := make(chan error, readers+2)
@@ -132,7 +162,7 @@ func readersAndWriter(ctx context.Context, log *demolog.Logger, open func() (*dl
 			g.mu.Unlock()
 			log.Event("%s: reading the catalog", name)
 			started <- struct{}{}
-			time.Sleep(readTime)
+			time.Sleep(tm.readTime)
 			g.mu.Lock()
 			g.readers--
 			g.mu.Unlock()
@@ -165,14 +195,14 @@ func readersAndWriter(ctx context.Context, log *demolog.Logger, open func() (*dl
 			g.order = append(g.order, "writer")
 			g.mu.Unlock()
 			log.Event("writer: rewriting the catalog, alone")
-			time.Sleep(readTime / 2)
+			time.Sleep(tm.readTime / 2)
 			g.mu.Lock()
 			g.writer = false
 			g.mu.Unlock()
 			return nil
 		})
 	}()
-	time.Sleep(readTime / 3) // the writer is waiting by now
+	time.Sleep(tm.readTime / 3) // the writer is waiting by now
 	wg.Add(1)
 	go func() {
 		log.Event("late reader: asks while the writer waits")
@@ -196,7 +226,7 @@ func readersAndWriter(ctx context.Context, log *demolog.Logger, open func() (*dl
 	return nil
 }
 
-func encoderPool(ctx context.Context, log *demolog.Logger, open func() (*dlm.Manager, error)) error {
+func encoderPool(ctx context.Context, tm timing, log *demolog.Logger, open func() (*dlm.Manager, error)) error {
 	var mu sync.Mutex
 	in, most := 0, 0
 	var wg sync.WaitGroup
@@ -225,7 +255,7 @@ func encoderPool(ctx context.Context, log *demolog.Logger, open func() (*dlm.Man
 				now := in
 				mu.Unlock()
 				log.Event("encoder %d: encoding (%d running)", i+1, now)
-				time.Sleep(encodeFor)
+				time.Sleep(tm.encodeFor)
 				mu.Lock()
 				in--
 				mu.Unlock()
