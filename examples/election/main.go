@@ -35,14 +35,38 @@ import (
 	_ "github.com/dlmgo/redlock/backends/goredis"
 )
 
-// The demo's settings.
-const (
-	election    = "scheduler"
-	ttl         = time.Second
-	nodeTimeout = 200 * time.Millisecond
-	leadTime    = 300 * time.Millisecond // how long each leader works
-	changeWait  = 10 * time.Second       // bound on waiting for any change
-)
+// The election's name.
+const election = "scheduler"
+
+// timing is the demo's clock.
+type timing struct {
+	ttl         time.Duration
+	nodeTimeout time.Duration
+	leadTime    time.Duration // how long each leader works
+	changeWait  time.Duration // bound on waiting for any change
+	stagger     time.Duration // between the candidates' starts
+}
+
+// demoTiming is the timing the demo runs with.
+var demoTiming = timing{
+	ttl:         time.Second,
+	nodeTimeout: 200 * time.Millisecond,
+	leadTime:    300 * time.Millisecond,
+	changeWait:  10 * time.Second,
+	stagger:     50 * time.Millisecond,
+}
+
+// withNodeTimeout returns tm with a node timeout of at least nt, and its
+// other durations multiplied by the same whole number: a test on a loaded
+// machine runs the same demo, only slower.
+func (tm timing) withNodeTimeout(nt time.Duration) timing {
+	if nt <= tm.nodeTimeout {
+		return tm
+	}
+	k := (nt + tm.nodeTimeout - 1) / tm.nodeTimeout
+	return timing{ttl: k * tm.ttl, nodeTimeout: k * tm.nodeTimeout, leadTime: k * tm.leadTime,
+		changeWait: k * tm.changeWait, stagger: k * tm.stagger}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -54,7 +78,14 @@ func main() {
 	}
 }
 
+// run is the whole program, with its output and arguments passed in so that
+// a test can run it.
 func run(ctx context.Context, out io.Writer, args []string) error {
+	return runWith(ctx, demoTiming, out, args)
+}
+
+// runWith is run with the timing tm.
+func runWith(ctx context.Context, tm timing, out io.Writer, args []string) error {
 	fs := flag.NewFlagSet("election", flag.ContinueOnError)
 	fs.SetOutput(out)
 	nodesFlag := fs.String("nodes", "", "comma-separated Redis master URLs (default: 3 embedded miniredis servers)")
@@ -78,7 +109,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		log.Say("%d Redis nodes from -nodes", len(urls))
 	}
 	open := func() (*dlm.Manager, error) {
-		return dlm.Open(urls, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nodeTimeout))
+		return dlm.Open(urls, dlm.WithTTL(tm.ttl), dlm.WithNodeTimeout(tm.nodeTimeout))
 	}
 
 	// The observer.
@@ -136,7 +167,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 3*changeWait)
+			cctx, cancel := context.WithTimeout(ctx, 3*tm.changeWait)
 			ld, err := e.Campaign(cctx, name)
 			cancel() // the leadership does not depend on it
 			if err != nil {
@@ -148,7 +179,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 			}
 			log.Event("%s: leading, term %d", name, ld.Term())
 			select {
-			case <-time.After(leadTime):
+			case <-time.After(tm.leadTime):
 			case <-ld.Lost():
 				errs <- fmt.Errorf("%s: leadership lost", name)
 			}
@@ -164,7 +195,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 			}
 		}()
 		// Start them in order, so the story is always the same.
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(tm.stagger)
 	}
 	wg.Wait()
 	close(errs)
@@ -173,7 +204,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		failed = append(failed, err)
 	}
 	// Let the observer hear the last resignation.
-	time.Sleep(ttl / 2)
+	time.Sleep(tm.ttl / 2)
 	cancel()
 	<-observed
 	if overlap.Load() {
