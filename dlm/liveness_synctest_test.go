@@ -11,11 +11,13 @@ package dlm_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm"
+	"github.com/dlmgo/redlock/dlm/driver"
 )
 
 // TestCrashedHolderOnClock checks, on the fake clock, that a waiter whose
@@ -127,4 +129,77 @@ func TestGiveUpPassesTurnOnClock(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestReleaseReachesAWaiterOnClock checks, on the fake clock, that once a
+// release reached a quorum of the nodes, a waiter obtains the lock within a
+// few node timeouts, whatever the order in which the nodes hear the
+// waiters: two waiters, each in a manager of its own whose requests reach
+// the nodes a few milliseconds apart, race for every release, which reaches
+// the third node late, with retries so slow (5 to 10 s) that only a
+// wake-up explains a grant. TestReleaseReachesAWaiter keeps, on
+// redis-server, that both waiters obtain the lock woken, not retried.
+func TestReleaseReachesAWaiterOnClock(t *testing.T) {
+	t.Parallel()
+	const (
+		trials      = 20
+		nodeTimeout = 200 * time.Millisecond
+		bound       = 5 * nodeTimeout
+	)
+	synctest.Test(t, func(t *testing.T) {
+		mem := memNodes(3)
+		opts := []dlm.ManagerOption{dlm.WithNodeTimeout(nodeTimeout)}
+		managerWith := func(delays ...time.Duration) *dlm.Manager {
+			nodes := make([]driver.Node, len(mem))
+			for i, n := range mem {
+				nodes[i] = slowSubscriber{slowRequests{n, delays[i]}, n}
+			}
+			return memManager(t, nodes, opts...)
+		}
+		holderNodes := asDriverNodes(mem)
+		holderNodes[2] = slowRelease{mem[2], 30 * time.Millisecond}
+		holder := memManager(t, holderNodes, opts...)
+		// Node 0 hears a first, node 1 hears b first.
+		a := managerWith(0, 6*time.Millisecond, 3*time.Millisecond)
+		b := managerWith(6*time.Millisecond, 0, 3*time.Millisecond)
+		ctx := context.Background()
+		for trial := range trials {
+			key := fmt.Sprintf("race-%d", trial)
+			held, err := holder.Lock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ra, rb := lockAsync(a, key), lockAsync(b, key)
+			synctest.Wait() // both refused, in line and listening
+			released := time.Now()
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			second := rb
+			var r lockResult
+			select {
+			case r = <-ra:
+			case r = <-rb:
+				second = ra
+			}
+			if r.err != nil {
+				t.Fatalf("trial %d: Lock = %v", trial, r.err)
+			}
+			if d := r.at.Sub(released); d > bound {
+				t.Errorf("trial %d: the first waiter obtained the lock %v after its release; want it within %v", trial, d, bound)
+			}
+			unlocked := time.Now()
+			if err := r.l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r = <-second
+			if r.err != nil {
+				t.Fatalf("trial %d: second Lock = %v", trial, r.err)
+			}
+			r.l.Unlock(ctx)
+			if d := r.at.Sub(unlocked); d > bound {
+				t.Errorf("trial %d: the second waiter obtained the lock %v after the first released it; want it within %v", trial, d, bound)
+			}
+		}
+	})
 }

@@ -37,17 +37,7 @@ var (
 // counted on both, and the real release still wakes each waiter.
 func TestWakePublishCannotCrashWaiter(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		// wait waits for key, held by the writer, on m.
-		wait func(ctx context.Context, m *dlm.Manager, key string) (*dlm.Lock, error)
-		// channel is the pattern of the channel the waiter listens on.
-		channel string
-		// counts are published to wake the waiter into attempts; the
-		// others must not.
-		counts  bool
-		hostile []string
-	}{
+	for _, tc := range []hostileCase{
 		{"reader", func(ctx context.Context, m *dlm.Manager, key string) (*dlm.Lock, error) { return m.RLock(ctx, key) },
 			"redlock:{%s}:wake", true, malformedWakes},
 		{"mutex waiter", func(ctx context.Context, m *dlm.Manager, key string) (*dlm.Lock, error) { return m.Lock(ctx, key) },
@@ -57,107 +47,149 @@ func TestWakePublishCannotCrashWaiter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, 3)
-			attempts := &attemptCounter{}
-			const nodeTimeout = 200 * time.Millisecond
-			holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(attempts), dlm.WithNodeTimeout(nodeTimeout))
-			ctx := context.Background()
-			key := "hostile-" + strings.ReplaceAll(tc.name, " ", "-")
-			held, err := holderM.Lock(ctx, key, dlm.WithTTL(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := make(chan lockResult, 1)
-			go func() {
-				defer func() {
-					if p := recover(); p != nil {
-						res <- lockResult{err: fmt.Errorf("panic in the wait: %v", p), at: time.Now()}
-					}
-				}()
-				l, err := tc.wait(ctx, waiterM, key)
-				res <- lockResult{l, err, time.Now()}
-			}()
-			awaitListening(t, srvs, key)
-			attempts.awaitQuiet(t, 3*nodeTimeout, slowRetry/5)
-			channel := fmt.Sprintf(tc.channel, key)
-			if strings.HasSuffix(channel, "*") {
-				v, err := srvs[0].Do("PUBSUB", "CHANNELS", channel)
-				if err != nil || len(v.([]any)) != 1 {
-					t.Fatalf("PUBSUB CHANNELS %s = %v, %v; want the waiter's manager's channel", channel, v, err)
-				}
-				channel = v.([]any)[0].(string)
-			}
-			publish := func(payload string, on ...*redistest.Server) {
-				for _, s := range on {
-					if _, err := s.Do("PUBLISH", channel, payload); err != nil {
-						t.Fatal(err)
-					}
+			p := redistest.MeasurePace(t, srvs[0])
+			nodeTimeout := p.Stretch(200 * time.Millisecond)
+			t.Logf("pace %v: node timeout %v", p, nodeTimeout)
+			// Each run has a waiter of its own: a run in which the waiter's
+			// retry came too close to the release to tell it from a
+			// wake-up (see checkWoken) runs again.
+			for run := range wakeRuns {
+				if hostileRun(t, srvs, tc, nodeTimeout, run) {
+					return
 				}
 			}
-			// await waits until done reports true, failing t if the wait
-			// returns first.
-			await := func(what string, done func() bool) {
-				t.Helper()
-				for deadline := time.Now().Add(slowRetry / 5); !done(); time.Sleep(time.Millisecond) {
-					select {
-					case r := <-res:
-						t.Fatalf("waiter returned (%v) while the lock was held, after hostile wake messages", r.err)
-					default:
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: not after %v", what, slowRetry/5)
-					}
-				}
-			}
-			if tc.counts {
-				// One node publishes each count, so that it wakes the waiter
-				// into one attempt, which draws the overflowing count's
-				// spread first; each attempt takes a time of its own, hence
-				// the rounds. A release heard while the waiter's previous
-				// attempt is still under way is forgotten; the count is
-				// published again until an attempt follows it.
-				for range 4 {
-					for _, p := range overflowingCounts {
-						before := attempts.n.Load()
-						woke := func() bool { return attempts.n.Load() > before }
-						for try := 0; !woke(); try++ {
-							if try == 20 {
-								t.Fatalf("waiter not woken by %q into an attempt after 20 publications", p)
-							}
-							publish(p, srvs[0])
-							for deadline := time.Now().Add(slowRetry / 50); !woke() && time.Now().Before(deadline); {
-								select {
-								case r := <-res:
-									t.Fatalf("waiter returned (%v) while the lock was held, after hostile wake messages", r.err)
-								default:
-								}
-								time.Sleep(time.Millisecond)
-							}
-						}
-					}
-				}
-				time.Sleep(3 * nodeTimeout) // the attempts they started end
-			}
-			ignored, tried := dlm.WakeIgnored(waiterM), attempts.n.Load()
-			for _, p := range tc.hostile {
-				publish(p, srvs...)
-			}
-			want := ignored + uint64(len(tc.hostile)*len(srvs))
-			await(fmt.Sprintf("waiter counting %d malformed messages", want-ignored), func() bool { return dlm.WakeIgnored(waiterM) >= want })
-			if got := attempts.n.Load() - tried; got != 0 {
-				t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
-			}
-			released := time.Now()
-			if err := held.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			r := <-res
-			if r.err != nil {
-				t.Fatalf("waiter after hostile wake messages = %v; want the lock", r.err)
-			}
-			defer r.l.Unlock(ctx)
-			if d := r.at.Sub(released); d > slowRetry/5 {
-				t.Errorf("waiter obtained the lock %v after its release; want it woken by the release, long before its next retry (%v to %v)", d, slowRetry/2, slowRetry)
-			}
+			t.Fatalf("inconclusive %d times: the waiter's retry came too close to the release each time", wakeRuns)
 		})
 	}
+}
+
+// hostileCase is a case of TestWakePublishCannotCrashWaiter.
+type hostileCase struct {
+	name string
+	// wait waits for key, held by the writer, on m.
+	wait func(ctx context.Context, m *dlm.Manager, key string) (*dlm.Lock, error)
+	// channel is the pattern of the channel the waiter listens on.
+	channel string
+	// counts are published to wake the waiter into attempts; the
+	// others must not.
+	counts  bool
+	hostile []string
+}
+
+// hostileRun runs TestWakePublishCannotCrashWaiter's case tc once, on a key
+// and managers of its own for run, whose waiter's node timeout is
+// nodeTimeout, and reports whether it could tell that the real release
+// woke the waiter (see checkWoken).
+func hostileRun(t *testing.T, srvs []*redistest.Server, tc hostileCase, nodeTimeout time.Duration, run int) bool {
+	t.Helper()
+	attempts, log := &attemptCounter{}, &attemptLog{}
+	holderM, waiterM := newWakeManager(t, srvs), newWakeManager(t, srvs, dlm.WithHook(hookPair{attempts, log}), dlm.WithNodeTimeout(nodeTimeout))
+	ctx := context.Background()
+	key := fmt.Sprintf("hostile-%s-%d", strings.ReplaceAll(tc.name, " ", "-"), run)
+	held, err := holderM.Lock(ctx, key, dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan lockResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				res <- lockResult{err: fmt.Errorf("panic in the wait: %v", p), at: time.Now()}
+			}
+		}()
+		l, err := tc.wait(ctx, waiterM, key)
+		res <- lockResult{l, err, time.Now()}
+	}()
+	awaitListening(t, srvs, key)
+	attempts.awaitQuiet(t, 3*nodeTimeout, time.Minute)
+	channel := fmt.Sprintf(tc.channel, key)
+	if strings.HasSuffix(channel, "*") {
+		v, err := srvs[0].Do("PUBSUB", "CHANNELS", channel)
+		if err != nil || len(v.([]any)) != 1 {
+			t.Fatalf("PUBSUB CHANNELS %s = %v, %v; want the waiter's manager's channel", channel, v, err)
+		}
+		channel = v.([]any)[0].(string)
+	}
+	publish := func(payload string, on ...*redistest.Server) {
+		for _, s := range on {
+			if _, err := s.Do("PUBLISH", channel, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// await waits until done reports true, failing t if the wait
+	// returns first; the bound, stretched to the pace measured
+	// now, only keeps the test from hanging.
+	await := func(what string, done func() bool) {
+		t.Helper()
+		poll(t, srvs[0], what, func() bool {
+			select {
+			case r := <-res:
+				t.Fatalf("waiter returned (%v) while the lock was held, after hostile wake messages", r.err)
+			default:
+			}
+			return done()
+		})
+	}
+	if tc.counts {
+		// One node publishes each count, so that it wakes the waiter
+		// into one attempt, which draws the overflowing count's
+		// spread first; each attempt takes a time of its own, hence
+		// the rounds. A release heard while the waiter's previous
+		// attempt is still under way is forgotten; the count is
+		// published again until an attempt follows it.
+		for range 4 {
+			for _, p := range overflowingCounts {
+				before := attempts.n.Load()
+				woke := func() bool { return attempts.n.Load() > before }
+				for try := 0; !woke(); try++ {
+					if try == 20 {
+						t.Fatalf("waiter not woken by %q into an attempt after 20 publications", p)
+					}
+					publish(p, srvs[0])
+					for deadline := time.Now().Add(nodeTimeout); !woke() && time.Now().Before(deadline); {
+						select {
+						case r := <-res:
+							t.Fatalf("waiter returned (%v) while the lock was held, after hostile wake messages", r.err)
+						default:
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+			}
+		}
+		attempts.awaitQuiet(t, 3*nodeTimeout, time.Minute) // the attempts they started end
+	}
+	ignored, tried := dlm.WakeIgnored(waiterM), attempts.n.Load()
+	for _, p := range tc.hostile {
+		publish(p, srvs...)
+	}
+	want := ignored + uint64(len(tc.hostile)*len(srvs))
+	await(fmt.Sprintf("count of %d malformed messages by the waiter", want-ignored), func() bool { return dlm.WakeIgnored(waiterM) >= want })
+	if got := attempts.n.Load() - tried; got != 0 {
+		t.Errorf("malformed wake messages woke the waiter into %d attempts; want none", got)
+	}
+	pace := redistest.MeasurePace(t, srvs[0])
+	released := time.Now()
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("waiter after hostile wake messages = %v; want the lock", r.err)
+	}
+	defer r.l.Unlock(ctx)
+	pace = pace.Max(redistest.MeasurePace(t, srvs[0]))
+	t.Logf("the waiter obtained the lock %v after the release (pace %v)", r.at.Sub(released).Round(time.Millisecond), pace)
+	// Woken by the release, long before its next retry; how soon,
+	// TestWakeOnClock proves on the fake clock.
+	return checkWoken(t, log, 0, released, wakeWithin(pace))
+}
+
+// hookPair passes each event to both its hooks.
+type hookPair [2]dlm.Hook
+
+func (h hookPair) OnEvent(ctx context.Context, e *dlm.Event) {
+	h[0].OnEvent(ctx, e)
+	h[1].OnEvent(ctx, e)
 }
