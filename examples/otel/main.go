@@ -47,19 +47,38 @@ import (
 	_ "github.com/dlmgo/redlock/backends/goredis"
 )
 
-const (
-	nodes = 3
-	// The default node timeout for the TTLs below is too short for a loaded
-	// machine running the test under -race; the embedded nodes answer at
-	// once, and a killed one refuses connections at once.
-	nodeTimeout = time.Second
+const nodes = 3
+
+// timing is the demo's clock.
+type timing struct {
+	// nodeTimeout bounds the requests of scenes 1 to 3. The default node
+	// timeout for their TTL is too short for a loaded machine running the
+	// test under -race; the embedded nodes answer at once, and a killed one
+	// refuses connections at once.
+	nodeTimeout time.Duration
 	// lostTTL is the TTL of the lock scene 4 loses: its first extension,
 	// which finds the lock gone, comes when a third of it is left. Its
 	// node timeout, lostNodeTimeout, must be below it.
-	lostTTL         = 600 * time.Millisecond
-	lostNodeTimeout = lostTTL / 3
-	deadline        = 30 * time.Second // the whole run, so that a hang fails
-)
+	lostTTL         time.Duration
+	lostNodeTimeout time.Duration
+}
+
+// demoTiming is the timing the demo runs with.
+var demoTiming = timing{nodeTimeout: time.Second, lostTTL: 600 * time.Millisecond, lostNodeTimeout: 600 * time.Millisecond / 3}
+
+// withNodeTimeout returns tm with node timeouts of at least nt, every
+// duration multiplied by the same whole number: a test on a loaded machine
+// runs the same demo, only slower.
+func (tm timing) withNodeTimeout(nt time.Duration) timing {
+	if nt <= tm.lostNodeTimeout {
+		return tm
+	}
+	k := (nt + tm.lostNodeTimeout - 1) / tm.lostNodeTimeout
+	return timing{nodeTimeout: k * tm.nodeTimeout, lostTTL: k * tm.lostTTL, lostNodeTimeout: k * tm.lostNodeTimeout}
+}
+
+// deadline bounds the whole run, so that a hang fails: 30 node timeouts.
+func (tm timing) deadline() time.Duration { return 30 * tm.nodeTimeout }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -72,8 +91,11 @@ func main() {
 
 // run is the whole program, with its output passed in so that a test can
 // run it.
-func run(ctx context.Context, out io.Writer) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, deadline)
+func run(ctx context.Context, out io.Writer) error { return runWith(ctx, demoTiming, out) }
+
+// runWith is run with the timing tm.
+func runWith(ctx context.Context, tm timing, out io.Writer) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, tm.deadline())
 	defer cancel()
 	cluster, err := embedded.Start(nodes)
 	if err != nil {
@@ -103,13 +125,13 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	for i, addr := range cluster.Addrs() {
 		urls[i] = "redis+goredis://" + addr
 	}
-	m, err := dlm.Open(urls, dlm.WithHook(hook), dlm.WithNodeTimeout(nodeTimeout))
+	m, err := dlm.Open(urls, dlm.WithHook(hook), dlm.WithNodeTimeout(tm.nodeTimeout))
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 
-	d := &demo{m: m, cluster: cluster, tracer: tp.Tracer("example"), out: out}
+	d := &demo{tm: tm, m: m, cluster: cluster, tracer: tp.Tracer("example"), out: out}
 	for _, scene := range []func(context.Context) error{d.lockExtendUnlock, d.contention, d.nodeKilled, d.lost} {
 		if err := scene(ctx); err != nil {
 			return err
@@ -133,6 +155,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 
 // demo plays the scenes on one manager.
 type demo struct {
+	tm      timing
 	m       *dlm.Manager
 	cluster *embedded.Cluster
 	tracer  trace.Tracer // the application's own
@@ -189,12 +212,12 @@ func (d *demo) nodeKilled(ctx context.Context) error {
 
 // lost runs a Do whose lock every node forgets while its function runs.
 func (d *demo) lost(ctx context.Context) error {
-	d.say("4. Do, and the nodes forget the lock while it runs (TTL %v)", lostTTL)
+	d.say("4. Do, and the nodes forget the lock while it runs (TTL %v)", d.tm.lostTTL)
 	err := d.m.Do(ctx, "nightly-report", func(ctx context.Context) error {
 		d.cluster.FlushAll()
 		<-ctx.Done() // cancelled when the next extension finds the lock gone
 		return nil
-	}, dlm.WithTTL(lostTTL), dlm.WithNodeTimeout(lostNodeTimeout))
+	}, dlm.WithTTL(d.tm.lostTTL), dlm.WithNodeTimeout(d.tm.lostNodeTimeout))
 	if !errors.Is(err, dlm.ErrLockLost) {
 		return fmt.Errorf("do whose lock was forgotten: want ErrLockLost, got %v", err)
 	}
