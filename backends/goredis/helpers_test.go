@@ -7,13 +7,49 @@ import (
 
 	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/driver"
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
 // echo is a script that returns its first argument.
 const echo = "return ARGV[1]"
 
-// slack is how much later than its context a call may return.
+// slack is how much later than its context a call may return on a quiet
+// machine; [lateBound] stretches it to the pace of the run.
 const slack = 500 * time.Millisecond
+
+// lateBound returns how much later than its context a call to s may return
+// on this run: slack, or the slack of the pace measured through s now where
+// that is more. s must be up.
+func lateBound(t *testing.T, s *redistest.Server) time.Duration {
+	t.Helper()
+	p := redistest.MeasurePace(t, s)
+	d := p.Stretch(slack)
+	t.Logf("pace %v: a call may return up to %v after its context", p, d)
+	return d
+}
+
+// widenTries is how many times [widening] runs a check that cannot tell a
+// slow machine from a broken node.
+const widenTries = 3
+
+// widening runs check with its bounds scaled by 1, 2, 4, ...: check fails t
+// for what is wrong whatever the machine's speed, and returns a reason when
+// its outcome is inconclusive, something a slow machine could cause as well
+// as a broken node (a call that ended with its context, but after the
+// bound). An inconclusive outcome is logged and the check run again wider;
+// widenTries of them fail t.
+func widening(t *testing.T, check func(t *testing.T, scale time.Duration) (inconclusive string)) {
+	t.Helper()
+	for i := range widenTries {
+		scale := time.Duration(1) << i
+		why := check(t, scale)
+		if why == "" || t.Failed() {
+			return
+		}
+		t.Logf("inconclusive with bounds ×%d: %s; again with them doubled", scale, why)
+	}
+	t.Fatalf("inconclusive %d times over, bounds up to ×%d", widenTries, 1<<(widenTries-1))
+}
 
 // openNode opens url through the registry and closes the node when the test
 // ends.

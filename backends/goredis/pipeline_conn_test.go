@@ -117,7 +117,18 @@ func TestNoGrantFromUnreachableNodes(t *testing.T) {
 	for i, s := range servers {
 		urls[i] = "redis+goredis://" + s.Addr()
 	}
-	b, err := dlm.Open(urls, dlm.WithNodeTimeout(time.Second), dlm.WithTTL(time.Minute))
+	// Nothing here waits out the node timeout on a working build: the
+	// cut nodes' requests end when the gate opens. It only has to outlast
+	// the callers' lining up on this run's pace, so it is ten times the
+	// slack of that pace (10 s at least), far below the TTL.
+	pace := redistest.MeasurePace(t, servers[0])
+	for _, s := range servers[1:] {
+		pace = pace.Max(redistest.MeasurePace(t, s))
+	}
+	nodeTimeout := 10 * pace.Stretch(time.Second)
+	ttl := max(time.Minute, 3*nodeTimeout)
+	t.Logf("pace %v: node timeout %v, TTL %v", pace, nodeTimeout, ttl)
+	b, err := dlm.Open(urls, dlm.WithNodeTimeout(nodeTimeout), dlm.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +159,7 @@ func TestNoGrantFromUnreachableNodes(t *testing.T) {
 		nodes[i] = n
 		aNodes = append(aNodes, n)
 	}
-	a, err := dlm.New(nodes, dlm.WithNodeTimeout(time.Second), dlm.WithTTL(time.Minute))
+	a, err := dlm.New(nodes, dlm.WithNodeTimeout(nodeTimeout), dlm.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +189,7 @@ func TestNoGrantFromUnreachableNodes(t *testing.T) {
 	}
 	const callers = 3
 	errs := make(chan error, callers)
+	asked := time.Now()
 	for range callers {
 		go func() {
 			l, err := a.TryLock(ctx, "k")
@@ -189,8 +201,13 @@ func TestNoGrantFromUnreachableNodes(t *testing.T) {
 	}
 	// On each cut node, one request dials (and waits at the gate) while
 	// the other two line up behind it.
+	// A queued request leaves at its node deadline: the callers must line
+	// up before it, or the test shows nothing.
 	for _, n := range aNodes[1:] {
 		for queued := 0; queued < callers-1; {
+			if time.Since(asked) > nodeTimeout {
+				t.Fatalf("%d of %d requests lined up behind the dialing one %v after the callers asked; want %d before the node timeout", queued, callers-1, time.Since(asked), callers-1)
+			}
 			time.Sleep(time.Millisecond)
 			n.batch.mu.Lock()
 			queued = len(n.batch.queue)
