@@ -90,10 +90,11 @@ type fencingCluster struct {
 
 const fencePrefix = "fence:"
 
+// newFencingCluster starts five redis-servers and opens c.m over them with
+// opts (see fencingCluster.manager).
 func newFencingCluster(t *testing.T, opts ...dlm.ManagerOption) *fencingCluster {
 	t.Helper()
 	c := &fencingCluster{servers: redistest.StartServers(t, 5)}
-	var nodes []driver.Node
 	for _, s := range c.servers {
 		cfg, err := driver.ParseURL("redis://" + s.Addr())
 		if err != nil {
@@ -102,15 +103,27 @@ func newFencingCluster(t *testing.T, opts ...dlm.ManagerOption) *fencingCluster 
 		n := &countingNode{Node: resp.NewNode(cfg), calls: map[string]int{}}
 		t.Cleanup(func() { n.Close() })
 		c.nodes = append(c.nodes, n)
-		nodes = append(nodes, n)
 	}
-	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithFencing(), dlm.WithKeyPrefix(fencePrefix), dlm.WithNodeTimeout(time.Second)}, opts...)...)
+	c.m = c.manager(t, opts...)
+	return c
+}
+
+// manager opens a manager over c's nodes, with fencing and c's key prefix,
+// closed when the test ends. Its node timeout is a second stretched to the
+// pace measured on the run ([pacedNodeTimeout]), unless opts set one.
+func (c *fencingCluster) manager(t *testing.T, opts ...dlm.ManagerOption) *dlm.Manager {
+	t.Helper()
+	nodes := make([]driver.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		nodes[i] = n
+	}
+	nt := pacedNodeTimeout(t, c.servers[0], time.Second)
+	m, err := dlm.New(nodes, append([]dlm.ManagerOption{dlm.WithFencing(), dlm.WithKeyPrefix(fencePrefix), dlm.WithNodeTimeout(nt)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	c.m = m
-	return c
+	return m
 }
 
 // do runs a command on each of the given servers.
@@ -275,21 +288,25 @@ func TestFencingFailsWhenCountersAreLost(t *testing.T) {
 
 // TestFencingStopsPausedHolder is the paused-holder scenario end to end:
 // A holds token t and is frozen past its validity, B obtains t' > t and
-// writes; when A wakes up its write is rejected by the fence.
+// writes; when A wakes up its write is rejected by the fence. The TTL is
+// three node timeouts, and the node timeout 100ms stretched to the pace
+// measured on the run.
 func TestFencingStopsPausedHolder(t *testing.T) {
 	t.Parallel()
-	c := newFencingCluster(t, dlm.WithTTL(300*time.Millisecond), dlm.WithNodeTimeout(100*time.Millisecond))
+	c := newFencingCluster(t)
+	nt := pacedNodeTimeout(t, c.servers[0], 100*time.Millisecond)
+	m := c.manager(t, dlm.WithTTL(3*nt), dlm.WithNodeTimeout(nt))
 	ctx := context.Background()
 	var resource dlm.Fence
-	a, err := c.m.Lock(ctx, "row") // retried: one attempt may miss its node timeouts on a loaded machine
+	a, err := m.Lock(ctx, "row") // retried: one attempt may miss its node timeouts on a loaded machine
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := resource.Admit(a.Token(), a.GrantID()); err != nil {
 		t.Fatalf("A's first write: %v", err)
 	}
-	time.Sleep(time.Until(a.Until()) + 100*time.Millisecond) // A is frozen
-	b, err := c.m.Lock(ctx, "row", dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
+	time.Sleep(time.Until(a.Until()) + nt) // A is frozen
+	b, err := m.Lock(ctx, "row", dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond)))
 	if err != nil {
 		t.Fatal(err)
 	}
