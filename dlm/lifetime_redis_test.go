@@ -164,10 +164,12 @@ func TestDoReleasesOnPanic(t *testing.T) {
 func TestAutoExtendOutlivesLockContext(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
-	// Node timeouts well above a loaded machine's stalls under -race.
-	const ttl = time.Second
-	m := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(200*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Node timeouts well above a loaded machine's stalls under -race:
+	// 200ms stretched to the pace measured on the run, and a TTL of five.
+	nt := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+	ttl := 5 * nt
+	m := redisManager(t, srvs, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nt))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
 	l, err := m.Lock(ctx, "leader", dlm.WithAutoExtend(dlm.AutoExtend{}))
 	cancel()
 	if err != nil {

@@ -185,10 +185,11 @@ func awaitKey(t *testing.T, srvs []*redistest.Server, key string, exists bool) {
 // with shorter leases came and went.
 func TestRWLockCrashedReader(t *testing.T) {
 	t.Parallel()
-	_, nodes := startNodes(t, 3)
+	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	m := rwManager(t, nodes, dlm.WithNodeTimeout(200*time.Millisecond))
-	const ttl = time.Second // its quarter above the node timeout
+	nt := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+	m := rwManager(t, nodes, dlm.WithNodeTimeout(nt))
+	ttl := 5 * nt // its quarter above the node timeout
 	taken := time.Now()
 	if _, err := m.TryRLock(ctx, "doc", dlm.WithTTL(ttl)); err != nil { // never unlocked: a crash
 		t.Fatal(err)
@@ -223,9 +224,11 @@ func TestRWLockAutoExtendAndLoss(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	ctx := context.Background()
-	// A TTL long enough for extensions to succeed on a loaded machine.
-	m := rwManager(t, nodes, dlm.WithNodeTimeout(200*time.Millisecond))
-	const ttl = time.Second
+	// A TTL long enough for extensions to succeed on a loaded machine:
+	// five node timeouts of 200ms stretched to the pace measured on the run.
+	nt := pacedNodeTimeout(t, srvs[0], 200*time.Millisecond)
+	m := rwManager(t, nodes, dlm.WithNodeTimeout(nt))
+	ttl := 5 * nt
 	err := m.RDo(ctx, "doc", func(ctx context.Context) error {
 		time.Sleep(ttl * 5 / 2)
 		if _, err := m.TryLock(context.Background(), "doc"); !errors.Is(err, dlm.ErrNotObtained) {
