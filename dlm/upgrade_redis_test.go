@@ -44,8 +44,10 @@ type previousClient struct {
 	ttl, nodeTimeout time.Duration
 }
 
-func newPreviousClient(t *testing.T, srvs []*redistest.Server, fair bool, key string) *previousClient {
-	c := &previousClient{fair: fair, ttl: 2 * time.Second, nodeTimeout: 100 * time.Millisecond, woken: make(chan struct{}, 1)}
+// newPreviousClient returns a client of the previous release for key on
+// srvs, whose locks live ttl and whose requests wait nodeTimeout.
+func newPreviousClient(t *testing.T, srvs []*redistest.Server, fair bool, key string, ttl, nodeTimeout time.Duration) *previousClient {
+	c := &previousClient{fair: fair, ttl: ttl, nodeTimeout: nodeTimeout, woken: make(chan struct{}, 1)}
 	for _, s := range srvs {
 		n := respNode(t, s.Addr(), "")
 		c.nodes = append(c.nodes, n)
@@ -183,6 +185,11 @@ func (c *previousClient) unlock(t *testing.T, key, secret string) {
 // others listen on the broadcast channel: they keep their retry pace and
 // widen their watch to that channel (wake.Waker.Widen), so that the
 // previous release's announcements wake them as they wake its own.
+//
+// The fleet takes turns for at least span, and on until each of them has
+// obtained the lock, for a bound that only keeps a starved one from
+// hanging the test; node timeouts are 100ms stretched to the pace measured
+// on the run, TTLs twenty of them.
 func TestUpgradeFleet(t *testing.T) {
 	t.Parallel()
 	const span = 3 * time.Second
@@ -190,12 +197,15 @@ func TestUpgradeFleet(t *testing.T) {
 		t.Run(map[bool]string{false: "default", true: "fair"}[fair], func(t *testing.T) {
 			t.Parallel()
 			srvs := redistest.StartServers(t, 3)
+			nt := pacedNodeTimeout(t, srvs[0], 100*time.Millisecond)
+			ttl := 20 * nt
 			var opts []dlm.ManagerOption
 			if fair {
 				opts = append(opts, dlm.WithFairness(dlm.Fairness{}))
 			}
-			opts = append(opts, dlm.WithTTL(2*time.Second), dlm.WithNodeTimeout(100*time.Millisecond))
-			ctx, cancel := context.WithTimeout(context.Background(), span)
+			opts = append(opts, dlm.WithTTL(ttl), dlm.WithNodeTimeout(nt))
+			bound := 10 * max(span, 30*nt)
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			var inside atomic.Int32
 			var overlaps atomic.Int64
@@ -228,7 +238,7 @@ func TestUpgradeFleet(t *testing.T) {
 				}()
 			}
 			for i := 2; i < 4; i++ {
-				c := newPreviousClient(t, srvs, fair, "fleet")
+				c := newPreviousClient(t, srvs, fair, "fleet", ttl, nt)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -243,6 +253,20 @@ func TestUpgradeFleet(t *testing.T) {
 					}
 				}()
 			}
+			// Stop after span once everyone has obtained the lock.
+			start := time.Now()
+			for ctx.Err() == nil {
+				everyone := true
+				for i := range grants {
+					everyone = everyone && grants[i].Load() > 0
+				}
+				if everyone && time.Since(start) >= span {
+					break
+				}
+				time.Sleep(10 * time.Millisecond) // polling the counts, not a timing assertion
+			}
+			cancel()
+			took := time.Since(start)
 			wg.Wait()
 			if n := overlaps.Load(); n > 0 {
 				t.Errorf("%d grants overlapped another holder's", n)
@@ -253,10 +277,10 @@ func TestUpgradeFleet(t *testing.T) {
 					who = "process of the previous release"
 				}
 				if n := grants[i].Load(); n < 1 {
-					t.Errorf("%s %d obtained the lock %d times in %v; want progress for everyone", who, i, n, span)
+					t.Errorf("%s %d obtained the lock %d times in %v; want progress for everyone", who, i, n, took.Round(time.Millisecond))
 				}
 			}
-			t.Logf("grants in %v (two managers, two previous processes): %d %d %d %d", span,
+			t.Logf("grants in %v (two managers, two previous processes): %d %d %d %d", took.Round(time.Millisecond),
 				grants[0].Load(), grants[1].Load(), grants[2].Load(), grants[3].Load())
 		})
 	}
