@@ -26,11 +26,15 @@ type electionCluster struct {
 	opts    []dlm.ManagerOption
 }
 
+// newElectionCluster starts n redis-servers for managers with opts, whose
+// node timeout is 500ms stretched to the pace measured on the run
+// ([pacedNodeTimeout]) unless opts set one.
 func newElectionCluster(t *testing.T, n int, opts ...dlm.ManagerOption) *electionCluster {
 	t.Helper()
+	srvs := redistest.StartServers(t, n)
 	return &electionCluster{
-		servers: redistest.StartServers(t, n),
-		opts:    append([]dlm.ManagerOption{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(500 * time.Millisecond)}, opts...),
+		servers: srvs,
+		opts:    append([]dlm.ManagerOption{dlm.WithKeyPrefix(electPrefix), dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], 500*time.Millisecond))}, opts...),
 	}
 }
 
@@ -310,8 +314,9 @@ func TestObserveSameValueNewLeader(t *testing.T) {
 	if _, err := campaign(ctx, m, "same", "v"); err != nil {
 		t.Fatal(err)
 	}
-	// The reader fell behind: it gets the latest state.
-	deadline := time.After(5 * time.Second)
+	// The reader fell behind: it gets the latest state. The bound only
+	// keeps a lost state from hanging the test.
+	deadline := time.After(redistest.MeasurePace(t, c.servers[0]).Stretch(5 * time.Second))
 	for {
 		select {
 		case got := <-obs:
@@ -384,14 +389,15 @@ func TestObserveCloseEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-obs
+	bound := redistest.MeasurePace(t, c.servers[0]).Stretch(5 * time.Second) // only keeps the test from hanging
 	m.Close()
 	select {
 	case _, ok := <-obs:
 		if ok {
 			t.Fatal("observed a state after Close")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Observe's channel still open 5s after Manager.Close")
+	case <-time.After(bound):
+		t.Fatalf("Observe's channel still open %v after Manager.Close", bound)
 	}
 }
 
@@ -463,7 +469,10 @@ func TestObservePollsWithoutPubSub(t *testing.T) {
 		t.Fatal(err)
 	}
 	won := time.Now()
-	const within = dlm.ObservePoll + 2*time.Second // a poll, and a loaded machine
+	// A poll, and a loaded machine: TestObserveOnClock proves on the fake
+	// clock that a change no one announces (an expiry) is read at the next
+	// poll.
+	within := dlm.ObservePoll + redistest.MeasurePace(t, c.servers[0]).Stretch(2*time.Second)
 	select {
 	case got := <-obs:
 		if got != (dlm.Observation{Leader: true, Value: "v"}) {
@@ -501,6 +510,7 @@ func TestObserveNodesDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ld.Resign(context.Background())
+	p := redistest.MeasurePace(t, c.servers[0]) // the bound below only keeps the test from hanging
 	c.servers[2].Kill()
 	obs, err := observe(ctx, observer, "down")
 	if err != nil {
@@ -511,8 +521,8 @@ func TestObserveNodesDown(t *testing.T) {
 		if got != (dlm.Observation{Leader: true, Value: "v"}) {
 			t.Fatalf("observed %+v with one node of three down; want leader v", got)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing observed in 5s with one node of three down")
+	case <-time.After(p.Stretch(5 * time.Second)):
+		t.Fatalf("nothing observed in %v with one node of three down (pace %v)", p.Stretch(5*time.Second), p)
 	}
 	c.servers[1].Kill()
 	select {
