@@ -3,6 +3,7 @@ package dlm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,22 +169,14 @@ func TestFenceExpiryFair(t *testing.T) {
 		t.Errorf("waiter's token %d; want more than the holder's %d", l.Token(), held.Token())
 	}
 	// The grants return at a quorum: a request to the slowest node may
-	// still be under way, and it lands within the node timeout (500 ms):
-	// each node is given four.
-	deadline := time.Now().Add(4 * 500 * time.Millisecond)
+	// still be under way, and it lands within the node timeout; poll waits
+	// for it for a bound stretched to the pace measured on the run.
 	for i, s := range c.servers {
-		for {
+		poll(t, c.servers[0], fmt.Sprintf("counter with a TTL of at most %v on node %d", expiry, i), func() bool {
 			v, err := s.Do("PTTL", fencePrefix+"{k}:fence")
 			ms, _ := v.(int64)
-			if err == nil && ms > 0 && ms <= expiry.Milliseconds() {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("node %d: counter PTTL %v, %v; want a TTL of at most %v", i, v, err, expiry)
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return err == nil && ms > 0 && ms <= expiry.Milliseconds()
+		})
 	}
 }
 
@@ -237,14 +230,17 @@ func TestFairLineExpires(t *testing.T) {
 	}
 	inOrder := func(from, to int) {
 		t.Helper()
+		// The bound only keeps a lost turn from hanging the test.
+		p := redistest.MeasurePace(t, srvs[0])
+		bound := p.Stretch(10 * time.Second)
 		for want := from; want < to; want++ {
 			select {
 			case got := <-granted:
 				if got != want {
 					t.Fatalf("the lock went to waiter %d; want waiter %d, in the order they asked", got, want)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("waiter %d did not obtain the lock within 10s", want)
+			case <-time.After(bound):
+				t.Fatalf("waiter %d did not obtain the lock within %v (pace %v)", want, bound, p)
 			}
 		}
 	}
