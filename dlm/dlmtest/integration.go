@@ -204,7 +204,10 @@ func (c *cluster) value(t *testing.T, i int, key string) any {
 }
 
 // testMutualExclusion runs 32 goroutines over 4 managers, as 4 processes of
-// 8 goroutines would, taking turns on one key.
+// 8 goroutines would, taking turns on one key: never two holders, and every
+// goroutine gets its turns. An Unlock that too few nodes answered in time
+// (ErrUnavailable, on a busy machine) leaves the keys to expire; any other
+// Unlock error fails the test.
 func testMutualExclusion(t *testing.T, c *cluster) {
 	const managers, workers, rounds = 4, 32, 4
 	ms := []*dlm.Manager{c.m}
@@ -213,7 +216,7 @@ func testMutualExclusion(t *testing.T, c *cluster) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var holders, grants atomic.Int32
+	var holders, grants, unanswered atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -237,8 +240,14 @@ func testMutualExclusion(t *testing.T, c *cluster) {
 					errs <- errors.New("held past its validity; the test's timing is too tight")
 				}
 				if err := l.Unlock(ctx); err != nil {
-					errs <- fmt.Errorf("unlock: %w", err)
-					return
+					if !errors.Is(err, dlm.ErrUnavailable) {
+						errs <- fmt.Errorf("unlock: %w", err)
+						return
+					}
+					// Too few nodes answered in time on a busy machine:
+					// the keys expire within the TTL, and the next
+					// grant waits for them. Exclusion is what is checked.
+					unanswered.Add(1)
 				}
 			}
 		}()
@@ -247,6 +256,9 @@ func testMutualExclusion(t *testing.T, c *cluster) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if n := unanswered.Load(); n > 0 {
+		t.Logf("%d unlocks not answered by a quorum in time; their keys expired instead", n)
 	}
 	if got := grants.Load(); got != workers*rounds {
 		t.Errorf("%d grants; want %d", got, workers*rounds)
