@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"runtime"
@@ -52,28 +53,51 @@ func testPool(t *testing.T) *procPool {
 // TestProcsDetectTwoHolders runs three contender processes of a "lock"
 // that never excludes anyone, each holding it 2 ms at a time: their merged
 // records show two holders at once, and so does the shared marker.
+//
+// On a busy machine the processes may take their turns one after the
+// other, or one may get none, within the run: a run where a process got no
+// grant, or where neither the records nor the marker saw an overlap, is
+// inconclusive and made again twice as long (300 ms, then 600 ms, 1.2 s).
+// Only one of the two seeing an overlap fails the test at once.
 func TestProcsDetectTwoHolders(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p := testPool(t)
 	if err := p.openLib(ctx, noLock, 3, openJob{}); err != nil {
 		t.Fatal(err)
 	}
-	round, err := p.run(ctx, "k", 2*time.Millisecond, 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := analyzeHot([]hotRound{round}, ProcessPerContender, 3, 2*time.Millisecond)
-	if r.Errors != 0 || slices.Contains(r.PerClient, 0) {
-		t.Fatalf("%d errors (%s), grants per contender %v; want none, and grants from every process", r.Errors, r.FirstError, r.PerClient)
-	}
-	if r.Violations == 0 {
-		t.Errorf("merged records of %d grants by 3 processes holding at once: no violation found", r.Grants)
-	}
-	if runtime.GOOS == "linux" {
-		if r.MarkerChecked < r.Grants || r.MarkerViolations == 0 {
-			t.Errorf("marker checked %d of %d grants and found %d overlaps; want every grant checked and overlaps found", r.MarkerChecked, r.Grants, r.MarkerViolations)
+	marker := runtime.GOOS == "linux"
+	for try, window := 1, 300*time.Millisecond; ; try, window = try+1, 2*window {
+		round, err := p.run(ctx, "k", 2*time.Millisecond, window)
+		if err != nil {
+			t.Fatal(err)
 		}
+		r := analyzeHot([]hotRound{round}, ProcessPerContender, 3, 2*time.Millisecond)
+		if r.Errors != 0 {
+			t.Fatalf("%d errors (%s); want none", r.Errors, r.FirstError)
+		}
+		if marker && r.MarkerChecked < r.Grants {
+			t.Fatalf("marker checked %d of %d grants; want every grant checked", r.MarkerChecked, r.Grants)
+		}
+		var why string
+		switch {
+		case slices.Contains(r.PerClient, 0):
+			why = fmt.Sprintf("grants per contender %v: a process got none", r.PerClient)
+		case r.Violations == 0 && (!marker || r.MarkerViolations == 0):
+			why = fmt.Sprintf("%d grants by 3 processes, no overlap in the records nor on the marker", r.Grants)
+		case r.Violations == 0:
+			t.Fatalf("merged records of %d grants by 3 processes holding at once: no violation found, but %d on the marker", r.Grants, r.MarkerViolations)
+		case marker && r.MarkerViolations == 0:
+			t.Fatalf("marker checked %d of %d grants and found no overlap; the merged records found %d", r.MarkerChecked, r.Grants, r.Violations)
+		}
+		if why == "" {
+			t.Logf("%v run: %d grants, %d violations in the records, %d on the marker", window, r.Grants, r.Violations, r.MarkerViolations)
+			break
+		}
+		if try == 3 {
+			t.Fatalf("%v run, 3 times inconclusive: %s", window, why)
+		}
+		t.Logf("inconclusive, %v run: %s; again twice as long", window, why)
 	}
 	if err := p.closeLib(ctx); err != nil {
 		t.Fatal(err)
@@ -316,17 +340,42 @@ func TestRunProcs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := StartCluster(ctx, bin, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
+	// A library with no grant in a run this short, and no error but
+	// timeouts, may be slow as well as broken: inconclusive, the runs are
+	// made again twice as long (400 ms, 800 ms, 1.6 s).
+	for try, run := 1, 400*time.Millisecond; ; try, run = try+1, 2*run {
+		idle, log := runProcs(ctx, t, c, self, run)
+		switch {
+		case t.Failed():
+			t.Logf("progress log:\n%s", log)
+			return
+		case len(idle) == 0:
+			return
+		case try == 3:
+			t.Errorf("runs of %v: no grant in any process case for %v", run, idle)
+			t.Logf("progress log:\n%s", log)
+			return
+		}
+		t.Logf("inconclusive, runs of %v: no grant in any process case for %v; again twice as long", run, idle)
+	}
+}
+
+// runProcs runs TestRunProcs' cases with runs of the given length, fails t
+// for what is wrong whatever the machine's speed, and returns the
+// libraries that got no grant, and the progress log.
+func runProcs(ctx context.Context, t *testing.T, c *Cluster, self string, run time.Duration) (idle []string, progress string) {
+	t.Helper()
 	var log strings.Builder
 	cfg := DefaultConfig()
 	cfg.Run = regexp.MustCompile(`^hotkey/procs/`)
-	cfg.ProcCases, cfg.ProcRun, cfg.HotWarmup = []ProcCase{{Contenders: 3, Runs: 2}}, 400*time.Millisecond, 50*time.Millisecond
+	cfg.ProcCases, cfg.ProcRun, cfg.HotWarmup = []ProcCase{{Contenders: 3, Runs: 2}}, run, 50*time.Millisecond
 	cfg.Works = []time.Duration{0}
 	cfg.ContenderCmd = []string{self}
 	cfg.Log = &log
@@ -359,7 +408,7 @@ func TestRunProcs(t *testing.T) {
 		// As in TestRunSmoke, a short run may pass without a grant when
 		// the contenders split the votes at its start; not all of them.
 		if grants == 0 {
-			t.Errorf("%s: no grant in any process case", lib.ID)
+			idle = append(idle, lib.ID)
 		}
 	}
 	if strings.Contains(log.String(), "hotkey/procs: contender") {
@@ -371,7 +420,5 @@ func TestRunProcs(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if t.Failed() {
-		t.Logf("progress log:\n%s", log.String())
-	}
+	return idle, log.String()
 }
