@@ -37,27 +37,32 @@ func lineLen(t *testing.T, s *redistest.Server, key string) int64 {
 	return v.(int64)
 }
 
-// awaitLine waits until every server keeps n waiters in key's line.
+// awaitLine waits until every server keeps n waiters in key's line, for a
+// bound stretched to the pace measured on the run (see poll); when they do
+// not, it logs the lines before it fails t.
 func awaitLine(t *testing.T, srvs []*redistest.Server, key string, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		all := true
-		for _, s := range srvs {
-			all = all && lineLen(t, s, key) == n
-		}
-		if all {
+	done := false
+	defer func() {
+		if done {
 			return
 		}
-		if time.Now().After(deadline) {
-			for i, s := range srvs {
-				v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters", "0", "-1", "WITHSCORES")
-				w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters:end", "0", "-1", "WITHSCORES")
-				k, _ := s.Do("GET", "redlock:{"+key+"}")
-				t.Logf("node %d: line %v places %v key %v", i, v, w, k)
-			}
-			t.Fatalf("the nodes do not all keep %d waiters in %q's line after 5s", n, key)
+		for i, s := range srvs {
+			v, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters", "0", "-1", "WITHSCORES")
+			w, _ := s.Do("ZRANGE", "redlock:{"+key+"}:waiters:end", "0", "-1", "WITHSCORES")
+			k, _ := s.Do("GET", "redlock:{"+key+"}")
+			t.Logf("node %d: line %v places %v key %v", i, v, w, k)
 		}
-	}
+	}()
+	poll(t, srvs[0], fmt.Sprintf("%d waiters in %q's line on every node", n, key), func() bool {
+		for _, s := range srvs {
+			if lineLen(t, s, key) != n {
+				return false
+			}
+		}
+		return true
+	})
+	done = true
 }
 
 // awaitHeld waits until every server holds key's lock: the requests of the
@@ -85,7 +90,7 @@ func TestFairOrder(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
-	holder := newWakeManager(t, srvs, fairOpts...)
+	holder := newWakeManager(t, srvs, append(fairOpts, holdEverywhere(t, srvs[0]))...)
 	held, err := holder.Lock(ctx, "fifo")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +133,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
-	a, b := newWakeManager(t, srvs, fairOpts...), newWakeManager(t, srvs, fairOpts...)
+	a, b := newWakeManager(t, srvs, append(fairOpts, holdEverywhere(t, srvs[0]))...), newWakeManager(t, srvs, fairOpts...)
 	held, err := a.Lock(ctx, "turns")
 	if err != nil {
 		t.Fatal(err)
@@ -144,10 +149,11 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	awaitLine(t, srvs, "turns", 1) // the releaser, refused, in line
 	select {
 	case ra := <-again:
 		t.Fatalf("the releaser asking again obtained the lock (%v) while the waiter in line held it", ra.err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	r.l.Unlock(ctx)
 	ra := <-again
@@ -203,7 +209,7 @@ func TestFairLineBound(t *testing.T) {
 	srvs := redistest.StartServers(t, 3)
 	ctx := context.Background()
 	opts := []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{MaxWaiters: 2, Expiry: 30 * time.Second}), dlm.WithRetry(0, dlm.FixedBackoff(20*time.Millisecond))}
-	holder := newWakeManager(t, srvs, opts...)
+	holder := newWakeManager(t, srvs, append(opts, holdEverywhere(t, srvs[0]))...)
 	held, err := holder.Lock(ctx, "bounded")
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +229,9 @@ func TestFairLineBound(t *testing.T) {
 		}
 	}
 	held.Unlock(ctx)
+	// The bound only keeps a lost turn from hanging the test.
+	p := redistest.MeasurePace(t, srvs[0])
+	bound := p.Stretch(10 * time.Second)
 	for i, res := range results {
 		select {
 		case r := <-res:
@@ -231,8 +240,8 @@ func TestFairLineBound(t *testing.T) {
 				continue
 			}
 			r.l.Unlock(ctx)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("waiter %d did not obtain the lock", i)
+		case <-time.After(bound):
+			t.Fatalf("waiter %d did not obtain the lock within %v (pace %v)", i, bound, p)
 		}
 	}
 }
@@ -301,7 +310,7 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 			var held *dlm.Lock
 			if tc.held {
 				var err error
-				if held, err = newWakeManager(t, srvs, fairOpts...).Lock(ctx, "kept"); err != nil {
+				if held, err = newWakeManager(t, srvs, append(fairOpts, holdEverywhere(t, srvs[0]))...).Lock(ctx, "kept"); err != nil {
 					t.Fatal(err)
 				}
 				awaitHeld(t, srvs, "kept")
@@ -364,10 +373,12 @@ func TestFairKeepsPlaceAfterFailedAttempt(t *testing.T) {
 				awaitHeld(t, srvs, "kept") // by the first waiter's attempt
 				go lockThenUnlock(newWakeManager(t, srvs, fairOpts...), "second")
 			}
+			// The bound only keeps the test from hanging.
+			bound := redistest.MeasurePace(t, srvs[0]).Stretch(10 * time.Second)
 			select {
 			case <-failed:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the first waiter's attempt was not granted too late within 10s")
+			case <-time.After(bound):
+				t.Fatalf("the first waiter's attempt was not granted too late within %v", bound)
 			}
 			if got := <-order; got != "first" {
 				t.Fatalf("after the first waiter's attempt failed, the %s waiter obtained the lock first; want the first, which keeps its place", got)

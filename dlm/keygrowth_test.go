@@ -248,7 +248,9 @@ func TestFairLineExpires(t *testing.T) {
 	// A line that lives longer than keep: the holder keeps the lock by Do's
 	// extensions, which leave the line alone, and has no place in it; the
 	// first waiter's place is renewed by its attempts.
-	holder := newWakeManager(t, srvs, opts...)
+	// Its node timeout is the longest its place expiry allows: awaitHeld
+	// waits for its grant on every node (see holdEverywhere).
+	holder := newWakeManager(t, srvs, append(opts, dlm.WithNodeTimeout(expiry/2))...)
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
 		done <- holder.Do(ctx, "q", func(context.Context) error {
@@ -302,7 +304,7 @@ func TestFairLineExpires(t *testing.T) {
 
 	// A line begun afresh serves its waiters in order.
 	long := []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{Expiry: 30 * time.Second}), dlm.WithTTL(30 * time.Second), dlm.WithNodeTimeout(expiry / 5)}
-	held, err := newWakeManager(t, srvs, long...).Lock(ctx, "q")
+	held, err := newWakeManager(t, srvs, append(long, holdEverywhere(t, srvs[0]))...).Lock(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlmgo/redlock/dlm"
 	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
@@ -24,4 +25,14 @@ func pacedNodeTimeout(t testing.TB, s *redistest.Server, d time.Duration) time.D
 		return nt
 	}
 	return d
+}
+
+// holdEverywhere is the node timeout of a holder whose test waits for its
+// grant on every node (awaitHeld), not only on the quorum its Lock returns
+// at: the requests still due keep the node timeout, and one that runs out
+// on a busy machine never lands. Two seconds, stretched to the pace
+// measured through s.
+func holdEverywhere(t testing.TB, s *redistest.Server) dlm.ManagerOption {
+	t.Helper()
+	return dlm.WithNodeTimeout(pacedNodeTimeout(t, s, 2*time.Second))
 }

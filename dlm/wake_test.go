@@ -530,7 +530,7 @@ func TestWokenBeforeReleaseReachedQuorum(t *testing.T) {
 func wokenBeforeQuorum(t *testing.T, srvs []*redistest.Server, key string, nodeTimeout time.Duration) string {
 	t.Helper()
 	log := &attemptLog{}
-	holderM := newWakeManager(t, srvs, dlm.WithTTL(longHold))
+	holderM := newWakeManager(t, srvs, dlm.WithTTL(longHold), holdEverywhere(t, srvs[0]))
 	waiterM := newWakeManager(t, srvs, dlm.WithHook(log), dlm.WithNodeTimeout(nodeTimeout))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
