@@ -39,7 +39,10 @@ const (
 // closed when the test ends.
 func respNode(t *testing.T, addr, password string) driver.Node {
 	t.Helper()
-	cfg, err := driver.ParseURL("redis://" + addr + "?dial_timeout=1s")
+	// Each request's node timeout, taken from the pace measured on the
+	// run, bounds its own dial; dial_timeout only keeps a connection made
+	// outside a request (a subscription) from hanging.
+	cfg, err := driver.ParseURL("redis://" + addr + "?dial_timeout=10s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +111,14 @@ func keysLeft(t *testing.T, srvs []*redistest.Server) []string {
 	return left
 }
 
-// releaseBound is how long a failed attempt may take to release the nodes
-// that answered after it returned: two node timeouts, at most 250 ms each,
-// and margin.
-const releaseBound = 2 * time.Second
+// releaseBound is how long, at the pace measured through s, a failed
+// attempt may take to release the nodes that answered after it returned:
+// two node timeouts (of at most 250 ms on a quiet machine, stretched to the
+// pace, see pacedNodeTimeout), and margin.
+func releaseBound(t *testing.T, s *redistest.Server) time.Duration {
+	t.Helper()
+	return max(2*time.Second, 3*redistest.MeasurePace(t, s).Slack())
+}
 
 // checkNoKeys fails t if a key is left on srvs once the releases still under
 // way have had their time, and removes it so that the next row starts
@@ -119,7 +126,10 @@ const releaseBound = 2 * time.Second
 func checkNoKeys(t *testing.T, what string, srvs []*redistest.Server) {
 	t.Helper()
 	left := keysLeft(t, srvs)
-	for deadline := time.Now().Add(releaseBound); len(left) > 0 && time.Now().Before(deadline); {
+	if len(left) == 0 {
+		return
+	}
+	for deadline := time.Now().Add(releaseBound(t, srvs[0])); len(left) > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // polling for a background release, not a timing assertion
 		left = keysLeft(t, srvs)
 	}
@@ -163,7 +173,7 @@ func lockErr(l *dlm.Lock, err error) error {
 func TestBadInputRefused(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
-	m, err := dlm.New(nodes)
+	m, err := dlm.New(nodes, dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +282,7 @@ func TestBadInputRefused(t *testing.T) {
 func TestBadInputOddKeys(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
-	m, err := dlm.New(nodes, dlm.WithTTL(30*time.Second))
+	m, err := dlm.New(nodes, dlm.WithTTL(30*time.Second), dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +310,7 @@ func TestBadInputOddKeys(t *testing.T) {
 	sort.Strings(want)
 	// TryLock returns on a quorum; the third node's request lands soon after.
 	got := keysLeft(t, srvs)
-	for deadline := time.Now().Add(releaseBound); strings.Join(got, "\n") != strings.Join(want, "\n") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(releaseBound(t, srvs[0])); strings.Join(got, "\n") != strings.Join(want, "\n") && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		got = keysLeft(t, srvs)
 	}
@@ -324,7 +334,7 @@ func TestBadInputOddKeys(t *testing.T) {
 func TestBadInputLockUse(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
-	m, err := dlm.New(nodes, dlm.WithTTL(5*time.Second))
+	m, err := dlm.New(nodes, dlm.WithTTL(5*time.Second), dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +426,7 @@ func TestBadInputClosedManager(t *testing.T) {
 	t.Parallel()
 	srvs, nodes := startNodes(t, 3)
 	const ttl = 5 * time.Second
-	m, err := dlm.New(nodes, dlm.WithTTL(ttl))
+	m, err := dlm.New(nodes, dlm.WithTTL(ttl), dlm.WithNodeTimeout(pacedNodeTimeout(t, srvs[0], derivedNodeTimeout)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,8 +437,9 @@ func TestBadInputClosedManager(t *testing.T) {
 	}
 	// TryLock returns at a quorum: the grant's request to the slowest node
 	// may still be under way. Each node takes the key within its node
-	// timeout (a twentieth of the TTL); releaseBound covers it.
-	deadline := time.Now().Add(releaseBound)
+	// timeout; releaseBound covers it.
+	bound := releaseBound(t, srvs[0])
+	deadline := time.Now().Add(bound)
 	for i, s := range srvs {
 		for {
 			v, err := s.Do("EXISTS", "redlock:{held}")
@@ -436,7 +447,7 @@ func TestBadInputClosedManager(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node %d: EXISTS redlock:{held} = %v, %v %v after TryLock; want 1", i, v, err, releaseBound)
+				t.Fatalf("node %d: EXISTS redlock:{held} = %v, %v %v after TryLock; want 1", i, v, err, bound)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -526,7 +537,9 @@ func TestBadInputNotRedis(t *testing.T) {
 			good := redistest.StartServer(t)
 			newBad, badSrvs := tc.bad(t)
 			nodes := []driver.Node{respNode(t, good.Addr(), ""), newBad(t), newBad(t)}
-			m, err := dlm.New(nodes, dlm.WithTTL(2*time.Second)) // node timeout 100ms
+			// Node timeout 100ms, derived from the TTL on a quiet machine,
+			// stretched to the pace measured through the good node.
+			m, err := dlm.New(nodes, dlm.WithTTL(2*time.Second), dlm.WithNodeTimeout(pacedNodeTimeout(t, good, 100*time.Millisecond)))
 			if err != nil {
 				t.Fatal(err)
 			}
