@@ -2,6 +2,7 @@ package dlm_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -104,22 +105,17 @@ func TestFairTicketFromHostileNode(t *testing.T) {
 }
 
 // waitForPlaces waits until each server's line holds at least n waiters,
-// for at most a few seconds.
+// for a bound stretched to the pace measured on the run (see poll).
 func waitForPlaces(t *testing.T, srvs []*redistest.Server, line string, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, s := range srvs {
-		for {
-			v, err := s.Do("ZCARD", line)
-			if err == nil && v.(int64) >= n {
-				break
+	poll(t, srvs[0], fmt.Sprintf("%d waiters in %s on every node", n, line), func() bool {
+		for _, s := range srvs {
+			if v, err := s.Do("ZCARD", line); err != nil || v.(int64) < n {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s: ZCARD %s = %v, %v; want at least %d", s.Addr(), line, v, err, n)
-			}
-			time.Sleep(5 * time.Millisecond)
 		}
-	}
+		return true
+	})
 }
 
 // TestManyEndedEntries fills a fair lock's line and a read lock's set of

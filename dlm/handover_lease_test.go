@@ -114,13 +114,21 @@ func TestHandOverHonoursReceiverTTL(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, or fails the test after 5 seconds.
+// waitUntil polls cond until it holds, or fails the test after 5 seconds,
+// or 20 times the latest its own 1ms polling sleeps woke past their time
+// where that is more (the timer half of redistest.Pace.Slack, measured on
+// the wait itself, for waits with no server at hand: poll measures the
+// round trips too).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	start := time.Now()
+	var late time.Duration
+	for !cond() {
+		if waited := time.Since(start); waited > max(5*time.Second, 20*late) {
+			t.Fatalf("timed out waiting for %s (%v; timers up to %v late)", what, waited.Round(time.Millisecond), late.Round(time.Microsecond))
 		}
+		slept := time.Now()
 		time.Sleep(time.Millisecond) // polling a condition, not a timing assertion
+		late = max(late, time.Since(slept)-time.Millisecond)
 	}
 }

@@ -154,14 +154,22 @@ func newLogger() (*slog.Logger, *logBuffer) {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
-// waitFor waits up to 5s for cond to hold, for work the package finishes in
-// the background (releasing nodes that answer late), and fails t if it does not.
+// waitFor waits for cond to hold, for work the package finishes in the
+// background (releasing nodes that answer late), and fails t if it does
+// not: within 5s, or 20 times the latest its own 1ms polling sleeps woke
+// past their time where that is more (the timer half of
+// redistest.Pace.Slack, measured on the wait itself: these tests have no
+// server to measure round trips through).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	start := time.Now()
+	var late time.Duration
+	for !cond() {
+		if waited := time.Since(start); waited > max(5*time.Second, 20*late) {
+			t.Fatalf("timed out waiting for %s (%v; timers up to %v late)", what, waited.Round(time.Millisecond), late.Round(time.Microsecond))
 		}
+		slept := time.Now()
 		time.Sleep(time.Millisecond) // polling a condition, not a timing assertion
+		late = max(late, time.Since(slept)-time.Millisecond)
 	}
 }

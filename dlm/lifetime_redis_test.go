@@ -119,14 +119,11 @@ func TestFailedExtendShortensValidityRedis(t *testing.T) {
 	}
 }
 
-// waitCond waits up to 5s for cond.
+// waitCond waits for cond, for a bound stretched to the machine's pace
+// (see waitUntil).
 func waitCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	waitUntil(t, what, cond)
 }
 
 // TestDoReleasesOnPanic checks that when fn panics, Do releases the lock on

@@ -199,20 +199,18 @@ func TestWaitingWriterKeepsIntentThroughFailedAttempt(t *testing.T) {
 	// Refused by the reader everywhere, the writer records its intent on
 	// every node. (Its first attempt stops at two refusals, so the third
 	// node may run it after the attempt has ended.)
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; i < len(servers); {
-		n, err := servers[i].Do("EXISTS", script.IntentKey(rkey))
-		switch {
-		case err != nil:
-			t.Fatal(err)
-		case n == int64(1):
-			i++
-		case time.Now().After(deadline):
-			t.Fatalf("node %d: no intent of the waiting writer within 5s", i)
-		default:
-			time.Sleep(5 * time.Millisecond)
+	poll(t, servers[0], "intent of the waiting writer on every node", func() bool {
+		for _, s := range servers {
+			n, err := s.Do("EXISTS", script.IntentKey(rkey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(1) {
+				return false
+			}
 		}
-	}
+		return true
+	})
 
 	// The reader's release reaches node 0 alone.
 	if _, err := servers[0].Do("DEL", rkey, rkey+script.ReadersSuffix); err != nil {
@@ -237,17 +235,11 @@ func TestWaitingWriterKeepsIntentThroughFailedAttempt(t *testing.T) {
 	// released: on a loaded machine the next may be under way as the key
 	// is read. A failed attempt's key left behind would stay for its TTL,
 	// a minute.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	poll(t, servers[0], "moment node 0's lock key is released after the writer's failed attempts", func() bool {
 		v, err := servers[0].Do("GET", rkey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("node 0: lock key = %v for 5s after the writer's failed attempts; want it released", v)
-			break
-		}
-	}
+		return v == nil
+	})
 }
