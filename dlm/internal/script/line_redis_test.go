@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,8 +37,9 @@ var (
 
 // heard collects what a subscription hears, by channel.
 type heard struct {
-	mu  sync.Mutex
-	got []string // "channel payload"
+	mu      sync.Mutex
+	got     []string // "channel payload"
+	markers int      // published by take so far
 }
 
 func (h *heard) Message(channel, payload string) {
@@ -47,15 +49,56 @@ func (h *heard) Message(channel, payload string) {
 }
 func (h *heard) Subscribed(string) {}
 
-// take returns what was heard since the last take, waiting a little for
-// messages under way.
-func (h *heard) take() []string {
-	time.Sleep(20 * time.Millisecond)
+// takeMarker begins the payload of take's markers.
+const takeMarker = "take-marker-"
+
+// take returns what was heard since the last take: it publishes a marker on
+// channel, which the subscription listens on, through s, and waits for it.
+// The server sends a subscriber its messages in the order it published
+// them, so the marker comes after every message of the scripts run before
+// take. The wait is bounded by bound only to keep the test from hanging.
+func (h *heard) take(t *testing.T, s *redistest.Server, channel string, bound time.Duration) []string {
+	t.Helper()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.got
-	h.got = nil
-	return out
+	h.markers++
+	marker := channel + " " + takeMarker + strconv.Itoa(h.markers)
+	h.mu.Unlock()
+	if _, err := s.Do("PUBLISH", channel, takeMarker+strconv.Itoa(h.markers)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		for i, m := range h.got {
+			if m == marker {
+				out := h.got[:i:i]
+				h.got = h.got[i+1:]
+				h.mu.Unlock()
+				return out
+			}
+		}
+		h.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscription did not hear %q within %v", marker, bound)
+		}
+	}
+}
+
+// awaitListeners waits until channel has n subscribers on s, for at most
+// bound: a subscription's change is in effect once the server counts it.
+func awaitListeners(t *testing.T, s *redistest.Server, channel string, n int64, bound time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
+		v, err := s.Do("PUBSUB", "NUMSUB", channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := v.([]any)[1].(int64); got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has not %d subscribers within %v", channel, n, bound)
+		}
+	}
 }
 
 func TestLine(t *testing.T) {
@@ -78,7 +121,10 @@ func TestLine(t *testing.T) {
 	if err := sub.Subscribe(ctx, chA, chB); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// The waits below only keep a lost message from hanging the test.
+	hang := redistest.MeasurePace(t, s).Stretch(5 * time.Second)
+	awaitListeners(t, s, chA, 1, hang)
+	awaitListeners(t, s, chB, 1, hang)
 
 	loud := script.Flag{Mode: script.Loud}.Arg()
 	keys := append([]string{lk}, script.LinesOf([]string{lk})...)
@@ -125,7 +171,7 @@ func TestLine(t *testing.T) {
 		if got := line(); strings.Join(got, ",") != strings.Join(wantLine, ",") {
 			t.Errorf("%s: line %v; want %v", step, got, wantLine)
 		}
-		if got := h.take(); strings.Join(got, "|") != strings.Join(wantHeard, "|") {
+		if got := h.take(t, s, chA, hang); strings.Join(got, "|") != strings.Join(wantHeard, "|") {
 			t.Errorf("%s: heard %q; want %q", step, got, wantHeard)
 		}
 	}
@@ -162,7 +208,7 @@ func TestLine(t *testing.T) {
 	if err := sub.Subscribe(ctx, script.WakeChannel(lk)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	awaitListeners(t, s, script.WakeChannel(lk), 1, hang)
 	if _, err := n.Eval(ctx, script.Leave, keys, []string{w3, reserve, loud}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +220,9 @@ func TestLine(t *testing.T) {
 	if err := sub.Unsubscribe(ctx, script.WakeChannel(lk)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	awaitListeners(t, s, script.WakeChannel(lk), 0, hang)
 	release("s-w1f", w1, "20", script.ReleaseLock)
-	h.take()
+	h.take(t, s, chA, hang)
 	// A ticket that is no positive integer below 2^53 reads as the node's
 	// clock in microseconds: behind every waiter whose ticket was taken
 	// earlier.
