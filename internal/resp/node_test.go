@@ -51,7 +51,7 @@ func TestNodeDropsBrokenAndClosedConns(t *testing.T) {
 		t.Fatalf("%d idle connections after a Ping; want 1", len(n.idle))
 	}
 	s.closeConns()
-	time.Sleep(10 * time.Millisecond) // let the FIN arrive
+	awaitClosed(n.idle[0].raw) // the FIN arrives
 	c, err := n.get(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +105,30 @@ func TestIdleClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		tc.server(server)
-		time.Sleep(10 * time.Millisecond) // let the segment arrive
+		if tc.want {
+			awaitClosed(client) // the segment arrives
+		} else {
+			time.Sleep(10 * time.Millisecond) // a segment sent by mistake would arrive
+		}
 		if got := idleClosed(client); got != tc.want {
 			t.Errorf("%s: idleClosed = %v; want %v", tc.name, got, tc.want)
 		}
 		client.Close()
 		server.Close()
 		l.Close()
+	}
+}
+
+// awaitClosed waits until idleClosed(c) holds, for a segment the peer sent
+// to arrive, however late a busy machine delivers it: for at most 5 seconds,
+// or 20 times the latest its own 1ms polling sleeps woke past their time
+// where that is more. The caller checks idleClosed(c) itself.
+func awaitClosed(c net.Conn) {
+	start := time.Now()
+	var late time.Duration
+	for !idleClosed(c) && time.Since(start) < max(5*time.Second, 20*late) {
+		slept := time.Now()
+		time.Sleep(time.Millisecond)
+		late = max(late, time.Since(slept)-time.Millisecond)
 	}
 }
