@@ -175,6 +175,21 @@ func TestWaitingWriterKeepsIntentThroughFailedAttempt(t *testing.T) {
 		t.Fatalf("RLock: %v", err)
 	}
 	defer r.Unlock(ctx)
+	// RLock returns at a quorum: its request to the third node may still
+	// be under way, and the writer's first attempt would take that node's
+	// free key rather than leave its intent there.
+	poll(t, servers[0], "reader's lease on every node", func() bool {
+		for _, s := range servers {
+			n, err := s.Do("EXISTS", rkey+script.ReadersSuffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(1) {
+				return false
+			}
+		}
+		return true
+	})
 
 	attempted := make(chan struct{}, 64)
 	hook := hookFunc(func(e *dlm.Event) {
