@@ -32,23 +32,11 @@ func lateBound(t *testing.T, s *redistest.Server) time.Duration {
 // slow machine from a broken node.
 const widenTries = 3
 
-// widening runs check with its bounds scaled by 1, 2, 4, ...: check fails t
-// for what is wrong whatever the machine's speed, and returns a reason when
-// its outcome is inconclusive, something a slow machine could cause as well
-// as a broken node (a call that ended with its context, but after the
-// bound). An inconclusive outcome is logged and the check run again wider;
-// widenTries of them fail t.
+// widening runs check with its bounds scaled by 1, 2, 4, ... until its
+// outcome is conclusive ([redistest.Widen]).
 func widening(t *testing.T, check func(t *testing.T, scale time.Duration) (inconclusive string)) {
 	t.Helper()
-	for i := range widenTries {
-		scale := time.Duration(1) << i
-		why := check(t, scale)
-		if why == "" || t.Failed() {
-			return
-		}
-		t.Logf("inconclusive with bounds ×%d: %s; again with them doubled", scale, why)
-	}
-	t.Fatalf("inconclusive %d times over, bounds up to ×%d", widenTries, 1<<(widenTries-1))
+	redistest.Widen(t, widenTries, func(scale time.Duration) string { return check(t, scale) })
 }
 
 // openNode opens url through the registry and closes the node when the test

@@ -79,3 +79,23 @@ func (p Pace) Max(q Pace) Pace { return Pace{RTT: max(p.RTT, q.RTT), Late: max(p
 func (p Pace) String() string {
 	return "rtt≤" + p.RTT.Round(10*time.Microsecond).String() + " timer+" + p.Late.Round(10*time.Microsecond).String()
 }
+
+// Widen runs check, whose bounds a test takes from the pace, with them
+// scaled by 1, 2, 4, ... until its outcome is conclusive. check fails t
+// for what is wrong whatever the machine's speed, and returns a reason when
+// its outcome is inconclusive: something a slow machine could cause as well
+// as a broken build (a call that ended as it should, but after its bound).
+// An inconclusive outcome is logged and check run again with the scale
+// doubled; the tries-th fails t, saying the machine was too slow to tell.
+func Widen(t testing.TB, tries int, check func(scale time.Duration) (inconclusive string)) {
+	t.Helper()
+	for i := range tries {
+		scale := time.Duration(1) << i
+		why := check(scale)
+		if why == "" || t.Failed() {
+			return
+		}
+		t.Logf("inconclusive with bounds ×%d: %s; again with them doubled", scale, why)
+	}
+	t.Fatalf("inconclusive %d times over, bounds up to ×%d: the machine was too slow to tell", tries, 1<<(tries-1))
+}

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -34,5 +35,21 @@ func TestMeasurePace(t *testing.T) {
 	}
 	if got, want := (Pace{RTT: 2, Late: 1}).Max(Pace{RTT: 1, Late: 3}), (Pace{RTT: 2, Late: 3}); got != want {
 		t.Errorf("Max = %+v; want %+v", got, want)
+	}
+}
+
+// TestWiden checks that an inconclusive check runs again with its scale
+// doubled, and that a conclusive one ends the runs.
+func TestWiden(t *testing.T) {
+	var scales []time.Duration
+	Widen(t, 3, func(scale time.Duration) string {
+		scales = append(scales, scale)
+		if scale < 4 {
+			return "too slow to tell"
+		}
+		return ""
+	})
+	if want := []time.Duration{1, 2, 4}; !slices.Equal(scales, want) {
+		t.Errorf("Widen ran check at scales %v; want %v", scales, want)
 	}
 }
