@@ -61,16 +61,17 @@ step = $(BIN)/testreport -step $@ -report $(REPORT) -- $(MAKE) --no-print-direct
 # the tests ran. It fails when any step did.
 test: deps
 	@rm -rf $(REPORT) $(BIN)/chaos-figures.txt && mkdir -p $(REPORT) && date +%s > $(REPORT)/start
-	@rc=0; $(MAKE) --no-print-directory -k -j 2 --output-sync=line release-check checks || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k -j 3 --output-sync=line release-check checks || rc=$$?; \
 	  $(MAKE) --no-print-directory run-tests || rc=$$?; \
 	  $(chaos_figures); $(BIN)/testreport -report $(REPORT) || rc=1; exit $$rc
 
 # checks: the test binaries, then vet and staticcheck over the packages
-# they compiled; vet runs even when a test binary did not build, to say why.
+# they compiled (at once, in make test's job slots); vet runs even when a
+# test binary did not build, to say why.
 .PHONY: checks
 checks:
 	@rc=0; $(MAKE) --no-print-directory build-tests || rc=$$?; \
-	  $(MAKE) --no-print-directory -k -j 2 --output-sync=line vet staticcheck || rc=$$?; exit $$rc
+	  $(MAKE) --no-print-directory -k --output-sync=line vet staticcheck || rc=$$?; exit $$rc
 
 # LOW runs a step that only computes at the lowest CPU priority.
 LOW := nice -n 19
