@@ -164,42 +164,67 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 }
 
 // TestFairDeadWaiter checks that a waiter that died holds the line up only
-// until its place expires, and that TryLock does not jump the line.
+// until its place expires, and that TryLock does not jump the line. The
+// place lasts 600 ms, stretched to the pace of the run: a TryLock that comes
+// after the place ended, or a Lock that obtained the lock more than a few
+// seconds (also stretched) after it, says nothing either way on a busy
+// machine and runs again with both doubled; a Lock that obtains the lock
+// before the place ended fails at once.
 func TestFairDeadWaiter(t *testing.T) {
 	t.Parallel()
 	srvs := redistest.StartServers(t, 3)
+	p := redistest.MeasurePace(t, srvs[0])
 	ctx := context.Background()
 	m := newWakeManager(t, srvs, dlm.WithFairness(dlm.Fairness{Expiry: time.Second}))
-	// A waiter that died: first in line, its place ending in 600 ms.
-	for _, s := range srvs {
-		now, err := s.Do("TIME")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sec, _ := strconv.ParseInt(now.([]any)[0].(string), 10, 64)
-		usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
-		end := sec*1000 + usec/1000 + 600
-		for _, cmd := range [][]string{
-			{"ZADD", "redlock:{dead}:waiters", "1", "ghost"},
-			{"ZADD", "redlock:{dead}:waiters:end", fmt.Sprint(end), "ghost"},
-		} {
-			if _, err := s.Do(cmd...); err != nil {
+	redistest.Widen(t, 3, func(scale time.Duration) string {
+		key := fmt.Sprintf("dead-%d", scale)
+		place, after := scale*p.Stretch(600*time.Millisecond), scale*p.Stretch(4*time.Second)
+		// A waiter that died: first in line, its place ending in place.
+		set := time.Now()
+		for _, s := range srvs {
+			now, err := s.Do("TIME")
+			if err != nil {
 				t.Fatal(err)
 			}
+			sec, _ := strconv.ParseInt(now.([]any)[0].(string), 10, 64)
+			usec, _ := strconv.ParseInt(now.([]any)[1].(string), 10, 64)
+			end := sec*1000 + usec/1000 + place.Milliseconds()
+			for _, cmd := range [][]string{
+				{"ZADD", "redlock:{" + key + "}:waiters", "1", "ghost"},
+				{"ZADD", "redlock:{" + key + "}:waiters:end", fmt.Sprint(end), "ghost"},
+			} {
+				if _, err := s.Do(cmd...); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-	}
-	if _, err := m.TryLock(ctx, "dead"); !errors.Is(err, dlm.ErrNotObtained) {
-		t.Errorf("TryLock of a free lock with a waiter in line = %v; want ErrNotObtained", err)
-	}
-	start := time.Now()
-	l, err := m.Lock(ctx, "dead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock(ctx)
-	if waited := time.Since(start); waited < 400*time.Millisecond || waited > 5*time.Second {
-		t.Errorf("Lock behind a dead waiter whose place ends in 600ms waited %v; want until the place expired, and not much longer", waited)
-	}
+		l, err := m.TryLock(ctx, key)
+		if err == nil {
+			l.Unlock(ctx)
+			if since := time.Since(set); since >= place {
+				return fmt.Sprintf("TryLock came %v after the place was set, when it had ended", since)
+			}
+			t.Errorf("TryLock of a free lock with a waiter in line = <nil> %v after its place was set; want ErrNotObtained", time.Since(set))
+			return ""
+		}
+		if !errors.Is(err, dlm.ErrNotObtained) {
+			t.Errorf("TryLock of a free lock with a waiter in line = %v; want ErrNotObtained", err)
+			return ""
+		}
+		if l, err = m.Lock(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Unlock(ctx)
+		// The place ends no sooner than place after set (the servers' clock
+		// is this machine's); a few milliseconds allow for rounding.
+		switch waited := time.Since(set); {
+		case waited < place-10*time.Millisecond:
+			t.Errorf("Lock behind a dead waiter whose place ends %v after it was set obtained the lock after %v; want not before the place expired", place, waited)
+		case waited > place+after:
+			return fmt.Sprintf("Lock behind a dead waiter whose place ended after %v obtained the lock after %v, more than %v later", place, waited, after)
+		}
+		return ""
+	})
 }
 
 // TestFairLineBound checks that a full line takes no more waiters, and that
