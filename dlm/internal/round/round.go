@@ -289,7 +289,13 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 	var ticket, left int64
 	var open bool
 	if pair, ok := res.([]any); ok && shape.Ticketed && len(pair) >= 2 && len(pair) <= 4 {
-		res, ticket = pair[0], asInt(pair[1])
+		t, isInt := pair[1].(int64)
+		if !isInt {
+			// Written by no script of ours, whose tickets are integers:
+			// never read as 0, a grant's.
+			return Reply{Node: i, Err: r.nodeErr(i, fmt.Errorf("%s script: ticket of type %T, not an integer", req.Op, pair[1]))}
+		}
+		res, ticket = pair[0], t
 		if ticket < -1 || ticket >= script.FenceLimit {
 			// Written by no script of ours: the waiter passes its
 			// ticket on to every node, whose line it must not break.

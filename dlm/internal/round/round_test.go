@@ -187,7 +187,16 @@ func TestReplies(t *testing.T) {
 		{name: "ticketed refused", reply: []any{int64(0), int64(42)}, tick: 42},
 		{name: "line full: no ticket", reply: []any{int64(0), int64(-1)}},
 		{name: "pair unexpected", reply: []any{int64(1), int64(42)}, plain: true, err: errAny},
-		{name: "bad ticket", reply: []any{int64(0), "x"}},
+		// A ticket that is no integer reply is written by no script: the
+		// reply is the node's failure, never a ticket of 0 (a grant's).
+		{name: "refusal, ticket not a number", reply: []any{int64(0), "x"}, err: errAny},
+		{name: "grant, ticket not a number", reply: []any{int64(1), "x"}, err: errAny},
+		{name: "grant, ticket of digits as a string", reply: []any{int64(1), "0"}, err: errAny},
+		{name: "grant, ticket nil", reply: []any{int64(1), nil}, err: errAny},
+		{name: "grant, ticket a float", reply: []any{int64(1), 0.0}, err: errAny},
+		{name: "grant, ticket an array", reply: []any{int64(1), []any{int64(0)}}, err: errAny},
+		{name: "fenced grant, ticket not a number", reply: []any{int64(9), "x"}, fenced: true, err: errAny},
+		{name: "refusal, ticket nil", reply: []any{int64(0), nil, int64(5), int64(0)}, err: errAny},
 		{name: "ticket of 2^53", reply: []any{int64(0), int64(1 << 53)}, err: errAny},
 		{name: "ticket below -1", reply: []any{int64(0), int64(-2)}, err: errAny},
 		{name: "fenced ticketed", reply: []any{int64(9), int64(3)}, fenced: true, yes: true, fence: 9, tick: 3},
