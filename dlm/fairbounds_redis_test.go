@@ -179,3 +179,83 @@ func TestManyEndedEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestFairOrphanMember puts in a fair lock's line, on every node, a waiter
+// that has no end of its place (`:waiters:end`): one ZADD by a client that
+// may write under the prefix, or the eviction of the ends alone. Such a
+// member never ends, and used to head the line for as long as anyone waited
+// in it, so that a fair TryLock or Lock of the free key was refused on
+// every attempt. The scripts now drop a member without an end when they
+// find it at the head: on 1 and on 3 nodes, TryLock obtains the free key,
+// Lock obtains it at its first attempt, and the member is gone from every
+// node. The context only keeps a Lock that never obtains the lock from
+// hanging the test.
+func TestFairOrphanMember(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", size), func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartServers(t, size)
+			hang := redistest.MeasurePace(t, srvs[0]).Stretch(5 * time.Second)
+			m := redisManager(t, srvs, dlm.WithFairness(dlm.Fairness{}), holdEverywhere(t, srvs[0]))
+			for f, form := range []struct {
+				name string
+				cmds func(ws, ends string) [][]string
+			}{
+				{"a member without an end", func(ws, _ string) [][]string {
+					return [][]string{{"ZADD", ws, "1", "ghost"}}
+				}},
+				{"members whose ends were evicted", func(ws, ends string) [][]string {
+					return [][]string{
+						{"ZADD", ws, "1", "ghost", "2", "ghost2"},
+						{"ZADD", ends, "99999999999999", "ghost", "99999999999999", "ghost2"},
+						{"PEXPIRE", ws, "60000"}, {"PEXPIRE", ends, "60000"},
+						{"DEL", ends},
+					}
+				}},
+			} {
+				for _, call := range []string{"TryLock", "Lock"} {
+					t.Run(form.name+"/"+call, func(t *testing.T) {
+						key := fmt.Sprintf("orphan-%d-%d-%s", size, f, call)
+						line := script.LineKeys("redlock:{" + key + "}")
+						for _, s := range srvs {
+							for _, cmd := range form.cmds(line[0], line[1]) {
+								if _, err := s.Do(cmd...); err != nil {
+									t.Fatal(err)
+								}
+							}
+						}
+						ctx, cancel := context.WithTimeout(context.Background(), hang)
+						defer cancel()
+						attempts := 0
+						hook := dlm.WithHook(hookFunc(func(e *dlm.Event) {
+							if e.Kind == dlm.EventObtained {
+								attempts = e.Attempts
+							}
+						}))
+						var l *dlm.Lock
+						var err error
+						if call == "TryLock" {
+							l, err = m.TryLock(ctx, key, hook)
+						} else {
+							l, err = m.Lock(ctx, key, hook)
+						}
+						if err != nil {
+							t.Fatalf("fair %s of a free key whose line holds %s = %v; want the lock", call, form.name, err)
+						}
+						defer l.Unlock(context.Background())
+						awaitHeld(t, srvs, key) // every node ran its request
+						if attempts != 1 {
+							t.Errorf("fair %s of a free key whose line holds %s obtained it after %d attempts; want 1", call, form.name, attempts)
+						}
+						for i, s := range srvs {
+							if v, err := s.Do("ZRANGE", line[0], "0", "-1"); err != nil || len(v.([]any)) != 0 {
+								t.Errorf("node %d: ZRANGE %s = %v, %v; want an empty line", i, line[0], v, err)
+							}
+						}
+					})
+				}
+			}
+		})
+	}
+}

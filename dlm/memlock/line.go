@@ -115,10 +115,20 @@ func (n *Node) leave(l line, id string) {
 }
 
 // headOf is the line's headOf(i): the waiter of the lowest ticket once the
-// places that ended are dropped, and false for an empty line.
+// places that ended are dropped, and those at the head without an end of
+// their place; false for an empty line.
 func (n *Node) headOf(l line, now int64) (string, bool) {
 	n.dropLeft(l, now)
-	return n.zfirst(l.waiters)
+	for {
+		h, ok := n.zfirst(l.waiters)
+		if !ok {
+			return "", false
+		}
+		if _, placed := n.zset(l.ends)[h]; placed {
+			return h, true
+		}
+		n.zrem(l.waiters, h)
+	}
 }
 
 // handOn is the line's handOn(i, ms): free lock key key handed on to the

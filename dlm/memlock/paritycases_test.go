@@ -196,6 +196,7 @@ func otherCases() []parityCase {
 		{name: "read release/last reader, quiet, a writer in line", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, quiet}, setup: append(readersIn(map[string]int64{secret: 5000}), lineOf(pk, spot{w1, 1, 3000})...)},
 		{name: "read release/one of two, a writer in line", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: append(readersIn(map[string]int64{secret: 9000, other: 5000}), lineOf(pk, spot{w1, 1, 3000})...)},
 		{name: "read release/last reader's lease ended, a writer in line", script: script.ReadRelease, keys: rrkeys, args: []string{other, reserve, loud}, setup: append([]preset{str(pk, script.ReadersMark, 5000), zset(readers, 5000, map[string]int64{secret: -1000, other: 5000})}, lineOf(pk, spot{w1, 1, 3000})...)},
+		{name: "read release/last reader, hands on past a waiter without an end", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: append(readersIn(map[string]int64{secret: 5000}), lineOrphans(pk, map[string]int64{ghost: 1}, spot{w2, 2, 3000})...)},
 		{name: "read release/reserved for a writer", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: append([]preset{reservedFor(w1)}, lineOf(pk, spot{w2, 1, 3000})...)},
 
 		// PermitAcquire: KEYS the permits; ARGV secret, TTL, limit, flag.

@@ -2,7 +2,9 @@ package memlock
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
@@ -30,6 +32,25 @@ func lineTTL(k string, ttl int64, spots ...spot) []preset {
 	}
 	return out
 }
+
+// lineOrphans is lock key k's line holding spots and, among its waiters
+// only, orphans by ticket: members without an end of their place, as a
+// client that may write under the prefix, or the eviction of the ends
+// alone, leaves them. Both keys live 5 s.
+func lineOrphans(k string, orphans map[string]int64, spots ...spot) []preset {
+	out := lineOf(k, spots...)
+	if len(out) == 0 {
+		return []preset{{key: script.LineKeys(k)[0], zset: maps.Clone(orphans), tickets: true, ttl: 5000}}
+	}
+	maps.Copy(out[0].zset, orphans)
+	return out
+}
+
+// ghost and ghost2 are waiters without an end of their place.
+var (
+	ghost  = mgrB + strings.Repeat("g", script.WaiterIDLen-script.ManagerIDLen)
+	ghost2 = mgrA + strings.Repeat("h", script.WaiterIDLen-script.ManagerIDLen)
+)
 
 // lineCases are the cases of the line of waiters: a refused waiter's place
 // and ticket, fairness, the keys reserved for a waiter, the releases that
@@ -97,6 +118,15 @@ func lineCases() []parityCase {
 		{name: "fair/equal tickets, the first id heads", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "1"), loud), setup: inLine(spot{w3, 1, 3000}, spot{w1, 1, 3000})},
 		{name: "fair/two keys, the second's line headed by another", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, fairly(w1, "1"), loud), setup: slices.Concat(lineOf(pk, spot{w1, 1, 3000}), lineOf(pk2, spot{w3, 1, 3000}))},
 		{name: "fair/two keys, head of both", script: script.Acquire, keys: mkeys(pk, pk2), args: acq(plain, fairly(w1, "1"), loud), setup: slices.Concat(lineOf(pk, spot{w1, 1, 3000}, spot{w2, 2, 3000}), lineOf(pk2, spot{w1, 1, 3000}))},
+		// A waiter without an end of its place is dropped at the head.
+		{name: "fair/free key, a waiter without an end heads the line", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "50"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 1})},
+		{name: "fair/free key, two without an end ahead of the head", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "5"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 1, ghost2: 2}, spot{w1, 5, 3000})},
+		{name: "fair/free key, one without an end, then another's place", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w3, "50"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 1}, spot{w2, 2, 3000})},
+		{name: "fair/free key, one without an end behind the head, kept", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "1"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 5}, spot{w1, 1, 3000})},
+		{name: "fair/free key, the ends evicted", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w3, "50"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 1, w1: 2, w2: 3})},
+		{name: "fair/free key, without an id, one without an end", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly("", "0"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 1})},
+		{name: "fair/one without an end, the head's place ended", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w3, "50"), loud), setup: lineOrphans(pk, map[string]int64{ghost: 2}, spot{w1, 1, -1000})},
+		{name: "line/refused, the line full of waiters without an end", script: script.Acquire, keys: mkeys(pk), args: acq(plain, []string{w1, life, "50", "2", "0"}, loud), setup: with(other2, lineOrphans(pk, map[string]int64{ghost: 1, ghost2: 2}))},
 		{name: "not fair/one behind the head takes a free key", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w2, "2"), loud), setup: inLine(spot{w1, 1, 3000}, spot{w2, 2, 3000})},
 		{name: "not fair/a newcomer takes a free key", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w3, "50"), loud), setup: inLine(spot{w1, 1, 3000})},
 
@@ -118,6 +148,8 @@ func lineCases() []parityCase {
 		{name: "hand on/quiet, the key freed", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, quiet), setup: with(held(pk, secret), inLine(spot{w2, 1, 3000}))},
 		{name: "hand on/the head's place ended", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: with(held(pk, secret), inLine(spot{w2, 1, -1000}, spot{w3, 2, 3000}))},
 		{name: "hand on/every place ended", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: with(held(pk, secret), inLine(spot{w2, 1, -1000}))},
+		{name: "hand on/past a waiter without an end", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: with(held(pk, secret), lineOrphans(pk, map[string]int64{ghost: 1}, spot{w3, 2, 3000}))},
+		{name: "hand on/only waiters without an end, broadcast", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: with(held(pk, secret), lineOrphans(pk, map[string]int64{ghost: 1, ghost2: 2}))},
 		{name: "hand on/a free key", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: inLine(spot{w2, 1, 3000})},
 		{name: "hand on/a free key, loud", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud), setup: inLine(spot{w2, 1, 3000})},
 		{name: "hand on/a free key, empty line", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "0", script.ReleaseLock, loud)},
@@ -152,6 +184,7 @@ func lineCases() []parityCase {
 		// reservation, flag.
 		{name: "leave/reserved, handed on", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), inLine(spot{w1, 1, 3000}, spot{w2, 2, 3000}))},
 		{name: "leave/reserved, the next's place ended", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), inLine(spot{w2, 2, -1000}, spot{w3, 3, 3000}))},
+		{name: "leave/reserved, the next without an end", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), lineOrphans(pk, map[string]int64{ghost: 2}, spot{w1, 1, 3000}, spot{w3, 3, 3000}))},
 		{name: "leave/reserved, empty line: freed, broadcast", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: []preset{reservedFor(w1)}},
 		{name: "leave/reserved, quiet: freed", script: script.Leave, keys: mkeys(pk), args: leave(w1, quiet), setup: with(reservedFor(w1), inLine(spot{w2, 2, 3000}))},
 		{name: "leave/another's key: the place given up", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(other2, inLine(spot{w1, 1, 3000}, spot{w2, 2, 3000}))},
