@@ -16,8 +16,9 @@ import (
 // when the Manager hears the releases, which wake the waiter they hand the
 // lock to, it waits the longer of its backoff and a sixth to a third of its
 // place's life between attempts (its backoff alone while others listen on
-// the key's broadcast channel), and never past when the refusing holder's
-// keys run out unless extended.
+// the key's broadcast channel), and never past when the refusing holders'
+// keys run out on enough nodes for a quorum unless extended, or a node
+// timeout after its attempt if that is later.
 //
 // When the budget is spent, the error is the last attempt's [*QuorumError]:
 // errors.Is(err, [ErrNotObtained]) if another holder had it, errors.Is(err,

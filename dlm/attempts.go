@@ -20,8 +20,9 @@ import (
 // manager hears a quorum of the nodes (the releases name it), it attempts
 // every sixth to third of the place's life, which renews it, and with
 // fairness at least that often whatever refused it; a refused waiter
-// attempts again no later than when the refusing keys run out (a crashed
-// holder announces nothing, see [waiter.untilTurn]).
+// attempts again no later than when the refusing keys run out on enough
+// nodes for a quorum (a crashed holder announces nothing), or a node
+// timeout after its attempt if that is later (see [waiter.untilTurn]).
 // Polling is what a hand-off by name saves: 64 processes waiting at the
 // backoff's pace made most of the servers' work.
 //

@@ -68,7 +68,9 @@ type retry struct {
 // it the lock: the longer of this wait and a sixth to a third of its
 // place's life ([Fairness.Expiry] with fairness, otherwise the longer of
 // [DefaultPlaceExpiry] and twice the backoff), but never past when the
-// refusing holder's keys run out unless extended (see [Manager.Lock]).
+// refusing holders' keys run out on enough nodes for a quorum unless
+// extended, or a node timeout after its attempt if that is later (see
+// [Manager.Lock]).
 func WithRetry(tries int, backoff Backoff) Option {
 	return optionFunc(func(c *config) {
 		c.retry.tries = tries

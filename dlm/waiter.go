@@ -29,10 +29,11 @@ type waiter struct {
 	// placed says that a node refused an attempt, and so may hold a place
 	// for the waiter, which it must give up if it stops waiting.
 	placed bool
-	// heldFor is how long the holder that refused the last attempt keeps
-	// the keys if it neither extends nor releases them (the shortest PTTL
-	// the refusals carried); 0 when none said. A holder that crashed
-	// announces nothing: the waiter tries again once the keys ran out.
+	// heldFor is how long the holders that refused the last attempt keep
+	// the keys from a quorum if they neither extend nor release them, by
+	// the PTTLs the refusals carried ([round.Vote.FreeIn]); 0 when they
+	// cannot tell. A holder that crashed announces nothing: the waiter
+	// tries again once the keys ran out.
 	heldFor time.Duration
 	// unnamed says that a node that refused the last attempt had others
 	// listening on the key's broadcast channel: a process of the previous
@@ -148,15 +149,21 @@ func (c *config) placeLife(attempt int) time.Duration {
 // comes a sixth to a third of the place's life later, if that is longer;
 // but not while others listen on the broadcast channel, whose releases may
 // name nobody (a fleet in the middle of an upgrade): the waiter keeps its
-// retry pace then. Either way it comes no later than when the refusing holder's keys run
-// out unless extended (and a millisecond, the PTTL's rounding): a holder
-// that crashed announces nothing, and its keys are free then.
+// retry pace then. Either way it comes no later than when the refusing
+// holders' keys run out on enough nodes for a quorum unless extended (and a
+// millisecond, the PTTL's rounding): a holder that crashed announces
+// nothing, and its keys are free then. But the nodes never bring it sooner
+// than a node timeout after the attempt, the time an attempt may take
+// anyway: where one node's refusal alone tells when a quorum could be free
+// (see [round.Vote.FreeIn]), a node that said a millisecond would set the
+// waiter's pace, and with it the load of every node. The retry pace, the
+// caller's, may be faster.
 func (w *waiter) untilTurn(cfg *config, attempt int, wait time.Duration, hears bool) time.Duration {
 	if hears && !w.unnamed {
 		wait = max(wait, jitter(cfg.placeLife(attempt)/3))
 	}
 	if w.heldFor > 0 {
-		wait = min(wait, w.heldFor+time.Millisecond)
+		wait = min(wait, max(w.heldFor+time.Millisecond, cfg.timeout()))
 	}
 	return wait
 }

@@ -1,6 +1,9 @@
 package round
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Vote counts the nodes' answers to one request.
 type Vote struct {
@@ -11,10 +14,10 @@ type Vote struct {
 	// manager of more nodes treats every node as possibly granted).
 	Granted uint64
 	Ticket  int64 // the largest ticket the mutex's acquire replies carried
-	// Left is the shortest PTTL (ms) that the mutex's refusals carried
-	// for the keys that refused them: when the first holder's keys run out
-	// unless they are extended or released; 0 when none said.
-	Left int64
+	// lefts are the PTTLs (ms) that the mutex's refusals carried for the
+	// keys that refused them, in the order they came; [Vote.FreeIn] reads
+	// them.
+	lefts []int64
 	// Open says that some refusal of the mutex's acquire found others
 	// listening on the broadcast channel of its key: releases there may
 	// name no waiter (see [script.Acquire]).
@@ -45,8 +48,11 @@ func (v *Vote) SaidNo(i int, answered bool) bool {
 // Count adds r, the reply of one of nodes nodes, to v.
 func (v *Vote) Count(r Reply, nodes int) {
 	v.Ticket = max(v.Ticket, r.Ticket)
-	if r.Left > 0 && (v.Left == 0 || r.Left < v.Left) {
-		v.Left = r.Left
+	if r.Left > 0 && r.Err == nil && !r.Yes {
+		if v.lefts == nil {
+			v.lefts = make([]int64, 0, nodes)
+		}
+		v.lefts = append(v.lefts, r.Left)
 	}
 	v.Open = v.Open || r.Open
 	switch {
@@ -67,6 +73,37 @@ func (v *Vote) Count(r Reply, nodes int) {
 	default:
 		v.No++
 	}
+}
+
+// FreeIn returns how long until the mutex's keys could be free on a quorum
+// of q nodes, by the PTTLs the refusals carried, unless their holders
+// extend or release them: the soonest a new attempt could be granted where
+// this one was refused. It is 0 when the replies cannot tell, and where the
+// attempt already had q grants.
+//
+// A node counts as free at once if it granted the attempt (the attempt's
+// release frees it); as free when its key runs out if it refused with a
+// PTTL; and as never free otherwise: a refusal without a PTTL (the key is
+// free but another waiter's turn, or reserved for one), a failure, a node
+// whose reply had not come when the vote ended — nothing says when those
+// grant. Of the refusals' PTTLs in ascending order, the (q-Yes)-th is thus
+// the soonest that q-Yes more nodes could grant; fewer than q-Yes PTTLs
+// tell nothing.
+//
+// No PTTL counts for being the smallest, so one node's cannot decide alone
+// what a quorum's keys decide: a node that lies can make the result no
+// sooner than the (q-Yes-1)-th smallest of the other nodes' PTTLs, an
+// honest node's when q-Yes is at least 2. With q-1 grants the smallest
+// PTTL decides, and it may be one node's alone: the caller bounds how soon
+// it believes it (see package dlm's waiter.untilTurn).
+func (v *Vote) FreeIn(q int) time.Duration {
+	k := q - v.Yes
+	if k <= 0 || len(v.lefts) < k {
+		return 0
+	}
+	lefts := slices.Clone(v.lefts)
+	slices.Sort(lefts)
+	return time.Duration(lefts[k-1]) * time.Millisecond
 }
 
 // Settled reports whether v, the answers of some of n nodes with left
