@@ -15,10 +15,11 @@ type Vote struct {
 	// for the keys that refused them: when the first holder's keys run out
 	// unless they are extended or released; 0 when none said.
 	Left int64
-	// Open says that some refusal of the mutex's acquire found others
+	// Open counts the refusals of the mutex's acquire that found others
 	// listening on the broadcast channel of its key: releases there may
-	// name no waiter (see [script.Acquire]).
-	Open bool
+	// name no waiter (see [script.Acquire]). Each is one node's word: see
+	// [Vote.Listened].
+	Open int
 	// Cut is set when the caller's context ended before the outcome was
 	// known: the nodes still due were counted as failed with its error, so
 	// the vote says nothing of the lock or the nodes.
@@ -48,7 +49,9 @@ func (v *Vote) Count(r Reply, nodes int) {
 	if r.Left > 0 && (v.Left == 0 || r.Left < v.Left) {
 		v.Left = r.Left
 	}
-	v.Open = v.Open || r.Open
+	if r.Open {
+		v.Open++
+	}
 	switch {
 	case r.Err != nil:
 		v.Failed++
@@ -68,6 +71,15 @@ func (v *Vote) Count(r Reply, nodes int) {
 		v.No++
 	}
 }
+
+// Listened reports whether enough of n nodes said others listen on the
+// broadcast channel (Open) for a waiter of quorum q to act on it: as many
+// as refuse a quorum, n-q+1 — two of three, three of five — which every
+// refusal without failed nodes counts when the others listen on every
+// node, as they do. One node's word (of three or more) is not enough: it
+// would change the pace of the waiter's attempts (see dlm's
+// waiter.untilTurn) whatever the other nodes said.
+func (v *Vote) Listened(n, q int) bool { return v.Open > n-q }
 
 // Settled reports whether v, the answers of some of n nodes with left
 // still due, decides a quorum of q: a quorum of yes, or too few nodes left
