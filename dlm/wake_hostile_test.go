@@ -346,3 +346,83 @@ func scriptCalls(t *testing.T, srvs []*redistest.Server) int64 {
 	}
 	return total
 }
+
+// TestOneNodeListenersKeepPace checks, on three real servers, a waiter one
+// of whose nodes says in every refusal that others listen on the key's
+// broadcast channel, where nobody does: the waiter keeps the pace of a
+// placed waiter whose manager hears the releases, an attempt no sooner than
+// a sixth of its place's life after the last, as if the node had not said
+// it. One node's word took the waiter for one that others' releases may not
+// name: it attempted at its retry pace, 3 times as often (and more with a
+// faster retry), and listened on the broadcast channel too. It now takes as
+// many nodes as refuse a quorum, two of three.
+func TestOneNodeListenersKeepPace(t *testing.T) {
+	t.Parallel()
+	const (
+		backoff = 60 * time.Millisecond // FixedBackoff: waits of 30 to 60ms at the retry pace
+		window  = 3 * time.Second
+	)
+	srvs := redistest.StartServers(t, 3)
+	claimer := &listenersClaimer{Node: respNode(t, srvs[0].Addr(), "")}
+	nodes := []driver.Node{claimer, respNode(t, srvs[1].Addr(), ""), respNode(t, srvs[2].Addr(), "")}
+	holderM := newWakeManager(t, srvs)
+	var c attemptCounter
+	m, err := dlm.New(nodes, dlm.WithRetry(0, dlm.FixedBackoff(backoff)), dlm.WithHook(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held, err := holderM.TryLock(ctx, "one-node-listeners", dlm.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(ctx, "one-node-listeners")
+		waited <- err
+	}()
+	awaitListening(t, srvs, "one-node-listeners")
+	poll(t, srvs[0], "the waiter's second attempt, after its subscriptions", func() bool { return c.n.Load() >= 2 })
+	before, claims0, began := c.n.Load(), claimer.claims.Load(), time.Now()
+	time.Sleep(window)
+	made, claims, took := c.n.Load()-before, claimer.claims.Load()-claims0, time.Since(began)
+	cancel()
+	if err := <-waited; err == nil {
+		t.Fatal("the waiter obtained a lock still held")
+	}
+	// A sixth of the place's life at least between attempts, plus one
+	// under way as the window opens.
+	paced := int(took/(dlm.DefaultPlaceExpiry/6)) + 1
+	t.Logf("%d attempts in %v while one node said others listen in %d refusals; bound %d", made, took.Round(time.Millisecond), claims, paced)
+	if claims == 0 {
+		t.Fatal("the node said nothing in the window; the test did not claim listeners")
+	}
+	if made > int64(paced) {
+		t.Errorf("the waiter made %d attempts in %v while one node said others listen; want at most %d, the pace of a placed waiter that hears the releases", made, took, paced)
+	}
+}
+
+// listenersClaimer is a node that says, in every refusal of the mutex's
+// acquire, that others listen on the key's broadcast channel.
+type listenersClaimer struct {
+	driver.Node
+	claims atomic.Int64
+}
+
+func (n *listenersClaimer) Eval(ctx context.Context, s *driver.Script, keys, args []string) (any, error) {
+	v, err := n.Node.Eval(ctx, s, keys, args)
+	if r, ok := v.([]any); ok && err == nil && len(r) == 4 && r[0] == int64(0) {
+		r = slices.Clone(r)
+		r[3] = int64(1)
+		n.claims.Add(1)
+		return r, nil
+	}
+	return v, err
+}
+
+func (n *listenersClaimer) Subscribe(ctx context.Context, h driver.PubSubHandler) (driver.Subscription, error) {
+	return n.Node.(driver.Subscriber).Subscribe(ctx, h)
+}
