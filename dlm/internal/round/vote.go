@@ -72,13 +72,13 @@ func (v *Vote) Count(r Reply, nodes int) {
 	}
 }
 
-// Listened reports whether enough of n nodes said others listen on the
-// broadcast channel (Open) for a waiter of quorum q to act on it: as many
-// as refuse a quorum, n-q+1 — two of three, three of five — which every
-// refusal without failed nodes counts when the others listen on every
-// node, as they do. One node's word (of three or more) is not enough: it
-// would change the pace of the waiter's attempts (see dlm's
-// waiter.untilTurn) whatever the other nodes said.
+// Listened reports whether enough of n nodes said that others listen on
+// the key's broadcast channel (Open) for a waiter of quorum q to believe
+// it: as many as refuse a quorum, n-q+1 (two of three, three of five). A
+// refusal with no node failed counts that many refusals, each of which
+// says it when others listen, since they listen on every node. One node's
+// word alone (of three or more) would set the pace of the waiter's
+// attempts (dlm's waiter.untilTurn) whatever the others said.
 func (v *Vote) Listened(n, q int) bool { return v.Open > n-q }
 
 // Settled reports whether v, the answers of some of n nodes with left

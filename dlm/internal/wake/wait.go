@@ -67,8 +67,8 @@ const minGap = time.Millisecond
 // after Wait began, which doubles with each such attempt in a row, from a
 // millisecond up to Grace: a flood of forged messages, or of subscriptions
 // made again, costs a waiter at most one attempt per Grace beyond its
-// timer's pace. When a wake-up ends the wait, timer is stopped and drained, so that
-// its next Reset starts a full wait.
+// timer's pace. When a wake-up ends the wait, timer is stopped and
+// drained, so that its next Reset starts a full wait.
 func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.Timer, last Attempt) (bool, error) {
 	if wt == nil {
 		select {
