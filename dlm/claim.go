@@ -103,7 +103,7 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 		if v.No > 0 || v.Ticket > 0 {
 			w.placed = true
 		}
-		w.heldFor, w.unnamed = v.FreeIn(q), v.Open
+		w.heldFor, w.unnamed = v.FreeIn(q), v.Listened(len(m.nodes), q)
 	}
 	if cfg.fencing.on && v.Yes >= q {
 		token, v.Yes = m.rounds.settleFence(ctx, cfg, c.rkeys, secret, v)

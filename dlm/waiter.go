@@ -35,9 +35,10 @@ type waiter struct {
 	// cannot tell. A holder that crashed announces nothing: the waiter
 	// tries again once the keys ran out.
 	heldFor time.Duration
-	// unnamed says that a node that refused the last attempt had others
-	// listening on the key's broadcast channel: a process of the previous
-	// release may hold or wait for the key, and its release names nobody.
+	// unnamed says that enough nodes that refused the last attempt had
+	// others listening on the key's broadcast channel (round.Vote's
+	// Listened: not one node alone): a process of the previous release may
+	// hold or wait for the key, and its release names nobody.
 	unnamed bool
 	// woken says that a wake-up started the current attempt: the keys
 	// were handed to the waiter, and the release of the attempt, if it

@@ -201,3 +201,58 @@ func TestObserveOnClock(t *testing.T) {
 		expect("beta's manager closed", dlm.Observation{}, ttl+dlm.ObservePoll)
 	})
 }
+
+// TestOneNodeListenersOnClock checks, on the fake clock, that one node of
+// three saying in every refusal that others listen on the key's broadcast
+// channel, where nobody does, leaves a placed waiter whose manager hears
+// the releases at its pace: each attempt a sixth to a third of its place's
+// life after the end of the one before, as without the claim, not at its
+// retry pace (30 to 60 ms here). TestOneNodeListenersKeepPace counts the
+// same on real servers.
+func TestOneNodeListenersOnClock(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const window = 30 * time.Second
+		mem := memNodes(3)
+		nodes := asDriverNodes(mem)
+		claimer := &listenersClaimer{Node: nodes[0]}
+		holderM := memManager(t, nodes)
+		log := &attemptLog{}
+		waiterM := memManager(t, []driver.Node{claimer, nodes[1], nodes[2]}, dlm.WithRetry(0, dlm.FixedBackoff(60*time.Millisecond)), dlm.WithHook(log))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		held, err := holderM.TryLock(ctx, "k", dlm.WithTTL(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := lockAsyncCtx(ctx, waiterM, "k")
+		time.Sleep(window)
+		cancel()
+		if r := <-res; r.err == nil {
+			t.Fatal("the waiter obtained a lock still held")
+		}
+		if err := held.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		log.mu.Lock()
+		attempts := log.by[0]
+		log.mu.Unlock()
+		if claimer.claims.Load() == 0 {
+			t.Fatal("the node said nothing; the test did not claim listeners")
+		}
+		least := dlm.DefaultPlaceExpiry / 6
+		short := 0
+		// The second attempt follows the first at once: the subscriptions
+		// were made after it began.
+		for i := 2; i < len(attempts); i++ {
+			if gap := attempts[i].start.Sub(attempts[i-1].end); gap < least {
+				short++
+			}
+		}
+		t.Logf("%d attempts in %v, %d of them sooner than %v after the one before, while one node said others listen in %d refusals",
+			len(attempts), window, short, least, claimer.claims.Load())
+		if short > 0 {
+			t.Errorf("%d of %d attempts came sooner than %v after the one before while one node said others listen; want none", short, len(attempts), least)
+		}
+	})
+}

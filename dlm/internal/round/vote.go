@@ -18,10 +18,11 @@ type Vote struct {
 	// keys that refused them, in the order they came; [Vote.FreeIn] reads
 	// them.
 	lefts []int64
-	// Open says that some refusal of the mutex's acquire found others
+	// Open counts the refusals of the mutex's acquire that found others
 	// listening on the broadcast channel of its key: releases there may
-	// name no waiter (see [script.Acquire]).
-	Open bool
+	// name no waiter (see [script.Acquire]). Each is one node's word: see
+	// [Vote.Listened].
+	Open int
 	// Cut is set when the caller's context ended before the outcome was
 	// known: the nodes still due were counted as failed with its error, so
 	// the vote says nothing of the lock or the nodes.
@@ -54,7 +55,9 @@ func (v *Vote) Count(r Reply, nodes int) {
 		}
 		v.lefts = append(v.lefts, r.Left)
 	}
-	v.Open = v.Open || r.Open
+	if r.Open {
+		v.Open++
+	}
 	switch {
 	case r.Err != nil:
 		v.Failed++
@@ -105,6 +108,15 @@ func (v *Vote) FreeIn(q int) time.Duration {
 	slices.Sort(lefts)
 	return time.Duration(lefts[k-1]) * time.Millisecond
 }
+
+// Listened reports whether enough of n nodes said that others listen on
+// the key's broadcast channel (Open) for a waiter of quorum q to believe
+// it: as many as refuse a quorum, n-q+1 (two of three, three of five). A
+// refusal with no node failed counts that many refusals, each of which
+// says it when others listen, since they listen on every node. One node's
+// word alone (of three or more) would set the pace of the waiter's
+// attempts (dlm's waiter.untilTurn) whatever the others said.
+func (v *Vote) Listened(n, q int) bool { return v.Open > n-q }
 
 // Settled reports whether v, the answers of some of n nodes with left
 // still due, decides a quorum of q: a quorum of yes, or too few nodes left

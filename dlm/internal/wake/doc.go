@@ -23,7 +23,9 @@
 // what the scripts announce on that kind of channel; anything else is
 // ignored, counted ([Waker.Ignored]) and logged by its channel and length
 // only. A forged message naming a waiter costs it one attempt; a flood of
-// them, a bounded rate of attempts ([Watcher.Wait]).
+// them, a bounded rate of attempts ([Watcher.Wait]). A node's confirmation
+// of a subscription counts only as the answer to a SUBSCRIBE a pump sent
+// it, once: a node that repeats them, or sends them unasked, wakes nobody.
 //
 // [Announcers] chooses which nodes announce an election's grants: every
 // observer listens on every node, so two of them reach all of it.

@@ -2,6 +2,7 @@ package wake
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -17,20 +18,78 @@ type pump struct {
 	down    bool          // the last subscription failed; guarded by w.mu
 }
 
-// handler passes what node i hears to the waker.
+// handler passes what node i hears on one subscription to the waker.
 type handler struct {
 	w *Waker
 	i int
+	// owed is what the subscription's SUBSCRIBEs are owed; nil takes every
+	// confirmation (tests that play a node's part).
+	owed *owed
 }
 
 // Message passes a message heard on channel to the waker's watchers.
 func (h handler) Message(channel, payload string) { h.w.notify(h.i, channel, payload) }
 
-// Subscribed records that node i confirmed channel.
-func (h handler) Subscribed(channel string) { h.w.answer(h.i, channel, true) }
+// Subscribed records that node i confirmed channel, when the confirmation
+// answers a SUBSCRIBE the subscription sent for it that no confirmation
+// answered yet. Any other — one the node repeats, or sends unasked — is
+// the node's word alone and ignored: each confirmation after the first of
+// a channel wakes its watchers ([Waker.answer]), so one the pump did not
+// ask for would let a node set the pace of their attempts.
+func (h handler) Subscribed(channel string) {
+	if h.owed != nil && !h.owed.take(channel) {
+		return
+	}
+	h.w.answer(h.i, channel, true)
+}
+
+// owed counts, by channel, the SUBSCRIBEs one subscription sent that the
+// node has not confirmed yet: at most one per channel the pump holds or
+// holds no longer.
+type owed struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// ask records a SUBSCRIBE about to be sent for channels.
+func (o *owed) ask(channels []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = make(map[string]int, len(channels))
+	}
+	for _, ch := range channels {
+		o.n[ch]++
+	}
+}
+
+// forget drops what is owed for channels, unsubscribed from: their
+// confirmations, if they still come, no longer matter.
+func (o *owed) forget(channels []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ch := range channels {
+		delete(o.n, ch)
+	}
+}
+
+// take reports whether a confirmation of channel was owed, and counts it
+// as paid.
+func (o *owed) take(channel string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n[channel] == 0 {
+		return false
+	}
+	if o.n[channel]--; o.n[channel] == 0 {
+		delete(o.n, channel)
+	}
+	return true
+}
 
 func (p *pump) run() {
 	var sub driver.Subscription
+	var asked *owed // sub's SUBSCRIBEs not confirmed yet
 	have := map[string]bool{}
 	defer func() {
 		if sub != nil {
@@ -67,7 +126,8 @@ func (p *pump) run() {
 		}
 		if sub == nil {
 			var err error
-			if sub, err = p.open(); err != nil {
+			asked = &owed{}
+			if sub, err = p.open(asked); err != nil {
 				p.w.failed(p.i)
 				if !p.pause(reopen) {
 					return
@@ -79,7 +139,7 @@ func (p *pump) run() {
 			clear(have)
 			p.w.setDown(p.i, false)
 		}
-		if err := p.update(sub, want, have); err != nil {
+		if err := p.update(sub, asked, want, have); err != nil {
 			if !lost() {
 				return
 			}
@@ -98,15 +158,18 @@ func (p *pump) run() {
 	}
 }
 
-func (p *pump) open() (driver.Subscription, error) {
+// open opens a subscription, whose SUBSCRIBEs are recorded in asked.
+func (p *pump) open(asked *owed) (driver.Subscription, error) {
 	ctx, cancel := context.WithTimeout(p.w.ctx, openTimeout)
 	defer cancel()
-	return p.node.Subscribe(ctx, handler{p.w, p.i})
+	return p.node.Subscribe(ctx, handler{p.w, p.i, asked})
 }
 
 // update subscribes to the wanted channels sub does not hold yet and
-// unsubscribes from those no longer wanted.
-func (p *pump) update(sub driver.Subscription, want []string, have map[string]bool) error {
+// unsubscribes from those no longer wanted; asked records each SUBSCRIBE
+// before it is sent, since its confirmations may come before Subscribe
+// returns.
+func (p *pump) update(sub driver.Subscription, asked *owed, want []string, have map[string]bool) error {
 	var add, drop []string
 	wanted := make(map[string]bool, len(want))
 	for _, ch := range want {
@@ -123,6 +186,7 @@ func (p *pump) update(sub driver.Subscription, want []string, have map[string]bo
 	ctx, cancel := context.WithTimeout(p.w.ctx, p.w.timeout)
 	defer cancel()
 	if len(add) > 0 {
+		asked.ask(add)
 		if err := sub.Subscribe(ctx, add...); err != nil {
 			return err
 		}
@@ -131,6 +195,7 @@ func (p *pump) update(sub driver.Subscription, want []string, have map[string]bo
 		}
 	}
 	if len(drop) > 0 {
+		asked.forget(drop)
 		if err := sub.Unsubscribe(ctx, drop...); err != nil {
 			return err
 		}

@@ -63,11 +63,12 @@ const minGap = time.Millisecond
 // nodes' announcements of that release are not a new one's.
 //
 // Either way, a wake-up after a refused attempt that a wake-up started
-// comes no sooner than a gap after Wait began, which doubles with each such
-// attempt in a row, from a millisecond up to Grace: a flood of forged
-// messages costs a waiter at most one attempt per Grace beyond its timer's
-// pace. When a wake-up ends the wait, timer is stopped and drained, so that
-// its next Reset starts a full wait.
+// (a release's, or a subscription made again) comes no sooner than a gap
+// after Wait began, which doubles with each such attempt in a row, from a
+// millisecond up to Grace: a flood of forged messages, or of subscriptions
+// made again, costs a waiter at most one attempt per Grace beyond its
+// timer's pace. When a wake-up ends the wait, timer is stopped and
+// drained, so that its next Reset starts a full wait.
 func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.Timer, last Attempt) (bool, error) {
 	if wt == nil {
 		select {
@@ -80,11 +81,12 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		}
 	}
 	began := time.Now()
-	if last.Woken {
+	if last.Woken || wt.rewoken {
 		wt.gap = min(max(2*wt.gap, minGap), max(last.Grace, minGap))
 	} else {
 		wt.gap = 0
 	}
+	wt.rewoken = false
 	var grace *time.Timer
 	defer func() {
 		if grace != nil {
@@ -159,6 +161,7 @@ func (wt *Watcher) wake(ctx context.Context, done <-chan struct{}, timer *time.T
 	stopTimer(timer)
 	wt.mu.Lock()
 	named := wt.nheard > 0 // a release woke it, not a subscription made again
+	wt.rewoken = !named
 	if named {
 		for i, h := range wt.heard {
 			wt.late[i] = !h

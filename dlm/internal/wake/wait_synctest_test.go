@@ -152,6 +152,61 @@ func TestForgedFloodBound(t *testing.T) {
 	})
 }
 
+// TestResubscriptionFloodBound checks, on synctest's fake clock, that
+// subscriptions made again as fast as a node can confirm them — every 2
+// ms — cannot set a waiter's pace: each wakes it (a release may have gone
+// unheard) into an attempt that Wait reports as no wake-up by a release,
+// and the gap before the next such wake-up still doubles up to the grace,
+// as after a forged message's. Over a second the waiter makes at most the
+// attempts of the doubling plus one per grace.
+func TestResubscriptionFloodBound(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			grace = 50 * time.Millisecond
+			span  = time.Second
+		)
+		w := testWaker(3)
+		wt := w.Watch([]string{"k"}, testWaiter, 2)
+		ch := script.ManagerChannel("k", testManager)
+		ctx, cancel := context.WithCancel(context.Background())
+		flooding := make(chan struct{})
+		defer func() {
+			cancel()
+			<-flooding
+		}()
+		go func() { // what the waker does with each confirmation after the first
+			defer close(flooding)
+			for ctx.Err() == nil {
+				w.resubscribed(ch)
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		timer := time.NewTimer(time.Hour)
+		attempts, woken := 0, false
+		for start := time.Now(); time.Since(start) < span; attempts++ {
+			wt.Drain()
+			time.Sleep(time.Millisecond) // the attempt's round trip, refused
+			var err error
+			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
+				t.Fatal(err)
+			}
+			if woken {
+				t.Fatal("Wait reported a wake-up by a release after subscriptions made again; want none")
+			}
+		}
+		doubling := 0
+		for g := minGap; g < grace; g *= 2 {
+			doubling++
+		}
+		bound := doubling + int(span/grace) + 1
+		t.Logf("%d attempts in %v while subscriptions were made again every 2ms; bound %d", attempts, span, bound)
+		if attempts > bound {
+			t.Errorf("subscriptions made again every 2ms drove %d attempts in %v; want at most %d", attempts, span, bound)
+		}
+	})
+}
+
 // TestNotifyNamed checks how a waker passes what a manager's channel heard:
 // an id to its waiter alone, counted once per node; an id on another key's
 // channel, or of a waiter that stopped waiting, to nobody and not counted;

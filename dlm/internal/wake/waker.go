@@ -252,9 +252,11 @@ func (w *Waker) malformed(channel string, length int) {
 
 // answer records that node i confirmed channel, or failed to subscribe to
 // it. A confirmation that comes after the channel was ready is a
-// subscription made again after a failure: releases may have been missed
-// meanwhile, so its watchers are woken to try again; so are the watchers
-// that stopped waiting for the channel to be ready before it was.
+// subscription made again after a failure (the handler passes on only the
+// answers to the SUBSCRIBEs a pump sent, [handler.Subscribed]): releases
+// may have been missed meanwhile, so its watchers are woken to try again;
+// so are the watchers that stopped waiting for the channel to be ready
+// before it was.
 func (w *Waker) answer(i int, channel string, confirmed bool) {
 	w.mu.Lock()
 	wc := w.chans[channel]

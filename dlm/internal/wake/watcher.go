@@ -54,6 +54,12 @@ type Watcher struct {
 	// such attempt in a row, so that forged wake messages cost a waiter a
 	// bounded rate of attempts. Only Wait reads and writes it.
 	gap time.Duration
+	// rewoken says that a subscription made again, not a release, ended
+	// the last wait: Wait reported no wake-up (the attempt was handed
+	// nothing), yet the gap grows after it as after one, so that nothing a
+	// node sends sets the pace of the waiter's attempts. Only Wait reads
+	// and writes it.
+	rewoken bool
 }
 
 // Woken returns the channel that receives a value when a release meant
