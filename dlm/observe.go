@@ -16,12 +16,14 @@ import (
 // an election.
 type Observation struct {
 	// Leader reports whether the election has a leader: a quorum of the
-	// nodes hold one candidate's grant, and at least one of them the value
-	// that candidate stored. A grant whose value is not stored yet reads
-	// as no leader.
+	// nodes hold one candidate's grant and, beside it, the same value, the
+	// one that candidate stored. A grant whose value no quorum holds alike
+	// — not stored yet, or nodes that answer different values — reads as no
+	// leader: a leader is never reported with one node's word for its
+	// value.
 	Leader bool
-	// Value is the leader's value as given to [Election.Campaign]; "" when
-	// there is no leader.
+	// Value is the leader's value as given to [Election.Campaign], as a
+	// quorum of the nodes hold it; "" when there is no leader.
 	Value string
 }
 
@@ -37,9 +39,12 @@ const ObservePoll = time.Second
 // closes, and the goroutine behind it has returned by then.
 //
 // A leader is reported when a quorum of the nodes hold the same
-// candidate's grant, with the value it stored; none when no candidate can
-// have a quorum. While too many nodes fail to tell either, the last state
-// stands. Changes are heard at once from the nodes' announcements of
+// candidate's grant and the same value beside it (see [Observation]);
+// none when no candidate can have a quorum, or when the nodes that hold a
+// quorum's grant do not hold its value alike. One node, whatever it
+// answers, neither makes a value the leader's nor hides one a quorum of the
+// other nodes hold. While too many nodes fail to tell either, the last
+// state stands. Changes are heard at once from the nodes' announcements of
 // leaders and releases where the nodes can subscribe, and otherwise within
 // [ObservePoll]; the end of a leader that stopped extending (a crash) is
 // read when its keys expire on the nodes.
@@ -63,9 +68,11 @@ func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
 }
 
 // Leader reads the election's state once, as [Election.Observe] reports
-// it: the leader and its value, or none. It returns an error wrapping
-// [ErrUnavailable] when too many nodes failed to answer within the node
-// timeout to tell either, and the context's error when ctx ended first.
+// it: the leader and the value a quorum of the nodes hold for it, or none,
+// also when no quorum holds the leader's value alike. It returns an error
+// wrapping [ErrUnavailable] when too many nodes failed to answer within the
+// node timeout to tell either, and the context's error when ctx ended
+// first.
 func (e *Election) Leader(ctx context.Context) (Observation, error) {
 	if err := e.readable(ctx); err != nil {
 		return Observation{}, err
@@ -248,10 +255,13 @@ func (e *Election) parse(ctx context.Context, i int, res any, a *leaderAnswer) {
 
 // read reads the election on every node at once, each within the node
 // timeout. A leader is known when a quorum of the nodes hold one
-// candidate's grant and at least one of them the value that candidate
-// stored: a candidate leads only once it stored it (see
-// [Election.Campaign]), and the value is tied to its secret, so any node's
-// copy is the leader's.
+// candidate's grant and the same value beside it: a candidate leads only
+// once a quorum stored its value (see [Election.Campaign]), and the digest
+// that ties a value to a secret is no proof, since every observer reads
+// it, so one node's value never decides alone. A quorum of grants whose
+// value no quorum holds alike reads as none, as a winner that has yet to
+// store its value does; a node whose value differs from the quorum's is
+// counted and logged as ignore does.
 func (e *Election) read(ctx context.Context) leaderRead {
 	cfg := &e.cfg
 	n, q := len(e.m.nodes), round.Majority(len(e.m.nodes))
@@ -278,31 +288,42 @@ func (e *Election) read(ctx context.Context) leaderRead {
 			}
 		}
 	}
-	settle := max(cfg.timeout()/10, time.Millisecond)
-	var value string
-	hasValue := false
-	if best >= q {
+	// The value most of the nodes that hold bestID's grant hold beside it.
+	held, value := 0, ""
+	if best > 0 {
+		values := map[string]int{}
 		for _, a := range answers {
 			if a.err == nil && a.id == bestID && a.hasValue {
-				value, hasValue = a.value, true
+				values[a.value]++
+				if values[a.value] > held {
+					held, value = values[a.value], a.value
+				}
 			}
 		}
 	}
+	settle := max(cfg.timeout()/10, time.Millisecond)
 	switch {
-	case best >= q && hasValue:
-		// The leader loses its quorum when all but q-1 of its grants have
-		// expired: read again then, unless it was extended meanwhile.
+	case held >= q:
+		// The leader loses its quorum when all but q-1 of the nodes that
+		// hold its grant and value have expired them: read again then,
+		// unless it was extended meanwhile.
 		var pttls []time.Duration
-		for _, a := range answers {
-			if a.err == nil && a.id == bestID {
+		for i, a := range answers {
+			switch {
+			case a.err != nil || a.id != bestID || !a.hasValue:
+			case a.value == value:
 				pttls = append(pttls, a.pttl)
+			default:
+				e.ignore(ctx, i, int64(len(a.value))) // another value than the quorum's
 			}
 		}
 		slices.Sort(pttls)
 		return leaderRead{known: true, id: bestID, value: value, next: min(max(pttls[len(pttls)-q]+time.Millisecond, settle), ObservePoll)}
+	case held+failed >= q:
+		return leaderRead{next: min(4*cfg.timeout(), ObservePoll)} // the failed nodes may hold the value
 	case best >= q:
-		// A candidate won the lock and has yet to store its value: it
-		// does not lead yet.
+		// A candidate won the lock and has yet to store its value on a
+		// quorum, or the nodes disagree on it: it does not lead yet.
 		return leaderRead{known: true, flux: true, next: settle}
 	case best+failed >= q:
 		return leaderRead{next: min(4*cfg.timeout(), ObservePoll)} // cannot tell
