@@ -49,6 +49,15 @@ const ObservePoll = time.Second
 // [ObservePoll]; the end of a leader that stopped extending (a crash) is
 // read when its keys expire on the nodes.
 //
+// Anyone allowed to publish on the election's channel can send
+// announcements, so the reads they start are paced: for N nodes, up to
+// 2(N+2) at once — two changes of leader, each announced by every node's
+// release and two nodes' grants — then one per node timeout as the budget
+// grows back, however many arrive. Under a flood of forged announcements a
+// real change is read within a node timeout. Observe's own reads (at the
+// leader's expiry, while the state is in flux, every ObservePoll) are not
+// paced.
+//
 // The election's keys are untrusted: whoever may write under the prefix
 // can store values of any size there. Observe never reads a value longer
 // than a leader's (a secret, or a digest and [MaxLeaderValueLen] bytes); a
@@ -125,17 +134,30 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	pace := readPace{every: cfg.timeout(), burst: observeBurst(len(m.nodes))}
+	// A read an announcement asked for waits its turn on paced.
+	var paced *time.Timer
+	defer func() {
+		if paced != nil {
+			paced.Stop()
+		}
+	}()
 	var (
 		sent    bool   // a state was reported
 		id      string // the state reported last
 		pending *Observation
 		flux    int // reads in a row that found the state in flux
+		pacedC  <-chan time.Time
 	)
 	for {
 		var send chan<- Observation
 		var next Observation
 		if pending != nil {
 			send, next = out, *pending
+		}
+		woken := wake
+		if pacedC != nil {
+			woken = nil // one read waits its turn already
 		}
 		select {
 		case <-ctx.Done():
@@ -146,7 +168,26 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 			pending = nil
 			continue
 		case <-timer.C:
+		case <-pacedC:
+			pace.spend(time.Now())
+		case <-woken:
+			now := time.Now()
+			if at := pace.due(); now.Before(at) {
+				paced = time.NewTimer(at.Sub(now))
+				pacedC = paced.C
+				continue
+			}
+			pace.spend(now)
+		}
+		// The read covers every announcement heard so far, and one that
+		// waits its turn.
+		select {
 		case <-wake:
+		default:
+		}
+		if pacedC != nil {
+			paced.Stop()
+			pacedC = nil
 		}
 		r := e.read(ctx)
 		if ctx.Err() != nil {
@@ -172,6 +213,37 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 		}
 		timer.Reset(r.next)
 	}
+}
+
+// observeBurst is how many reads announcements may start at once on an
+// election of n nodes (see readPace): a change of leader is announced at
+// most n+2 times, by every node's release and two nodes' grants, and two
+// changes in a row are read at once.
+func observeBurst(n int) int { return 2 * (n + 2) }
+
+// readPace paces the reads of an election that announcements start:
+// anyone allowed to publish on the election's channel can send them, and
+// each would otherwise cost a read of every node. Over any span of time T,
+// at most burst + T/every such reads start (rounded up): burst at once,
+// then one per every, as the budget grows back.
+type readPace struct {
+	every time.Duration
+	burst int
+	// full is when the budget is whole again: every later for each read
+	// spent, from now or from when it was whole already.
+	full time.Time
+}
+
+// due returns when the next read an announcement asks for may start:
+// when the budget has one read in it.
+func (p *readPace) due() time.Time { return p.full.Add(-time.Duration(p.burst-1) * p.every) }
+
+// spend takes one read, started at now, from the budget.
+func (p *readPace) spend(now time.Time) {
+	if now.After(p.full) {
+		p.full = now
+	}
+	p.full = p.full.Add(p.every)
 }
 
 // leaderKeyMax is the longest value an election's lock key holds as

@@ -360,3 +360,120 @@ func TestLeaderValueNeedsQuorum(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveForgedGrantFlood floods an election's broadcast channel on one
+// node of three with forged grants ("t", which any client allowed to
+// publish there can send) for a second, while four observers follow a
+// leader that keeps leading: the reads the messages start are paced, so
+// that the observers read the nodes at most a burst of reads and then one
+// per node timeout each, beyond their own pace (docs/security.md); nothing
+// is reported meanwhile, and a real change after the flood is.
+func TestObserveForgedGrantFlood(t *testing.T) {
+	t.Parallel()
+	const (
+		name      = "flooded"
+		observers = 4
+		flood     = time.Second
+	)
+	c := newElectionCluster(t, 3)
+	nodeTimeout := pacedNodeTimeout(t, c.servers[0], 250*time.Millisecond)
+	c.opts = append(c.opts, dlm.WithNodeTimeout(nodeTimeout))
+	p := redistest.MeasurePace(t, c.servers[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ld, err := campaign(ctx, c.manager(t), name, "real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The observers' reads, counted on the first node: each read asks every
+	// node once.
+	var nodes []driver.Node
+	var counted *leaderReadsNode
+	for _, s := range c.servers {
+		cfg, err := driver.ParseURL("redis://" + s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := resp.NewNode(cfg)
+		t.Cleanup(func() { n.Close() })
+		if counted == nil {
+			counted = &leaderReadsNode{Node: n}
+			nodes = append(nodes, counted)
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	m, err := dlm.New(nodes, c.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	e, err := m.Election(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within := p.Stretch(5 * time.Second)
+	expect := func(obs <-chan dlm.Observation, want dlm.Observation) {
+		t.Helper()
+		select {
+		case got := <-obs:
+			if got != want {
+				t.Fatalf("observed %+v; want %+v", got, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("nothing observed in %v; want %+v", within, want)
+		}
+	}
+	var chans []<-chan dlm.Observation
+	for range observers {
+		obs, err := e.Observe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(obs, dlm.Observation{Leader: true, Value: "real"})
+		chans = append(chans, obs)
+	}
+	conn, err := resp.Dial(ctx, &driver.Config{Addr: c.servers[0].Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	channel := script.WakeChannel(electPrefix + "election:{" + name + "}")
+
+	before, start, sent := counted.reads.Load(), time.Now(), 0
+	for time.Since(start) < flood {
+		if _, err := conn.Do(ctx, "PUBLISH", channel, script.WakeGrant); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+	}
+	// A read the flood asked for may come up to a node timeout after its
+	// last message.
+	time.Sleep(nodeTimeout)
+	span := time.Since(start)
+	reads := counted.reads.Load() - before
+	// Each observer: the burst, one read per node timeout, its own reads
+	// (every ObservePoll while a leader's keys are far from expiry), and
+	// one under way when the flood began, for each of which a span
+	// begun part-way rounds up.
+	each := int64(dlm.ObserveBurst(len(c.servers))) + int64(span/nodeTimeout) + 1 + int64(span/dlm.ObservePoll) + 1 + 1
+	t.Logf("%d forged grants in %v: %d reads of the election by %d observers (%d script calls on %d nodes), node timeout %v; bound %d",
+		sent, span, reads, observers, reads*int64(len(c.servers)), len(c.servers), nodeTimeout, observers*each)
+	if reads > observers*each {
+		t.Errorf("%d forged grants in %v made %d observers read the election %d times; want at most %d (%d each)",
+			sent, span, observers, reads, observers*each, each)
+	}
+	for i, obs := range chans {
+		select {
+		case got := <-obs:
+			t.Fatalf("observer %d observed %+v while the leader kept leading", i, got)
+		default:
+		}
+	}
+	if err := ld.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, obs := range chans {
+		expect(obs, dlm.Observation{})
+	}
+}
