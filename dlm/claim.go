@@ -69,12 +69,22 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 // request is c's acquire request with secret: for the mutex, the script
 // that fencing, the restart guard and fairness call for, by SET NX where
 // the node allows it (see [plainAcquire]); for a lease, its kind's.
+//
+// An election's attempt waits for every node's answer, each within the
+// node timeout, rather than for the first quorum: its value is then
+// stored on every node that granted it (settle), so that observers find
+// it on a quorum with one of those nodes down, or answering another value
+// (see [Election.read]). A node that does not answer costs the attempt a
+// node timeout.
 func (c *claim) request(m *Manager, cfg *config, secret string, waiting bool) *round.Request {
 	if c.kind != nil {
 		return c.kind.acquireRequest(cfg, c.rkeys, secret)
 	}
 	req := acquireRequest(cfg, c.rkeys, secret, c.waiter, waiting)
 	req.Plain = m.plain.usable(cfg, c.rkeys, c.waiter)
+	if cfg.leader != nil {
+		req.Early = false
+	}
 	return req
 }
 

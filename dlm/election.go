@@ -114,7 +114,12 @@ type Leadership struct {
 // A candidate leads once a quorum of the nodes granted it the election's
 // lock and then stored its value beside the lock, within the attempt's
 // validity: an attempt whose value too few nodes stored fails, is released,
-// and the candidate tries again as it would behind another leader.
+// and the candidate tries again as it would behind another leader. An
+// attempt waits for every node's answer, each within the node timeout, and
+// stores the value on every node that granted it, so that readers, who
+// trust a value only where a quorum holds it, still find it with one of
+// those nodes down; a node that does not answer costs each attempt a node
+// timeout.
 //
 // ctx bounds the wait only: once Campaign has returned, ending ctx changes
 // nothing. When ctx ends first, the error wraps ctx.Err(), and a lock won at
@@ -167,7 +172,8 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 }
 
 // storeLeader stores value, the candidate's, beside the election's lock
-// key rkey on the nodes that granted the attempt whose secret it is, each
+// key rkey on the nodes that granted the attempt whose secret it is (all
+// that answered within the node timeout: see [claim.request]), each
 // within the node timeout ([script.SetLeader]), and returns how many hold
 // it; two of the granting nodes announce the new leader to the observers.
 // It is part of the attempt, as the fencing token is: the attempt counts

@@ -329,3 +329,53 @@ func TestCampaignFairOrder(t *testing.T) {
 		t.Fatal("c did not lead after b resigned")
 	}
 }
+
+// TestCampaignStoresValueOnEveryGrant has a candidate lead ten elections on
+// three nodes: every node that holds a leader's grant holds its value
+// beside it, not only the first quorum to grant, so with one node down,
+// here the first, Leader still finds the value on a quorum of the nodes and
+// reports it. Observers report a value only where a quorum holds it (see
+// TestLeaderValueNeedsQuorum): a value stored on the first quorum alone
+// would be lost to observers with any of those nodes down.
+func TestCampaignStoresValueOnEveryGrant(t *testing.T) {
+	t.Parallel()
+	c := newElectionCluster(t, 3)
+	m := c.manager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var elections []*dlm.Election
+	for i := range 10 {
+		name := fmt.Sprintf("every-%d", i)
+		e, err := m.Election(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld, err := e.Campaign(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ld.Resign(context.Background())
+		key := electPrefix + "election:{" + name + "}"
+		for _, s := range c.servers {
+			held, err := s.Do("EXISTS", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := s.Do("EXISTS", script.LeaderKey(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held != stored {
+				t.Errorf("%s on %s: EXISTS of the lock key %v, of the leader key %v; want the value beside every grant", name, s.Addr(), held, stored)
+			}
+		}
+		elections = append(elections, e)
+	}
+	c.servers[0].Kill()
+	for _, e := range elections {
+		want := dlm.Observation{Leader: true, Value: e.Name()}
+		if got, err := e.Leader(ctx); err != nil || got != want {
+			t.Errorf("Leader of %s with one node of three down = %+v, %v; want %+v", e.Name(), got, err, want)
+		}
+	}
+}

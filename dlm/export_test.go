@@ -101,3 +101,7 @@ func LeadersIgnored(e *Election) uint64 { return e.ignored.Load() }
 // Queued returns how many callers of m wait in its own line for the lock
 // key of redis key rkey, or -1 when no caller holds it.
 func Queued(m *Manager, rkey string) int { return queued(m, rkey) }
+
+// ObserveBurst is how many reads announcements may start at once on an
+// election of n nodes.
+func ObserveBurst(n int) int { return observeBurst(n) }

@@ -16,12 +16,14 @@ import (
 // an election.
 type Observation struct {
 	// Leader reports whether the election has a leader: a quorum of the
-	// nodes hold one candidate's grant, and at least one of them the value
-	// that candidate stored. A grant whose value is not stored yet reads
-	// as no leader.
+	// nodes hold one candidate's grant and, beside it, the same value, the
+	// one that candidate stored. A grant whose value no quorum holds alike
+	// — not stored yet, or nodes that answer different values — reads as no
+	// leader: a leader is never reported with one node's word for its
+	// value.
 	Leader bool
-	// Value is the leader's value as given to [Election.Campaign]; "" when
-	// there is no leader.
+	// Value is the leader's value as given to [Election.Campaign], as a
+	// quorum of the nodes hold it; "" when there is no leader.
 	Value string
 }
 
@@ -37,12 +39,24 @@ const ObservePoll = time.Second
 // closes, and the goroutine behind it has returned by then.
 //
 // A leader is reported when a quorum of the nodes hold the same
-// candidate's grant, with the value it stored; none when no candidate can
-// have a quorum. While too many nodes fail to tell either, the last state
-// stands. Changes are heard at once from the nodes' announcements of
+// candidate's grant and the same value beside it (see [Observation]);
+// none when no candidate can have a quorum, or when the nodes that hold a
+// quorum's grant do not hold its value alike. One node, whatever it
+// answers, neither makes a value the leader's nor hides one a quorum of the
+// other nodes hold. While too many nodes fail to tell either, the last
+// state stands. Changes are heard at once from the nodes' announcements of
 // leaders and releases where the nodes can subscribe, and otherwise within
 // [ObservePoll]; the end of a leader that stopped extending (a crash) is
 // read when its keys expire on the nodes.
+//
+// Anyone allowed to publish on the election's channel can send
+// announcements, so the reads they start are paced: for N nodes, up to
+// 2(N+2) at once — two changes of leader, each announced by every node's
+// release and two nodes' grants — then one per node timeout as the budget
+// grows back, however many arrive. Under a flood of forged announcements a
+// real change is read within a node timeout. Observe's own reads (at the
+// leader's expiry, while the state is in flux, every ObservePoll) are not
+// paced.
 //
 // The election's keys are untrusted: whoever may write under the prefix
 // can store values of any size there. Observe never reads a value longer
@@ -63,9 +77,11 @@ func (e *Election) Observe(ctx context.Context) (<-chan Observation, error) {
 }
 
 // Leader reads the election's state once, as [Election.Observe] reports
-// it: the leader and its value, or none. It returns an error wrapping
-// [ErrUnavailable] when too many nodes failed to answer within the node
-// timeout to tell either, and the context's error when ctx ended first.
+// it: the leader and the value a quorum of the nodes hold for it, or none,
+// also when no quorum holds the leader's value alike. It returns an error
+// wrapping [ErrUnavailable] when too many nodes failed to answer within the
+// node timeout to tell either, and the context's error when ctx ended
+// first.
 func (e *Election) Leader(ctx context.Context) (Observation, error) {
 	if err := e.readable(ctx); err != nil {
 		return Observation{}, err
@@ -118,17 +134,30 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	pace := readPace{every: cfg.timeout(), burst: observeBurst(len(m.nodes))}
+	// A read an announcement asked for waits its turn on paced.
+	var paced *time.Timer
+	defer func() {
+		if paced != nil {
+			paced.Stop()
+		}
+	}()
 	var (
 		sent    bool   // a state was reported
 		id      string // the state reported last
 		pending *Observation
 		flux    int // reads in a row that found the state in flux
+		pacedC  <-chan time.Time
 	)
 	for {
 		var send chan<- Observation
 		var next Observation
 		if pending != nil {
 			send, next = out, *pending
+		}
+		woken := wake
+		if pacedC != nil {
+			woken = nil // one read waits its turn already
 		}
 		select {
 		case <-ctx.Done():
@@ -139,7 +168,26 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 			pending = nil
 			continue
 		case <-timer.C:
+		case <-pacedC:
+			pace.spend(time.Now())
+		case <-woken:
+			now := time.Now()
+			if at := pace.due(); now.Before(at) {
+				paced = time.NewTimer(at.Sub(now))
+				pacedC = paced.C
+				continue
+			}
+			pace.spend(now)
+		}
+		// The read covers every announcement heard so far, and one that
+		// waits its turn.
+		select {
 		case <-wake:
+		default:
+		}
+		if pacedC != nil {
+			paced.Stop()
+			pacedC = nil
 		}
 		r := e.read(ctx)
 		if ctx.Err() != nil {
@@ -165,6 +213,37 @@ func (e *Election) observe(ctx context.Context, out chan<- Observation) {
 		}
 		timer.Reset(r.next)
 	}
+}
+
+// observeBurst is how many reads announcements may start at once on an
+// election of n nodes (see readPace): a change of leader is announced at
+// most n+2 times, by every node's release and two nodes' grants, and two
+// changes in a row are read at once.
+func observeBurst(n int) int { return 2 * (n + 2) }
+
+// readPace paces the reads of an election that announcements start:
+// anyone allowed to publish on the election's channel can send them, and
+// each would otherwise cost a read of every node. Over any span of time T,
+// at most burst + T/every such reads start (rounded up): burst at once,
+// then one per every, as the budget grows back.
+type readPace struct {
+	every time.Duration
+	burst int
+	// full is when the budget is whole again: every later for each read
+	// spent, from now or from when it was whole already.
+	full time.Time
+}
+
+// due returns when the next read an announcement asks for may start:
+// when the budget has one read in it.
+func (p *readPace) due() time.Time { return p.full.Add(-time.Duration(p.burst-1) * p.every) }
+
+// spend takes one read, started at now, from the budget.
+func (p *readPace) spend(now time.Time) {
+	if now.After(p.full) {
+		p.full = now
+	}
+	p.full = p.full.Add(p.every)
 }
 
 // leaderKeyMax is the longest value an election's lock key holds as
@@ -248,10 +327,13 @@ func (e *Election) parse(ctx context.Context, i int, res any, a *leaderAnswer) {
 
 // read reads the election on every node at once, each within the node
 // timeout. A leader is known when a quorum of the nodes hold one
-// candidate's grant and at least one of them the value that candidate
-// stored: a candidate leads only once it stored it (see
-// [Election.Campaign]), and the value is tied to its secret, so any node's
-// copy is the leader's.
+// candidate's grant and the same value beside it: a candidate leads only
+// once a quorum stored its value (see [Election.Campaign]), and the digest
+// that ties a value to a secret is no proof, since every observer reads
+// it, so one node's value never decides alone. A quorum of grants whose
+// value no quorum holds alike reads as none, as a winner that has yet to
+// store its value does; a node whose value differs from the quorum's is
+// counted and logged as ignore does.
 func (e *Election) read(ctx context.Context) leaderRead {
 	cfg := &e.cfg
 	n, q := len(e.m.nodes), round.Majority(len(e.m.nodes))
@@ -278,31 +360,42 @@ func (e *Election) read(ctx context.Context) leaderRead {
 			}
 		}
 	}
-	settle := max(cfg.timeout()/10, time.Millisecond)
-	var value string
-	hasValue := false
-	if best >= q {
+	// The value most of the nodes that hold bestID's grant hold beside it.
+	held, value := 0, ""
+	if best > 0 {
+		values := map[string]int{}
 		for _, a := range answers {
 			if a.err == nil && a.id == bestID && a.hasValue {
-				value, hasValue = a.value, true
+				values[a.value]++
+				if values[a.value] > held {
+					held, value = values[a.value], a.value
+				}
 			}
 		}
 	}
+	settle := max(cfg.timeout()/10, time.Millisecond)
 	switch {
-	case best >= q && hasValue:
-		// The leader loses its quorum when all but q-1 of its grants have
-		// expired: read again then, unless it was extended meanwhile.
+	case held >= q:
+		// The leader loses its quorum when all but q-1 of the nodes that
+		// hold its grant and value have expired them: read again then,
+		// unless it was extended meanwhile.
 		var pttls []time.Duration
-		for _, a := range answers {
-			if a.err == nil && a.id == bestID {
+		for i, a := range answers {
+			switch {
+			case a.err != nil || a.id != bestID || !a.hasValue:
+			case a.value == value:
 				pttls = append(pttls, a.pttl)
+			default:
+				e.ignore(ctx, i, int64(len(a.value))) // another value than the quorum's
 			}
 		}
 		slices.Sort(pttls)
 		return leaderRead{known: true, id: bestID, value: value, next: min(max(pttls[len(pttls)-q]+time.Millisecond, settle), ObservePoll)}
+	case held+failed >= q:
+		return leaderRead{next: min(4*cfg.timeout(), ObservePoll)} // the failed nodes may hold the value
 	case best >= q:
-		// A candidate won the lock and has yet to store its value: it
-		// does not lead yet.
+		// A candidate won the lock and has yet to store its value on a
+		// quorum, or the nodes disagree on it: it does not lead yet.
 		return leaderRead{known: true, flux: true, next: settle}
 	case best+failed >= q:
 		return leaderRead{next: min(4*cfg.timeout(), ObservePoll)} // cannot tell
