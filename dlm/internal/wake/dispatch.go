@@ -38,7 +38,7 @@ func (w *Waker) notify(i int, channel, payload string) {
 		case !ok:
 			w.malformed(channel, len(payload))
 		case wt != nil:
-			wt.hear(i)
+			wt.hear(i, false)
 		}
 		return
 	}
@@ -64,7 +64,7 @@ func (w *Waker) notify(i int, channel, payload string) {
 	}
 	w.mu.Unlock()
 	for _, wt := range watchers {
-		wt.hear(i)
+		wt.hear(i, !m.grant)
 	}
 }
 

@@ -30,15 +30,24 @@ type broadcastMsg struct {
 	listening int64
 }
 
+// previousIDLen is the length of the id of a fair waiter of the previous
+// release, whose release announced the head of its line by that id on the
+// broadcast channel (22 characters of URL-safe base64). The key is free
+// then, for whoever asks first: to this release's waiters it is a release.
+const previousIDLen = 22
+
 // parseBroadcast reads the payload of a message heard on a broadcast
 // channel. Any client allowed to publish there may have sent it, so every
 // field is checked and bounded. It accepts exactly this grammar, of ASCII
 // bytes:
 //
-//	payload = grant / all / release
-//	grant   = "t"                    ; script.WakeGrant
-//	all     = ""                     ; script.WakeAll: a release without a count
-//	release = "r" 1*18DIGIT          ; script.WakeRelease and the listeners' count
+//	payload  = grant / all / release / previous
+//	grant    = "t"                   ; script.WakeGrant
+//	all      = ""                    ; script.WakeAll: a release without a count
+//	release  = "r" 1*18DIGIT         ; script.WakeRelease and the listeners' count
+//	previous = 22(ALPHA / DIGIT / "-" / "_")
+//	                                 ; the previous release's fair release: a
+//	                                 ; release without a count
 //
 // A release's count may have leading zeros; above maxListening it reads as
 // maxListening. It reports false for anything else: a sign, a count too
@@ -49,6 +58,8 @@ func parseBroadcast(payload string) (broadcastMsg, bool) {
 	case payload == script.WakeGrant:
 		return broadcastMsg{grant: true}, true
 	case payload == script.WakeAll:
+		return broadcastMsg{}, true
+	case len(payload) == previousIDLen && isID(payload):
 		return broadcastMsg{}, true
 	case len(payload) > len(script.WakeRelease) && len(payload) <= len(script.WakeRelease)+maxCountDigits && payload[:len(script.WakeRelease)] == script.WakeRelease:
 		var n int64

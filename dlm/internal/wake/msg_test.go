@@ -20,9 +20,11 @@ var (
 )
 
 // TestParseBroadcast checks the broadcast messages parseBroadcast accepts,
-// with what they announce, and that it refuses hostile ones: counts with a
-// sign, too many digits, digits that are not ASCII, bytes that are not
-// UTF-8, and long payloads.
+// with what they announce — the previous release's fair releases, which
+// name the head of its line by an id of 22 characters, as releases without
+// a count — and that it refuses hostile ones: counts with a sign, too many
+// digits, digits that are not ASCII, bytes that are not UTF-8, ids of
+// another length or alphabet, and long payloads.
 func TestParseBroadcast(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -50,7 +52,12 @@ func TestParseBroadcast(t *testing.T) {
 		{"r\u0661\u0662", broadcastMsg{}, false},
 		{"R1", broadcastMsg{}, false},
 		{"tt", broadcastMsg{}, false},
-		{testWaiter, broadcastMsg{}, false},
+		{testWaiter, broadcastMsg{}, true},
+		{"Rk1SR9QgExujG-jZdRq91g", broadcastMsg{}, true},
+		{"Rk1SR9QgExujG-jZdRq91", broadcastMsg{}, false},
+		{"Rk1SR9QgExujG-jZdRq91gA", broadcastMsg{}, false},
+		{"Rk1SR9QgExujG+jZdRq91g", broadcastMsg{}, false},
+		{"Rk1SR9QgExujG-jZdRq9==", broadcastMsg{}, false},
 		{"\xff\xfe\xfd", broadcastMsg{}, false},
 		{strings.Repeat("x", 1<<20), broadcastMsg{}, false},
 	} {
@@ -95,7 +102,7 @@ func TestParseNamed(t *testing.T) {
 // broadcastGrammar and namedGrammar are the grammars of the two kinds of
 // channel, written independently of the parsers.
 var (
-	broadcastGrammar = regexp.MustCompile(`\A(?:t|r[0-9]{1,18})?\z`)
+	broadcastGrammar = regexp.MustCompile(`\A(?:t|r[0-9]{1,18}|[A-Za-z0-9_-]{22})?\z`)
 	namedGrammar     = regexp.MustCompile(`\A` + testManager + `[A-Za-z0-9_-]{11}\z`)
 )
 

@@ -62,6 +62,12 @@ const minGap = time.Millisecond
 // would often come before the release reached a quorum, and the other
 // nodes' announcements of that release are not a new one's.
 //
+// A waiter with an id widened to the broadcast channels ([Waker.Widen])
+// is also woken by one node's announcement of a release there (see
+// [Watcher.needed]), but not by one heard before the gap below has passed:
+// such a release freed the key for whoever asked first, long taken by the
+// gap's end, so the next release after it wakes the waiter instead.
+//
 // Either way, a wake-up after a refused attempt that a wake-up started
 // (a release's, or a subscription made again) comes no sooner than a gap
 // after Wait began, which doubles with each such attempt in a row, from a
@@ -103,6 +109,9 @@ func (wt *Watcher) Wait(ctx context.Context, done <-chan struct{}, timer *time.T
 		// wake-up of its own.
 		grace = time.NewTimer(last.Grace)
 		graceC = grace.C
+	}
+	if wt.widened {
+		wt.heedFrom(began.Add(wt.gap))
 	}
 	for {
 		n, first, resub := wt.named()
@@ -183,11 +192,23 @@ func (wt *Watcher) named() (int, time.Time, bool) {
 
 // needed is how many nodes must name the waiter (announce a release, for
 // a waiter of the broadcast channels) for a wake-up: its need, or every
-// node whose subscription is up when fewer are; 0 when none is.
+// node whose subscription is up when fewer are; 0 when none is. For a
+// waiter with an id widened to the broadcast channels ([Waker.Widen]), one
+// node that announced a release there is enough: those are the releases of
+// the previous release's processes, which two nodes announce at most, at
+// the moment they run on every node, and whose own waiters attempt at the
+// first announcement. Waiting for a quorum of them, the widened waiter
+// would come after those waiters every time, or a Grace after the release.
 func (wt *Watcher) needed() int {
 	wt.w.mu.Lock()
-	defer wt.w.mu.Unlock()
-	return min(wt.need, wt.w.liveLocked())
+	need := min(wt.need, wt.w.liveLocked())
+	wt.w.mu.Unlock()
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.broadcast && wt.id != "" && need > 0 {
+		return 1
+	}
+	return need
 }
 
 // stopTimer stops t and drains a tick it already sent, so that t.Reset

@@ -365,3 +365,131 @@ func TestNamedBeforeWatch(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitWidened checks, on synctest's fake clock, when the wait of a
+// waiter widened to the broadcast channel ends (one beside processes of the
+// previous release, which announce their releases there on two nodes, and
+// whose waiters attempt at the first announcement): at once when one node
+// announces a release there, the previous release's fair release (a fair
+// waiter's id) included, where a naming on its manager's channel still
+// needs a quorum or a grace; at a release heard after the gap that a
+// refused woken attempt set, never at one heard before it, whose key was
+// free back then; at once for a release heard during the attempt when
+// there is no gap. A grant, or a waiter not widened, ends nothing before
+// the timer.
+func TestWaitWidened(t *testing.T) {
+	t.Parallel()
+	const (
+		grace = 100 * time.Millisecond
+		retry = 10 * time.Second
+	)
+	bc, mc := script.WakeChannel("k"), script.ManagerChannel("k", testManager)
+	type message struct {
+		at      time.Duration // after Wait began; negative: before it, during the attempt
+		node    int
+		channel string
+		payload string
+	}
+	for _, tc := range []struct {
+		name     string
+		narrow   bool // not widened
+		heard    []message
+		woken    bool          // the attempt before was woken, and refused
+		gap      time.Duration // the gap before Wait
+		want     time.Duration
+		wantWoke bool
+	}{
+		{name: "one node announced a release", heard: []message{{3 * time.Millisecond, 0, bc, "r2"}}, want: 3 * time.Millisecond, wantWoke: true},
+		{name: "the previous release's fair release", heard: []message{{4 * time.Millisecond, 1, bc, "Rk1SR9QgExujG-jZdRq91g"}}, want: 4 * time.Millisecond, wantWoke: true},
+		{name: "named by one node", heard: []message{{2 * time.Millisecond, 0, mc, testWaiter}}, want: 2*time.Millisecond + grace, wantWoke: true},
+		{name: "a release before the gap ended is not the one", woken: true, gap: 8 * time.Millisecond,
+			heard: []message{{time.Millisecond, 0, bc, "r2"}, {10 * time.Millisecond, 1, bc, "r2"}, {20 * time.Millisecond, 0, bc, "r2"}}, want: 20 * time.Millisecond, wantWoke: true},
+		{name: "a release during the attempt, no gap", heard: []message{{-time.Millisecond, 2, bc, "r2"}}, want: 0, wantWoke: true},
+		{name: "a release during the attempt, then the gap", woken: true, heard: []message{{-time.Millisecond, 2, bc, "r2"}, {5 * time.Millisecond, 2, bc, "r2"}}, want: 5 * time.Millisecond, wantWoke: true},
+		{name: "a grant", heard: []message{{3 * time.Millisecond, 0, bc, script.WakeGrant}}, want: retry},
+		{name: "not widened", narrow: true, heard: []message{{3 * time.Millisecond, 0, bc, "r2"}}, want: retry},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				w := testWaker(3)
+				wt := w.Watch([]string{"k"}, testWaiter, 2)
+				if !tc.narrow {
+					w.Widen(wt, []string{"k"})
+				}
+				reader := w.Watch([]string{"k"}, "", 2) // the broadcast channel's own watcher
+				defer reader.Stop()
+				wt.gap = tc.gap
+				wt.Drain()
+				for _, m := range tc.heard {
+					if m.at < 0 {
+						handler{w: w, i: m.node}.Message(m.channel, m.payload)
+						continue
+					}
+					time.AfterFunc(m.at, func() { handler{w: w, i: m.node}.Message(m.channel, m.payload) })
+				}
+				timer := time.NewTimer(retry)
+				start := time.Now()
+				woke, err := wt.Wait(context.Background(), nil, timer, Attempt{Took: time.Millisecond, Woken: tc.woken, Grace: grace})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(start); got != tc.want || woke != tc.wantWoke {
+					t.Errorf("Wait = %v after %v; want %v after %v", woke, got, tc.wantWoke, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestForgedBroadcastFloodBound checks, on synctest's fake clock, that a
+// flood of forged releases on the broadcast channel, from every node, costs
+// a widened waiter no more than a flood naming it costs a waiter
+// (TestForgedFloodBound): one node's announcement wakes it, but each
+// wake-up's refused attempt doubles the gap before the next, up to the
+// grace.
+func TestForgedBroadcastFloodBound(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			grace = 50 * time.Millisecond
+			span  = time.Second
+		)
+		w := testWaker(5)
+		wt := w.Watch([]string{"k"}, testWaiter, 3)
+		w.Widen(wt, []string{"k"})
+		bc := script.WakeChannel("k")
+		ctx, cancel := context.WithCancel(context.Background())
+		flooding := make(chan struct{})
+		defer func() {
+			cancel()
+			<-flooding
+		}()
+		go func() { // the flood: every node announces a release every 100 µs
+			defer close(flooding)
+			for ctx.Err() == nil {
+				for i := range 5 {
+					handler{w: w, i: i}.Message(bc, "r1")
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		timer := time.NewTimer(time.Hour)
+		attempts, woken := 0, false
+		for start := time.Now(); time.Since(start) < span; attempts++ {
+			wt.Drain()
+			time.Sleep(time.Millisecond) // the attempt's round trip, refused
+			var err error
+			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		doubling := 0
+		for g := minGap; g < grace; g *= 2 {
+			doubling++
+		}
+		if bound := doubling + int(span/grace) + 1; attempts > bound {
+			t.Errorf("a flood of forged broadcast releases drove %d attempts of a widened waiter in %v; want at most %d", attempts, span, bound)
+		}
+	})
+}

@@ -158,7 +158,7 @@ func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 		w.spawn(p.run)
 	}
 	for _, i := range early {
-		wt.hear(i)
+		wt.hear(i, false)
 	}
 	return wt
 }
@@ -166,9 +166,12 @@ func (w *Waker) Watch(rkeys []string, id string, need int) *Watcher {
 // Widen makes the waiter wt, which has an id, hear the releases announced
 // on the broadcast channels of rkeys too, each counted as a node naming
 // it: for a waiter whose keys others wait for on those channels (a process
-// of the previous release, whose releases name nobody), so that it need
-// not find the keys free by its retry pace alone. Widening twice, or a
-// watcher of the broadcast channels, changes nothing.
+// of the previous release, whose releases name nobody of this one), so
+// that it need not find the keys free by its retry pace alone. One node
+// announcing such a release wakes it ([Watcher.Wait]), as it wakes the
+// previous release's own waiters, which would otherwise take every key
+// first. Widening twice, or a watcher of the broadcast channels, changes
+// nothing.
 func (w *Waker) Widen(wt *Watcher, rkeys []string) {
 	if wt == nil || wt.id == "" || wt.widened {
 		return

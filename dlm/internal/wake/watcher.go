@@ -39,6 +39,11 @@ type Watcher struct {
 	nheard int
 	first  time.Time
 	resub  bool
+	// broadcast says that a node announced a release on a broadcast
+	// channel since the last attempt began (see [Watcher.needed]); a
+	// waiter with an id hears those from heedAt on ([Watcher.heedFrom]).
+	broadcast bool
+	heedAt    time.Time
 	// late marks the nodes that had not named the waiter when a wake-up
 	// ended its wait: the release that woke it may still reach them, and
 	// their next message until lateUntil is that release's, not a new one.
@@ -76,8 +81,9 @@ func (wt *Watcher) Woken() <-chan struct{} {
 func (wt *Watcher) watches(channel string) bool { return slices.Contains(wt.chans, channel) }
 
 // hear records that node i named the waiter, unless the message is a late
-// one of the release that woke it last (see [Watcher.late]).
-func (wt *Watcher) hear(i int) {
+// one of the release that woke it last (see [Watcher.late]); broadcast says
+// that the node announced a release on a broadcast channel.
+func (wt *Watcher) hear(i int, broadcast bool) {
 	wt.mu.Lock()
 	if i < len(wt.late) && wt.late[i] {
 		wt.late[i] = false
@@ -86,6 +92,10 @@ func (wt *Watcher) hear(i int) {
 			return
 		}
 	}
+	if broadcast && wt.id != "" && time.Now().Before(wt.heedAt) {
+		wt.mu.Unlock()
+		return // see heedFrom
+	}
 	if i < len(wt.heard) && !wt.heard[i] {
 		wt.heard[i] = true
 		wt.nheard++
@@ -93,8 +103,25 @@ func (wt *Watcher) hear(i int) {
 			wt.first = time.Now()
 		}
 	}
+	wt.broadcast = wt.broadcast || broadcast
 	wt.mu.Unlock()
 	signal(wt.c)
+}
+
+// heedFrom makes a waiter with an id hear the releases announced on the
+// broadcast channels only from at on, and forgets those heard so far when
+// at is still to come: a wake-up that the gap defers (see [Watcher.Wait])
+// must not end at a release heard before it, whose key others took long
+// since, but at the next one, when the key is free. Those releases, the
+// previous release's processes', free the key for whoever asks first.
+func (wt *Watcher) heedFrom(at time.Time) {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	wt.heedAt = at
+	if wt.broadcast && time.Now().Before(at) {
+		clear(wt.heard)
+		wt.nheard, wt.first, wt.broadcast = 0, time.Time{}, false
+	}
 }
 
 // Ready waits until every node has confirmed the watcher's channels (or
@@ -161,7 +188,7 @@ func (wt *Watcher) Drain() {
 	}
 	wt.mu.Lock()
 	clear(wt.heard)
-	wt.nheard, wt.first, wt.resub = 0, time.Time{}, false
+	wt.nheard, wt.first, wt.resub, wt.broadcast = 0, time.Time{}, false, false
 	wt.mu.Unlock()
 	select {
 	case <-wt.c:
