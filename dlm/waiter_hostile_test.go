@@ -44,7 +44,7 @@ func TestHostileTimeLeftCount(t *testing.T) {
 				plain[i] = respNode(t, s.Addr(), "")
 			}
 			nodes, honestEvals := shortLeftNodes(plain, 0, true)
-			holder, err := dlm.New(plain, dlm.WithNodeTimeout(nodeTimeout))
+			holder, err := dlm.New(plain, holdEverywhere(t, srvs[0]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,6 +61,7 @@ func TestHostileTimeLeftCount(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer held.Unlock(ctx)
+			awaitHeld(t, srvs, "k")
 			for _, s := range srvs[len(srvs)-free:] {
 				if _, err := s.Do("DEL", "redlock:{k}"); err != nil {
 					t.Fatal(err)
