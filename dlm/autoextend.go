@@ -30,7 +30,9 @@ const defaultRemaining = 1.0 / 3
 // WithAutoExtend keeps a lock taken by [Manager.Lock], [Manager.TryLock],
 // their multi-key forms or [Manager.Resume] extended in the background, each
 // time by the lock's TTL, until [Lock.Unlock], the loss of the lock,
-// [AutoExtend.MaxHold], or [Manager.Close]. The context given to the call
+// [AutoExtend.MaxHold], or [Manager.Close]. A [Lock.Extend] in between
+// sets the keys' TTL until the next extension, which it reschedules from
+// the validity it leaves. The context given to the call
 // that took the lock bounds only the wait for it: cancelling it once the
 // call returned does not stop extension, so
 //
@@ -109,9 +111,15 @@ type autoExtension struct {
 	// time, give or take a little (see [autoExtension.nextExtension]).
 	at, early int64
 	state     autoState
+	// moved is set by an Extend that moved the lock's validity while a
+	// round held the lock, or was about to queue it again: movedAt and
+	// movedEarly are the next extension's times by the new validity, which
+	// that round queues the lock for ([extender.moved]).
+	moved               bool
+	movedAt, movedEarly int64
 	// released is closed once a round is done with the lock, for a stop
-	// that came while the lock was in it (see [extender.stop]); nil
-	// otherwise.
+	// or an Extend that came while the lock was in it (see [extender.stop],
+	// [extender.takeOp]); nil otherwise.
 	released chan struct{}
 }
 

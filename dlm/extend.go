@@ -30,6 +30,28 @@ import (
 // [Manager.Lock]): its keys may live by ttl, not by that caller's TTL.
 // After [Lock.Unlock], and on a nil Lock, Extend returns an error wrapping
 // [ErrNotHeld].
+//
+// On a lock kept by [WithAutoExtend], Extend reschedules the
+// auto-extension from the validity it leaves, whatever ttl is and whether
+// the extension succeeded: the next extension starts when as much of the
+// new validity is left as [AutoExtend.Remaining] asks of the lock's TTL,
+// so it comes in time for a shorter validity and not early after a longer
+// one, and it extends by the lock's TTL again (ttl lasts until then). A
+// ttl too short for that extension to be sent and answered before the
+// loss guard (see [Lock.Lost]) loses the lock all the same. An
+// auto-extension under way when Extend is called settles first: Extend
+// waits for it (ctx ends the wait) before it sends anything, so the
+// validity is then Extend's, counted from its start.
+//
+// Invariant: the validity a caller sees ([Lock.Until]) is never longer
+// than what a quorum's keys grant. In the process, extensions of one lock
+// never cross: each settles before the next is sent, so the validity
+// follows the extension a quorum applied last. The nodes are assumed to
+// run one lock's requests in the order they were sent: a renewal whose
+// reply was lost, run by a node after a shorter Extend's request, leaves
+// that key living longer than the validity, which is safe; a failed
+// extension's request run after a longer one's would end the key before
+// the validity, which the assumption excludes.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return errNilLock("extend")
@@ -42,7 +64,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	l.op.Lock()
+	if l.auto == nil {
+		l.op.Lock()
+	} else if err := l.m.extender.takeOp(ctx, l); err != nil {
+		return fmt.Errorf("dlm: extend %s: %w", l.subject(), err)
+	}
 	defer l.op.Unlock()
 	start := time.Now()
 	if err := l.extendable(start); err != nil {
@@ -51,6 +77,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.extended = true
 	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
 	err := l.settleExtension(ctx, &v, ttl, start)
+	if l.auto != nil {
+		l.m.extender.moved(l) // with op held: see there
+	}
 	if qerr, failed := err.(*QuorumError); failed && ctx.Err() != nil {
 		return fmt.Errorf("dlm: extend %s: %w (%v)", l.subject(), ctx.Err(), qerr)
 	}

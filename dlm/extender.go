@@ -41,7 +41,7 @@ type extender struct {
 
 	mu      sync.Mutex
 	queue   extQueue
-	stopped int // stopped locks still in the queue
+	stopped int // stale items in the queue (see [extQueue])
 	running bool
 	// sleepUntil is when the goroutine means to wake, on the extender's
 	// clock; a lock scheduled sooner wakes it.
@@ -69,7 +69,7 @@ const (
 	// maxRound bounds the extensions a round takes, so that the first
 	// batches go out while the rest is still due, under overload too.
 	maxRound = 16 * batchEntries
-	// compactFrom is how many stopped locks the queue may hold, at least,
+	// compactFrom is how many stale items the queue may hold, at least,
 	// before it is compacted: up to half of it.
 	compactFrom = 64
 )
@@ -108,7 +108,9 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 // schedule queues a's next extension wait after now, or up to early
 // sooner or late later with a round of others, unless its extension was
 // stopped or the manager closed, and starts the goroutine if it does not
-// run yet. a is in no round ([extender.release]).
+// run yet. a is in no round ([extender.release]). When an Extend moved the
+// lock's validity while a round held it, the time Extend computed from the
+// new validity replaces the one given ([extender.moved]).
 func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late time.Duration) {
 	x.mu.Lock()
 	if a.state != autoIdle || x.m.life.closed.Load() {
@@ -116,8 +118,27 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late t
 		x.stop(a.l)
 		return
 	}
+	at, soonest := x.plan(now, wait, early, late)
+	if a.moved {
+		at, soonest = a.movedAt, a.movedEarly
+		a.moved = false
+	}
+	x.queueAt(a, at, soonest)
+}
+
+// plan returns the times, on the extender's clock, of an extension wait
+// after now that may go up to early sooner or late later: the latest a
+// round should take it, and the soonest it may.
+func (x *extender) plan(now time.Time, wait, early, late time.Duration) (at, soonest int64) {
 	planned := x.clock(now) + int64(wait)
-	a.at, a.early = planned+int64(late), planned-int64(early)
+	return planned + int64(late), planned - int64(early)
+}
+
+// queueAt queues a, due at at and no sooner than soonest, and starts the
+// goroutine if it does not run yet, or wakes it if a is due before it
+// means to wake. x.mu is held, and queueAt releases it.
+func (x *extender) queueAt(a *autoExtension, at, soonest int64) {
+	a.at, a.early = at, soonest
 	a.state = autoQueued
 	first := x.queue.push(a)
 	spawn := !x.running
@@ -138,6 +159,68 @@ func (x *extender) schedule(a *autoExtension, now time.Time, wait, early, late t
 	}
 }
 
+// moved reschedules the auto-extension of l, whose validity an Extend has
+// just moved, with any TTL, from the new validity: as after an extension
+// of its own ([autoExtension.nextExtension]), so that a shorter validity
+// is extended in time and a longer one not pointlessly early. A lock
+// queued for the time the old validity called for is queued again (its
+// item in the queue goes stale); one that a round took, and leaves without
+// extending it (it finds op held), is queued by that round for the new
+// time ([extender.schedule]). Extend calls it with op held, so that no
+// round's extension of l settles, and moves the validity again, between
+// the reading of the validity and the queueing.
+func (x *extender) moved(l *Lock) {
+	a := l.auto
+	now := time.Now()
+	wait, early, late := a.nextExtension(now)
+	at, soonest := x.plan(now, wait, early, late)
+	x.mu.Lock()
+	switch a.state {
+	case autoQueued:
+		if at != a.at {
+			x.staled(a) // its item, due at a.at
+			x.queueAt(a, at, soonest)
+			return
+		}
+	case autoIdle, autoTaken:
+		a.moved, a.movedAt, a.movedEarly = true, at, soonest
+	}
+	x.mu.Unlock()
+}
+
+// takeOp takes l's op for Extend, waiting first, as Unlock does (see
+// [extender.stop]), on a channel rather than on the mutex while a round
+// holds the lock, for up to a round trip: ctx ends the wait, and the
+// round's extension settles before Extend sends anything. It returns
+// ctx's error when ctx ended first, and then holds nothing.
+func (x *extender) takeOp(ctx context.Context, l *Lock) error {
+	a := l.auto
+	for {
+		x.mu.Lock()
+		if a.state != autoTaken {
+			// No round holds op: Unlock or another Extend may, for which
+			// the mutex waits. A round that takes the lock from now on
+			// finds op held and leaves it ([extender.entry]).
+			locked := l.op.TryLock()
+			x.mu.Unlock()
+			if !locked {
+				l.op.Lock()
+			}
+			return nil
+		}
+		if a.released == nil {
+			a.released = make(chan struct{})
+		}
+		done := a.released
+		x.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // stop ends the auto-extension of l, if it has one: it is taken out of the
 // queue and never queued again, and under Do the watch of Do's context
 // ends. It returns a channel closed once no round holds the lock: at once
@@ -151,12 +234,8 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 	var wait <-chan struct{} = closedChan
 	switch a.state {
 	case autoQueued:
-		// Left in the queue, stopped, until it comes to the top; the
-		// queue is compacted when most of it is stopped.
-		if x.stopped++; x.stopped > len(x.queue)/2 && x.stopped >= compactFrom {
-			x.queue.keep(func(b *autoExtension) bool { return b.state != autoStopped && b != a })
-			x.stopped = 0
-		}
+		// Left in the queue, stopped, until it comes to the top.
+		x.staled(a)
 	case autoTaken:
 		if a.released == nil {
 			a.released = make(chan struct{})
@@ -164,7 +243,7 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 		wait = a.released
 	}
 	unhook := a.unhook
-	a.state, a.unhook = autoStopped, nil
+	a.state, a.unhook, a.moved = autoStopped, nil, false
 	x.mu.Unlock()
 	if unhook != nil {
 		unhook()
@@ -172,8 +251,19 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 	return wait
 }
 
+// staled counts an item of a that went stale in the queue, and compacts
+// the queue when most of it is stale: the compaction drops every item of
+// a, which is stopped or queued again after. x.mu is held.
+func (x *extender) staled(a *autoExtension) {
+	if x.stopped++; x.stopped > len(x.queue)/2 && x.stopped >= compactFrom {
+		x.queue.keep(func(it queueItem) bool { return it.a != a && it.current() })
+		x.stopped = 0
+	}
+}
+
 // release records that the round that took a is done with it — it let go
-// of the lock's op — and tells a stop waiting for that; it is called
+// of the lock's op — and tells a stop or an Extend waiting for that
+// ([extender.takeOp]); it is called
 // before the round queues the lock again or stops it. From then on a stop
 // need not wait.
 func (x *extender) release(a *autoExtension) {
@@ -229,7 +319,7 @@ func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c := x.clock(now)
-	x.dropStopped()
+	x.dropStale()
 	if len(x.queue) == 0 {
 		x.sleepUntil = 1<<63 - 1
 		return nil, 0
@@ -246,16 +336,21 @@ func (x *extender) take(now time.Time) ([]*autoExtension, time.Duration) {
 		a := x.queue.pop()
 		a.state = autoTaken
 		due = append(due, a)
-		x.dropStopped()
+		x.dropStale()
 	}
 	return due, 0
 }
 
-// dropStopped pops the stopped locks at the top of the queue. x.mu is held.
-func (x *extender) dropStopped() {
-	for len(x.queue) > 0 && x.queue.top().state == autoStopped {
+// dropStale pops the stale items at the top of the queue: of locks whose
+// extension stopped, or that an Extend queued again ([extender.moved]).
+// x.mu is held.
+func (x *extender) dropStale() {
+	for len(x.queue) > 0 && !x.queue[0].current() {
 		x.queue.pop()
-		x.stopped--
+		// Not below zero: a compaction keeps two current items of one
+		// lock due at the same time, and counts neither when one goes
+		// stale.
+		x.stopped = max(x.stopped-1, 0)
 	}
 }
 
@@ -290,9 +385,10 @@ func (x *extender) after(a *autoExtension, ttl time.Duration, err error) {
 // their next extension, by when it is due. Each item keeps that time beside
 // the lock, and sifting writes nothing to the locks, so that ordering the
 // queue reads no lock: with hundreds of thousands of locks, each read would
-// be a cache miss. A lock whose extension stops stays in the queue,
-// stopped, until it comes to the top or the queue is compacted (see
-// [extender.stop]).
+// be a cache miss. An item that no longer stands for its lock's next
+// extension — the lock's extension stopped, or an Extend queued it again
+// for another time — stays in the queue, stale, until it comes to the top
+// or the queue is compacted (see [extender.stop], [extender.moved]).
 type extQueue []queueItem
 
 // queueItem is a lock in the queue, and when its extension is due.
@@ -300,6 +396,12 @@ type queueItem struct {
 	at int64
 	a  *autoExtension
 }
+
+// current reports whether it stands for its lock's next extension: the
+// lock is queued, for its time. Two items of one lock due at the same time
+// are the same extension: the first popped takes the lock, which leaves
+// the other stale.
+func (it queueItem) current() bool { return it.a.state == autoQueued && it.a.at == it.at }
 
 // top returns the lock due first; the queue is not empty.
 func (q extQueue) top() *autoExtension { return q[0].a }
@@ -325,10 +427,10 @@ func (q *extQueue) pop() *autoExtension {
 }
 
 // keep keeps the items for which ok is true, in heap order again.
-func (q *extQueue) keep(ok func(*autoExtension) bool) {
+func (q *extQueue) keep(ok func(queueItem) bool) {
 	h := (*q)[:0]
 	for _, it := range *q {
-		if ok(it.a) {
+		if ok(it) {
 			h = append(h, it)
 		}
 	}

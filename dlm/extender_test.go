@@ -35,7 +35,7 @@ func TestExtQueue(t *testing.T) {
 					want = slices.Delete(want, slices.Index(want, it.a.at), slices.Index(want, it.a.at)+1)
 				}
 			}
-			q.keep(func(a *autoExtension) bool { return a.state != autoStopped })
+			q.keep(func(it queueItem) bool { return it.a.state != autoStopped })
 		case len(q) > 0:
 			slices.Sort(want)
 			if a := q.pop(); a.at != want[0] {
@@ -81,5 +81,61 @@ func TestQueueCompacted(t *testing.T) {
 	x.mu.Unlock()
 	if queued-stopped != 50 || queued > 2*50+compactFrom {
 		t.Errorf("after 150 of 200 auto-extended locks were unlocked: %d queued, %d of them stopped; want 50 live, at most %d in all", queued, stopped, 2*50+compactFrom)
+	}
+}
+
+// TestExtendRequeues checks that an Extend of an auto-extended lock queues
+// it again for the validity it leaves, and that the items it leaves behind
+// do not pile up: after many Extends of a few locks, each lock has one
+// current item, due by its new validity, and the stale ones are counted
+// and compacted away as stopped locks are.
+func TestExtendRequeues(t *testing.T) {
+	t.Parallel()
+	fs := newFakes(3)
+	m := newManager(t, fs, WithTTL(time.Minute))
+	ctx := context.Background()
+	var locks []*Lock
+	for i := range 4 {
+		l, err := m.TryLock(ctx, fmt.Sprint("k", i), WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	for i := range 200 {
+		ttl := time.Minute
+		if i%2 == 0 {
+			ttl = 30 * time.Second // shorter and longer in turn
+		}
+		if err := locks[i%len(locks)].Extend(ctx, ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := m.extender
+	x.mu.Lock()
+	queued, stale := len(x.queue), x.stopped
+	current := map[*autoExtension]int{}
+	for _, it := range x.queue {
+		if it.current() {
+			current[it.a]++
+		}
+	}
+	x.mu.Unlock()
+	if queued-stale != len(locks) || queued > 2*len(locks)+compactFrom {
+		t.Errorf("after 200 Extends of %d auto-extended locks: %d queued, %d of them stale; want %d current, at most %d in all", len(locks), queued, stale, len(locks), 2*len(locks)+compactFrom)
+	}
+	for i, l := range locks {
+		if current[l.auto] != 1 {
+			t.Errorf("lock %d has %d current items in the queue; want 1", i, current[l.auto])
+		}
+		// Due when a third of the validity is left, less up to a tenth
+		// of the wait for jitter.
+		left := time.Until(l.Until()) - l.cfg.validity(l.cfg.ttl)/3
+		x.mu.Lock()
+		due := time.Duration(l.auto.at - x.clock(time.Now()))
+		x.mu.Unlock()
+		if due > left || due < left*9/10-time.Second {
+			t.Errorf("lock %d (Until in %v): next extension due in %v; want about %v, by its last Extend", i, time.Until(l.Until()).Round(time.Millisecond), due.Round(time.Millisecond), left.Round(time.Millisecond))
+		}
 	}
 }

@@ -125,6 +125,8 @@ func (x *extender) entry(a *autoExtension, now time.Time) (sweepEntry, bool) {
 		x.release(a)
 		return sweepEntry{}, false
 	case !locked:
+		// An Extend that holds op queues the lock for the validity it
+		// leaves instead of this retry ([extender.moved]).
 		x.release(a)
 		if wait, late, ok := a.retryWait(now); ok {
 			x.schedule(a, now, wait, 0, late)
