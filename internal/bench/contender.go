@@ -56,6 +56,11 @@ type openJob struct {
 	Tries       int           `json:"tries"`
 	Client      int           `json:"client"` // the contender's number, for its own warm-up key
 	Marker      string        `json:"marker"` // the holder marker's file; "" for none
+	// Cold defers opening the library to the start instant of the run
+	// that follows, with no warm-up: the contender answers ready with
+	// no connection made, and at the start opens the library and at once
+	// calls Lock, as a process just started would (the cold-burst case).
+	Cold bool `json:"cold,omitempty"`
 }
 
 // runJob is one hot-key run.
@@ -132,14 +137,16 @@ func serveContender(in io.Reader, out io.Writer) (err error) {
 		lk     Locker
 		marker *holderMarker
 		clock  sharedClock
+		cold   *openJob // opened cold: the library is opened at the run's start
 	)
 	closeLib := func() {
 		if lk != nil {
 			lk.Close()
 		}
 		marker.close()
-		lk, marker = nil, nil
+		lk, marker, cold = nil, nil, nil
 	}
+	opened := func() bool { return lk != nil || cold != nil }
 	defer func() {
 		closeLib()
 		if err != nil {
@@ -152,19 +159,22 @@ func serveContender(in io.Reader, out io.Writer) (err error) {
 			return fmt.Errorf("line from the harness: %w", err)
 		}
 		switch {
-		case msg.Open != nil && lk == nil:
+		case msg.Open != nil && !opened():
 			j := msg.Open
 			if lk, marker, clock, err = openContender(j); err != nil {
 				return err
 			}
+			if j.Cold {
+				cold = j
+			}
 			if err := send(fromContender{Ready: &readyMsg{ClockErr: clock.err}}); err != nil {
 				return err
 			}
-		case msg.Run != nil && lk != nil:
-			if err := runContender(lk, clock, marker, *msg.Run, send); err != nil {
+		case msg.Run != nil && opened():
+			if lk, err = runContender(lk, cold, clock, marker, *msg.Run, send); err != nil {
 				return err
 			}
-		case msg.Close && lk != nil:
+		case msg.Close && opened():
 			closeLib()
 			if err := send(fromContender{Closed: true}); err != nil {
 				return err
@@ -177,11 +187,24 @@ func serveContender(in io.Reader, out io.Writer) (err error) {
 }
 
 // openContender opens the library of j, warms it up on a key of the
-// contender's own and maps the shared clock and the holder marker.
+// contender's own and maps the shared clock and the holder marker. When j
+// is cold it only checks that the library exists, and maps the clock and
+// the marker: the Locker is nil.
 func openContender(j *openJob) (Locker, *holderMarker, sharedClock, error) {
 	lib, ok := contenderLibrary(j.Lib)
 	if !ok {
 		return nil, nil, sharedClock{}, fmt.Errorf("no library %q", j.Lib)
+	}
+	if j.Cold {
+		clock, err := newSharedClock()
+		if err != nil {
+			return nil, nil, sharedClock{}, fmt.Errorf("shared clock: %w", err)
+		}
+		marker, err := openMarker(j.Marker)
+		if err != nil {
+			return nil, nil, sharedClock{}, fmt.Errorf("holder marker: %w", err)
+		}
+		return nil, marker, clock, nil
 	}
 	lk, err := lib.Open(j.Addrs, j.TTL, j.NodeTimeout, j.Tries)
 	if err != nil {
@@ -216,17 +239,27 @@ func openContender(j *openJob) (Locker, *holderMarker, sharedClock, error) {
 
 // runContender runs j as one contender and sends its calls and its done
 // line. It waits for the start instant, so that every contender of the
-// run starts together.
-func runContender(lk Locker, clock sharedClock, marker *holderMarker, j runJob, send func(fromContender) error) error {
+// run starts together. With lk nil it opens the library of cold at the
+// start instant (a failure to open is the run's one error, and the
+// contender makes no call); it returns the Locker it ran with.
+func runContender(lk Locker, cold *openJob, clock sharedClock, marker *holderMarker, j runJob, send func(fromContender) error) (Locker, error) {
 	if j.Window <= 0 || j.Work < 0 {
-		return errors.New("run with no window or a negative work time")
+		return lk, errors.New("run with no window or a negative work time")
 	}
-	m := lk.Mutex(j.Key)
 	start := clock.local(j.Start)
 	if d := time.Until(start); d > 0 {
 		time.Sleep(d)
 	}
 	late := max(time.Since(start), 0)
+	if lk == nil {
+		lib, _ := contenderLibrary(cold.Lib)
+		var err error
+		if lk, err = lib.Open(cold.Addrs, cold.TTL, cold.NodeTimeout, cold.Tries); err != nil {
+			text := truncate(fmt.Sprintf("open %s: %v", lib.Name, err), maxErrorText)
+			return nil, send(fromContender{Done: &doneMsg{Errors: 1, FirstErr: text, Late: late}})
+		}
+	}
+	m := lk.Mutex(j.Key)
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(j.Window))
 	c := contend(ctx, m, 0, j.Work, start, marker)
 	cancel()
@@ -236,10 +269,10 @@ func runContender(lk Locker, clock sharedClock, marker *holderMarker, j runJob, 
 			g = neverGranted
 		}
 		if err := send(fromContender{Call: []int64{int64(k.asked), g, int64(k.unlock), int64(k.release)}}); err != nil {
-			return err
+			return lk, err
 		}
 	}
-	return send(fromContender{Done: &doneMsg{Calls: len(c.calls), Errors: c.errors, FirstErr: truncate(c.firstErr, maxErrorText),
+	return lk, send(fromContender{Done: &doneMsg{Calls: len(c.calls), Errors: c.errors, FirstErr: truncate(c.firstErr, maxErrorText),
 		Checked: c.checked, Overlaps: c.overlaps, Late: late}})
 }
 

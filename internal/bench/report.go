@@ -343,6 +343,7 @@ func writeHot(b *strings.Builder, r *Results) {
 		}
 	}
 	writeProcs(b, r)
+	writeBurst(b, r)
 }
 
 // hotErrors is the errors cell of a hot-key result, with its violations of
@@ -462,11 +463,22 @@ func writeMethod(b *strings.Builder, r *Results) {
 	b.WriteString("## How to rerun\n\n")
 	b.WriteString("```sh\nmake bench    # installs redis-server if missing, runs internal/bench/cmd/lockbench, rewrites docs/benchmarks.md and docs/benchmarks.svg\n```\n\n")
 	b.WriteString("The harness is its own module, `internal/bench`, so redsync never enters the library's module graph; it uses the library's public API only and measures whatever the checkout does. It starts its own redis-server processes on free loopback ports and stops them on exit, on error and on Ctrl-C. To run part of it, or profile it:\n\n")
-	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -proc-run 2s   # the process cases at 8 and 64 contenders, one run each: a few minutes\ngo run ./cmd/lockbench -run '^(read|semaphore|allocs-read|allocs-semaphore)/'   # the read lock and semaphore cases only\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
+	b.WriteString("```sh\ncd internal/bench\ngo run ./cmd/lockbench -run 'hotkey/per-contender/c8-w0s' -hot-duration 10s          # prints the report\ngo run ./cmd/lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out\ngo run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -proc-run 2s   # the process cases at 8 and 64 contenders, one run each: a few minutes\ngo run ./cmd/lockbench -run '^burst/' -burst 64x1,256x1   # the cold burst alone, one run of 64 and one of 256 processes: a few minutes\ngo run ./cmd/lockbench -run '^(read|semaphore|allocs-read|allocs-semaphore)/'   # the read lock and semaphore cases only\ngo run ./cmd/lockbench -run 'allocs/goredis$' -memprofile mem.out -memprofilerate 1\n```\n\n")
 	ids := make([]string, len(r.Libraries))
 	for i, lib := range r.Libraries {
 		ids[i] = lib.ID
 	}
-	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `hotkey/procs/cN-wWORK/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, the process cases' sizes and runs, semaphore limit, TTL, node timeout, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
+	fmt.Fprintf(b, "The cold burst alone, every backend and redsync in the same run, its report printed: `make bench-burst` (`BURST=64x1,256x1` for one run of each size; by default %s, as `make bench` runs it). Each run starts that many processes at once, which open the library at one start instant with no connection made before and at once contend for one key for %v; it measures grants/s against redsync's run of the same round, the longest stretch without a grant, the share of the processes served, two holders at once, the connections each node accepts per process and the most connected at once, and the keys left on the nodes after the processes exit ([A cold burst](#a-cold-burst)). The burst targets pass only on %d runs of each library or more.\n\n",
+		joinCases(r.Config.Bursts), r.Config.BurstRun, burstMinRuns)
+	fmt.Fprintf(b, "Case names are `physical`, `uncontended/gN/LIB`, `read/gN/LIB`, `semaphore/gN/LIB`, `hotkey/shared/cN-wWORK/LIB`, `hotkey/per-contender/cN-wWORK/LIB`, `hotkey/procs/cN-wWORK/LIB`, `burst/nN/LIB`, `fairness/cN-w0s/LIB`, `latency/LIB`, `allocs/LIB`, `allocs-read/LIB` and `allocs-semaphore/LIB`, with LIB one of %s; the read lock and semaphore cases run on redlock's backends only; `-h` lists the flags (durations, goroutines, contenders, the process cases' sizes and runs, the cold bursts' sizes, runs and length, semaphore limit, TTL, node timeout, node count). Numbers move by several percent from run to run on this shared %d-CPU machine; compare libraries within one run, not across runs.\n",
 		strings.Join(ids, ", "), r.Machine.Cores)
+}
+
+// joinCases lists cases as the command line takes them: "256x5,64x5".
+func joinCases(cases []ProcCase) string {
+	parts := make([]string, len(cases))
+	for i, c := range cases {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/dlmgo/redlock/dlm"
 )
 
 // Config sets what a run measures and for how long.
@@ -50,6 +52,17 @@ type Config struct {
 	// no-collapse check compares the runs of a case.
 	ProcCases []ProcCase
 	ProcRun   time.Duration
+	// Bursts are the cold-burst cases ("burst/nN/LIB", burst.go), each
+	// of Contenders processes started for each of Runs runs of BurstRun,
+	// redlock over each backend in its default mode and redsync taking
+	// turns: at one start instant every process opens the library with
+	// no warm-up, a TTL of BurstTTL, and at once contends for one key,
+	// holding it BurstWork per grant. None skips them, as does an empty
+	// ContenderCmd.
+	Bursts    []ProcCase
+	BurstRun  time.Duration
+	BurstTTL  time.Duration
+	BurstWork time.Duration
 	// ContenderCmd is the command line that starts a contender process: a
 	// program that runs ContenderMain when IsContender, as lockbench does.
 	// Empty skips the process cases.
@@ -93,6 +106,12 @@ func DefaultConfig() Config {
 		// seconds to open a library, and give many samples per run.
 		ProcCases: []ProcCase{{8, 3}, {64, 5}, {256, 1}},
 		ProcRun:   1500 * time.Millisecond,
+		// The burst issue's sizes, runs and length, with redlock's
+		// default TTL.
+		Bursts:    []ProcCase{{256, 5}, {64, 5}},
+		BurstRun:  10 * time.Second,
+		BurstTTL:  dlm.DefaultTTL,
+		BurstWork: time.Millisecond,
 		// The fairness target: 8 contenders over a 10 s run.
 		FairDuration:   10 * time.Second,
 		FairContenders: 8,
@@ -121,7 +140,7 @@ const redsyncMinDelay = 50 * time.Millisecond
 // that a waiter retrying at redsync's shortest delay keeps trying for the
 // longest case, so contention never makes a Lock fail.
 func (c *Config) Tries() int {
-	longest := max(c.Duration, c.HotDuration, c.FairDuration)
+	longest := max(c.Duration, c.HotDuration, c.FairDuration, c.BurstRun)
 	return int(longest/redsyncMinDelay) + 32
 }
 
@@ -142,6 +161,7 @@ type Results struct {
 	Latency      []LatencyResult
 	Allocs       []AllocResult
 	Held         []HeldResult
+	Burst        []BurstResult // the cold-burst cases
 	Elapsed      time.Duration
 }
 
@@ -214,6 +234,9 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 	// allocations are measured.
 	s.closeOwn()
 	if err := s.procCases(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := s.burstCases(ctx, res); err != nil {
 		return nil, err
 	}
 	if cfg.FairDuration > 0 && cfg.FairContenders > 0 {

@@ -113,6 +113,7 @@ func Targets(r *Results) []TargetRow {
 		func(b *HotResult) string { return fmtRate(grants(b)) + " grants/s" },
 		ratio(grants), atLeast(1.5))
 	rows = append(rows, r.contentionTargets()...)
+	rows = append(rows, r.burstTargets()...)
 	return append(rows,
 		r.fairTarget(),
 		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),

@@ -8,6 +8,7 @@
 //	lockbench -run 'uncontended/g1/goredis' -cpuprofile cpu.out
 //	lockbench -run '^(read|semaphore)/'
 //	lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1   # the process cases at 8 and 64, quickly
+//	lockbench -run '^burst/' -burst 64x1,256x1           # the cold burst alone, one run of each size
 //	lockbench -run '^held/' -held 20000 -held-duration 20s # one held-locks case
 package main
 
@@ -43,7 +44,7 @@ func run() int {
 		out         = flag.String("out", "", "directory to write benchmarks.md and benchmarks.svg into (none: print the report)")
 		nodes       = flag.Int("nodes", 5, "redis-server processes to start")
 		redisServer = flag.String("redis-server", "", "redis-server binary (default: $REDIS_SERVER, else from PATH)")
-		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, hotkey/procs/c256-w1ms/goredis-fair, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis, held/n200000/goredis")
+		runPattern  = flag.String("run", "", "run only the cases whose names match this regular expression, as physical, uncontended/g1/goredis, read/g64/redigo, semaphore/g1/rueidis, hotkey/shared/c8-w1ms/redsync, hotkey/per-contender/c64-w0s/rueidis, hotkey/procs/c256-w1ms/goredis-fair, burst/n256/redsync, fairness/c8-w0s/goredis, latency/rueidis, allocs/redigo, allocs-semaphore/goredis, held/n200000/goredis")
 		cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the measured cases to this file")
 		memProfile  = flag.String("memprofile", "", "write an allocation profile of the measured cases to this file")
 		memRate     = flag.Int("memprofilerate", 0, "with -memprofile, sample one allocation per this many bytes (1: every allocation; 0: Go's default)")
@@ -76,6 +77,13 @@ func run() int {
 		cfg.ProcCases = pc
 		return err
 	})
+	flag.Func("burst", fmt.Sprintf("cold-burst cases, comma-separated PROCESSESxRUNS (default %s)", joinProcCases(cfg.Bursts)), func(v string) error {
+		pc, err := parseProcCases(v)
+		cfg.Bursts = pc
+		return err
+	})
+	flag.DurationVar(&cfg.BurstRun, "burst-run", cfg.BurstRun, "length of each run of a cold-burst case")
+	flag.DurationVar(&cfg.BurstTTL, "burst-ttl", cfg.BurstTTL, "TTL of the lock of the cold-burst cases, for every library")
 	flag.DurationVar(&cfg.ProcRun, "proc-run", cfg.ProcRun, "length of each run of a hot-key case with a process per contender")
 	flag.IntVar(&cfg.AllocCycles, "alloc-cycles", cfg.AllocCycles, "lock+unlock cycles counted for allocations")
 	flag.IntVar(&cfg.PhysConns, "phys-conns", cfg.PhysConns, "connections per node for the physical limit")
