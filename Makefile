@@ -177,7 +177,8 @@ unit: deps
 # that wrote no failing input (golang/go#75804); a count such as
 # FUZZTIME=200000x cannot.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzParseURL:./dlm/driver FuzzRedact:./dlm/driver FuzzOptions:./dlm FuzzWakeMessage:./dlm/internal/wake
+FUZZ_TARGETS := FuzzParseURL:./dlm/driver FuzzRedact:./dlm/driver FuzzOptions:./dlm FuzzWakeMessage:./dlm/internal/wake \
+	FuzzLimitReplies:./internal/adapterkit
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

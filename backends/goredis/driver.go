@@ -82,7 +82,10 @@ func errorReply(err error) (string, bool) { return adapterkit.ErrorReply[redis.E
 //     default the pool dials five times, 100 ms apart; a refused connection
 //     is reported as refused, at once, and not as the context's deadline.
 //   - Dialer: go-redis v9.0's own dialer does the TLS handshake without the
-//     context; this one bounds it by the context and the dial timeout.
+//     context; this one bounds it by the context and the dial timeout, and
+//     its connections read through the URL's reply limit
+//     ([adapterkit.LimitReplies]): go-redis allocates what a reply's header
+//     announces.
 //
 // pool_size 0 keeps go-redis' default of 10 connections per GOMAXPROCS.
 func clientOptions(cfg *driver.Config) *redis.Options {
@@ -92,7 +95,7 @@ func clientOptions(cfg *driver.Config) *redis.Options {
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
 		TLSConfig:             cfg.TLS,
-		Dialer:                dialer(cfg.DialTimeout, cfg.TLS),
+		Dialer:                dialer(cfg.DialTimeout, cfg.TLS, adapterkit.ReplyLimit(cfg)),
 		DialTimeout:           cfg.DialTimeout,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.WriteTimeout,
@@ -116,11 +119,18 @@ func dialOnce(opts any) {
 }
 
 // dialer connects over TCP, and TLS when tlsConfig is set, within timeout
-// and the context.
-func dialer(timeout time.Duration, tlsConfig *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// and the context, and guards each connection by replyLimit
+// ([adapterkit.LimitReplies]; 0: none).
+func dialer(timeout time.Duration, tlsConfig *tls.Config, replyLimit int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	nd := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
 	if tlsConfig == nil {
-		return nd.DialContext
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := nd.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return adapterkit.LimitReplies(c, replyLimit), nil
+		}
 	}
 	td := &tls.Dialer{NetDialer: nd, Config: tlsConfig}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -128,7 +138,7 @@ func dialer(timeout time.Duration, tlsConfig *tls.Config) func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		return tlsConn{c.(*tls.Conn)}, nil
+		return adapterkit.LimitReplies(tlsConn{c.(*tls.Conn)}, replyLimit), nil
 	}
 }
 

@@ -84,6 +84,9 @@ type connOptions struct {
 	dialTimeout, readTimeout, writeTimeout time.Duration
 	// poolSize bounds the connections open at once and kept idle.
 	poolSize int
+	// replyLimit guards each connection ([adapterkit.LimitReplies]; 0:
+	// none): redigo allocates what a reply's header announces.
+	replyLimit int64
 }
 
 // newConnOptions translates a node URL. pool_size 0 means 10 per
@@ -91,7 +94,7 @@ type connOptions struct {
 // idle) would open a connection per request.
 func newConnOptions(cfg *driver.Config) connOptions {
 	o := connOptions{
-		addr: cfg.Addr, tls: cfg.TLS, db: cfg.DB, poolSize: cfg.PoolSize,
+		addr: cfg.Addr, tls: cfg.TLS, db: cfg.DB, poolSize: cfg.PoolSize, replyLimit: adapterkit.ReplyLimit(cfg),
 		dialTimeout: cfg.DialTimeout, readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout,
 	}
 	switch {
@@ -138,7 +141,7 @@ func (o connOptions) dial(ctx context.Context) (redis.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{Conn: redis.NewConn(nc, o.readTimeout, o.writeTimeout), nc: nc, readTimeout: o.readTimeout, check: newChecker(socketOf(nc))}
+	c := &conn{Conn: redis.NewConn(adapterkit.LimitReplies(nc, o.replyLimit), o.readTimeout, o.writeTimeout), nc: nc, readTimeout: o.readTimeout, check: newChecker(socketOf(nc))}
 	if o.auth != nil {
 		if _, err := redis.DoContext(c, ctx, "AUTH", o.auth...); err != nil {
 			c.Close()

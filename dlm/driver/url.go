@@ -26,6 +26,9 @@ const (
 	DefaultDialTimeout  = 2 * time.Second
 	DefaultReadTimeout  = 3 * time.Second
 	DefaultWriteTimeout = 3 * time.Second
+	// DefaultReplyLimit is the reply limit of a URL without reply_limit:
+	// see [Config.ReplyLimit].
+	DefaultReplyLimit = 16 << 20
 )
 
 // ErrBadURL is wrapped by every error [ParseURL] returns; check it with
@@ -71,6 +74,16 @@ type Config struct {
 	// PoolSize is the connection pool size (pool_size; 0 means the client
 	// library's default).
 	PoolSize int
+	// ReplyLimit bounds what one reply of the server may announce, in
+	// bytes, on the connections a backend dials for a node it opens from
+	// a URL (reply_limit; default [DefaultReplyLimit], 16 MiB): the bytes
+	// of its strings and lines, plus 64 per element of its arrays, maps,
+	// sets and pushes. The client libraries allocate what a reply's
+	// header announces before its payload arrives; a reply that would
+	// pass the limit fails its connection instead. reply_limit=none
+	// lifts it (ReplyLimit -1); 0 means the default. It is given in bytes
+	// or with a KiB, MiB or GiB suffix ("64MiB").
+	ReplyLimit int64
 
 	// Cluster is set by cluster=true: the node is a whole Redis Cluster,
 	// reached through the seed addresses Addrs (see [Config.Name]).
@@ -89,7 +102,7 @@ var knownParams = map[string]bool{
 	"db": true, "dial_timeout": true, "read_timeout": true, "write_timeout": true,
 	"pool_size": true, "tls_ca_file": true, "tls_cert_file": true, "tls_key_file": true,
 	"tls_server_name": true, "tls_insecure_skip_verify": true,
-	"cluster": true, "addr": true, "sentinel_master": true,
+	"cluster": true, "addr": true, "sentinel_master": true, "reply_limit": true,
 }
 
 // ParseURL reads a node URL of the form
@@ -97,7 +110,7 @@ var knownParams = map[string]bool{
 //	redis[s][+DRIVER]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAM=VALUE&...]
 //
 // "rediss" turns TLS on. Parameters: db, dial_timeout, read_timeout,
-// write_timeout (Go durations such as 50ms), pool_size, and for TLS
+// write_timeout (Go durations such as 50ms), pool_size, reply_limit, and for TLS
 // tls_ca_file, tls_cert_file, tls_key_file (PEM files), tls_server_name and
 // tls_insecure_skip_verify; for a node that is a Redis Cluster or a master
 // found through Sentinel, cluster, sentinel_master and addr (see
@@ -156,6 +169,7 @@ func ParseURL(rawURL string) (*Config, error) {
 		DialTimeout:  DefaultDialTimeout,
 		ReadTimeout:  DefaultReadTimeout,
 		WriteTimeout: DefaultWriteTimeout,
+		ReplyLimit:   DefaultReplyLimit,
 	}
 	if cfg.Addr, err = hostPort(u.Host); err != nil {
 		return nil, bad("%v", err)
@@ -299,6 +313,11 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 			return errors.New("pool_size: want a positive number")
 		}
 	}
+	if v := q.Get("reply_limit"); v != "" {
+		if c.ReplyLimit, err = parseReplyLimit(v); err != nil {
+			return err
+		}
+	}
 	if err := c.applyTopology(q); err != nil {
 		return err
 	}
@@ -306,6 +325,33 @@ func (c *Config) applyParams(q url.Values, useTLS bool) error {
 		return c.buildTLS(q)
 	}
 	return nil
+}
+
+// maxReplyLimit is the largest reply_limit: 1 TiB, far beyond any
+// reply, and small enough that no sum of announced lengths overflows.
+const maxReplyLimit = 1 << 40
+
+// parseReplyLimit reads reply_limit: "none", or a positive number of
+// bytes, with an optional KiB, MiB or GiB suffix.
+func parseReplyLimit(v string) (int64, error) {
+	if v == "none" {
+		return -1, nil
+	}
+	unit := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if s, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, unit = s, u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > maxReplyLimit/unit {
+		return 0, errors.New("reply_limit: want none, or a positive number of bytes up to 1 TiB, such as 16777216 or 16MiB")
+	}
+	return n * unit, nil
 }
 
 func (c *Config) buildTLS(q url.Values) error {

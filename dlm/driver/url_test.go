@@ -31,6 +31,7 @@ func defaults(edit func(*driver.Config)) *driver.Config {
 		DialTimeout:  driver.DefaultDialTimeout,
 		ReadTimeout:  driver.DefaultReadTimeout,
 		WriteTimeout: driver.DefaultWriteTimeout,
+		ReplyLimit:   driver.DefaultReplyLimit,
 	}
 	if edit != nil {
 		edit(c)
@@ -90,8 +91,13 @@ func TestParseURL(t *testing.T) {
 			c.Addr, c.DialTimeout, c.ReadTimeout, c.WriteTimeout, c.PoolSize = "h:6379", 50*time.Millisecond, time.Second, 2*time.Minute, 7
 		}), ""},
 		{"redis://h?dial_timeout=1ns", defaults(func(c *driver.Config) { c.Addr, c.DialTimeout = "h:6379", time.Nanosecond }), ""},
+		{"redis://h?reply_limit=1", defaults(func(c *driver.Config) { c.Addr, c.ReplyLimit = "h:6379", 1 }), ""},
+		{"redis://h?reply_limit=64MiB", defaults(func(c *driver.Config) { c.Addr, c.ReplyLimit = "h:6379", 64<<20 }), ""},
+		{"redis://h?reply_limit=3KiB", defaults(func(c *driver.Config) { c.Addr, c.ReplyLimit = "h:6379", 3<<10 }), ""},
+		{"redis://h?reply_limit=1024GiB", defaults(func(c *driver.Config) { c.Addr, c.ReplyLimit = "h:6379", 1<<40 }), ""},
+		{"redis://h?reply_limit=none", defaults(func(c *driver.Config) { c.Addr, c.ReplyLimit = "h:6379", -1 }), ""},
 		// An empty value keeps the default.
-		{"redis://h?db=&dial_timeout=&pool_size=", defaults(func(c *driver.Config) { c.Addr = "h:6379" }), ""},
+		{"redis://h?db=&dial_timeout=&pool_size=&reply_limit=", defaults(func(c *driver.Config) { c.Addr = "h:6379" }), ""},
 		{"rediss://h?tls_server_name=redis.example", defaults(func(c *driver.Config) { c.Addr = "h:6379" }), "redis.example"},
 		{"rediss://h?tls_insecure_skip_verify=false", defaults(func(c *driver.Config) { c.Addr = "h:6379" }), "h"},
 	} {
@@ -197,6 +203,11 @@ func TestParseURLErrors(t *testing.T) {
 		{"redis://:hunter22@h?pool_size=0", "pool_size: want a positive number", "hunter22"},
 		{"redis://:hunter22@h?pool_size=-1", "pool_size: want a positive number", "hunter22"},
 		{"redis://:hunter22@h?pool_size=x", "pool_size: want a positive number", "hunter22"},
+		{"redis://:hunter22@h?reply_limit=0", "reply_limit: want none, or a positive number", "hunter22"},
+		{"redis://:hunter22@h?reply_limit=-1", "reply_limit: want none, or a positive number", "hunter22"},
+		{"redis://:hunter22@h?reply_limit=16MB", "reply_limit: want none, or a positive number", "hunter22"},
+		{"redis://:hunter22@h?reply_limit=1025GiB", "reply_limit: want none, or a positive number", "hunter22"},
+		{"redis://:hunter22@h?reply_limit=99999999999999999999", "reply_limit: want none, or a positive number", "hunter22"},
 		{"redis://:hunter22@h?timeout=1s", `unknown parameter "timeout"`, "hunter22"},
 		{"redis://:hunter22@h?DB=1", `unknown parameter "DB"`, "hunter22"},
 		{"redis://:hunter22@h?password=hunter22", `unknown parameter "password"`, "hunter22"},

@@ -17,6 +17,10 @@ import (
 
 // conns dials connections as rueidis does and keeps the open ones.
 type conns struct {
+	// replyLimit guards each connection ([LimitReplies]; 0: none):
+	// rueidis and valkey-go allocate what a reply's header announces.
+	replyLimit int64
+
 	mu     sync.Mutex
 	open   map[*conn]struct{}
 	closed bool
@@ -34,7 +38,7 @@ func (cs *conns) dial(dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, err
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{Conn: nc, cs: cs}
+	c := &conn{Conn: LimitReplies(nc, cs.replyLimit), cs: cs}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {

@@ -145,7 +145,7 @@ func OpenPipelined[C, D comparable](lib Library[C, D], url string) (driver.Node,
 	}
 	n := &Pipelined[C, D]{
 		lib: lib, addr: cfg.Name(), owned: true, sharded: cfg.Cluster, password: cfg.Password, errs: newErrs(lib.Name()),
-		opt: NewClientOptions(cfg), conns: &conns{}, closeGrace: cfg.WriteTimeout,
+		opt: NewClientOptions(cfg), conns: &conns{replyLimit: ReplyLimit(cfg)}, closeGrace: cfg.WriteTimeout,
 		// Half the time after which the client drops a silent
 		// connection (guard.go).
 		born: time.Now(), healthyWindow: cfg.WriteTimeout / 2,
