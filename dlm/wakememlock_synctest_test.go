@@ -101,6 +101,10 @@ func TestWakeOnClock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// TryLock returns at a quorum; its requests still due
+				// land before the waiter asks, which could otherwise
+				// take a node first.
+				synctest.Wait()
 				waitStart := time.Now()
 				res := lockAsync(waiterM, "k")
 				synctest.Wait() // refused, in line and listening
