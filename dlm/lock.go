@@ -52,6 +52,11 @@ type grant struct {
 	// "" for none: a node that refused it may have handed it a key since,
 	// which the release frees.
 	waiterID string
+	// late has bit i set when node i's acquire request failed: it may
+	// still run there after the release, until lateUntil, the acquire's
+	// start plus its TTL; the release is then sent again (rerelease.go).
+	late      uint64
+	lateUntil time.Time
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
@@ -149,6 +154,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.released, l.endedAt = true, start
 	lostErr := l.lostErr
 	expiredFor := start.Sub(l.until)
+	keysUntil := l.until.Add(l.cfg.drift(l.cfg.ttl)) // when the keys expire, unless a failed extension set more
 	l.validity.end(nil)
 	l.mu.Unlock()
 	if l.handOver(lostErr, expiredFor) {
@@ -157,13 +163,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.nodes)
 		return nil
 	}
+	late := l.late
 	if l.pend != nil {
 		// An acquire request still under way could land after the release
 		// and leave the key behind until its TTL.
 		l.pend.Wait()
+		late |= l.pend.Failed()
 	}
 	start = time.Now()
-	v := l.release(ctx)
+	v, req := l.release(ctx)
+	l.m.rereleases.afterUnlock(req, &v, late, keysUntil, l.lateUntil)
 	l.leaveTurn()
 	var err error
 	switch {

@@ -95,7 +95,7 @@ func TestReleaseAttemptReleasesLateGrants(t *testing.T) {
 	if v.No != 3 || v.Yes != 0 || p == nil {
 		t.Fatalf("Poll with 3 of 5 nodes refusing, 2 not answering = %d no, %d yes, pending %v; want 3 no, 0 yes, a pending", v.No, v.Yes, p != nil)
 	}
-	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p, nil)
 	close(late)
 	pool.Stop() // waits for the background releases
 	slices.Sort(f.released)
@@ -120,7 +120,7 @@ func TestReleaseAttemptSkipsRefusals(t *testing.T) {
 	if v.Yes != 1 || v.No != 3 || v.Failed != 1 || p != nil {
 		t.Fatalf("Poll = %d yes, %d no, %d failed, pending %v; want 1, 3, 1 and none", v.Yes, v.No, v.Failed, p != nil)
 	}
-	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p, nil)
 	pool.Stop()
 	slices.Sort(f.released)
 	if want := []int{0, 2}; !slices.Equal(f.released, want) {
