@@ -123,13 +123,27 @@ func (l *Lock) Lost() <-chan struct{} {
 // Unlock runs even if ctx is already done, each node bounded by the node
 // timeout, since a lock left behind blocks others until its TTL. Called
 // right after the lock was obtained, it first lets the acquire requests
-// still under way end (within their own node timeout). It returns an error
-// wrapping [ErrLockLost] when the lock was lost or its validity had ended
-// before Unlock. A second call returns an error wrapping [ErrNotHeld], which
-// does not match ErrLockLost, so a deferred Unlock after an explicit one
-// raises no false alarm; so does Unlock on a nil Lock, so a deferred
-// Unlock of a lock that was not obtained neither panics nor hides the
-// error the caller checks.
+// still under way end (within their own node timeout).
+//
+// A release is never abandoned: on a node where it failed, and on a node
+// whose acquire request had failed (that request may still run there,
+// after the release) where it freed nothing, the Manager sends it again in
+// the background, at a jittered backoff doubling from the node timeout,
+// until the node answers it (or, after a failed acquire, a release frees
+// the key), and no longer than the key would have lived anyway. Unlock
+// does not wait for these: its outcome and errors are those of its own
+// round. Sending a release again is safe, since a node deletes only a key
+// that holds this lock's secret; each retried release ends in an
+// [EventReleaseRetry], and [Manager.Close] sends each once more and
+// retries none after it. A release that succeeded on every node costs
+// nothing more.
+//
+// It returns an error wrapping [ErrLockLost] when the lock was lost or its
+// validity had ended before Unlock. A second call returns an error wrapping
+// [ErrNotHeld], which does not match ErrLockLost, so a deferred Unlock
+// after an explicit one raises no false alarm; so does Unlock on a nil
+// Lock, so a deferred Unlock of a lock that was not obtained neither panics
+// nor hides the error the caller checks.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock("unlock")
