@@ -49,6 +49,9 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.nodes)
 		g := grant{secret: secret, token: uint64(token), pend: pend, waiterID: c.waiter.waiterID(), late: failedNodes(&v), lateUntil: start.Add(cfg.ttl)}
+		if pend != nil {
+			g.due = pend.Due()
+		}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:

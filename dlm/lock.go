@@ -55,7 +55,10 @@ type grant struct {
 	// late has bit i set when node i's acquire request failed: it may
 	// still run there after the release, until lateUntil, the acquire's
 	// start plus its TTL; the release is then sent again (rerelease.go).
-	late      uint64
+	// due has bit i set when node i's reply was still due at the grant:
+	// those of pend, which tells which failed; once pend is let go, any of
+	// them may have.
+	late, due uint64
 	lateUntil time.Time
 }
 
@@ -183,6 +186,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		// and leave the key behind until its TTL.
 		l.pend.Wait()
 		late |= l.pend.Failed()
+	} else {
+		late |= l.due
 	}
 	start = time.Now()
 	v, req := l.release(ctx)

@@ -414,3 +414,50 @@ func TestCloseEndsReleaseRetries(t *testing.T) {
 		}
 	})
 }
+
+// TestAutoExtendedUnlockResentAfterLateAcquire checks the same of a lock
+// whose auto-extension let go of its acquire's replies still due before
+// Unlock: a node whose reply was still due at the grant is released again
+// when the release freed nothing there, while its acquire could still run.
+func TestAutoExtendedUnlockResentAfterLateAcquire(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		const ttl, late = 3 * time.Second, 2500 * time.Millisecond
+		fs := newFakes(5)
+		start := time.Now()
+		nodes := asNodes(fs)
+		nodes[4] = &lateNode{fakeNode: fs[4], landAt: start.Add(late)}
+		m, err := New(nodes, WithTTL(ttl), WithNodeTimeout(250*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ctx := context.Background()
+		l, err := m.TryLock(ctx, "k", WithAutoExtend(AutoExtend{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2200 * time.Millisecond) // past the first extension
+		synctest.Wait()
+		l.op.Lock()
+		let := l.pend == nil
+		l.op.Unlock()
+		if !let {
+			t.Fatalf("the lock still keeps its acquire's replies after its first extension; the test needs it to have let them go")
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Errorf("Unlock() = %v; want nil", err)
+		}
+		time.Sleep(late - time.Since(start))
+		synctest.Wait()
+		if v, _, _ := fs[4].get(rkey("k")); v == "" {
+			t.Fatalf("node 4 holds nothing when the late acquire ran; want the lock's secret")
+		}
+		const bound = late + 250*time.Millisecond
+		d := goneBy(fs, rkey("k"), start, ttl+late)
+		if d < 0 || d > bound {
+			t.Errorf("the key was gone from every node %v after TryLock (-1: not before it expired, %v); want within %v", d, late+ttl, bound)
+		}
+		t.Logf("the key was gone from every node %v after TryLock, %d releases sent again", d, m.rereleases.resent.Load())
+	})
+}

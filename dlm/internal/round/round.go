@@ -169,6 +169,19 @@ func (p *Pending) Done() bool {
 // node later, after a request sent once it failed.
 func (p *Pending) Failed() uint64 { return p.failed }
 
+// Due returns the mask of the nodes (0 to 63) whose reply was still due
+// when the Poll that returned p stopped waiting: those whose replies p
+// holds.
+func (p *Pending) Due() uint64 {
+	var mask uint64
+	for i, a := range p.answered {
+		if !a && i < 64 {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
 // Wait waits for the replies still due; each request ends by its node
 // timeout.
 func (p *Pending) Wait() {
