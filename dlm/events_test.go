@@ -111,7 +111,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 	m := newManager(t, fs)
 	ctx := context.Background()
 	cfg := m.cfg
-	for k := EventAttempt; k <= EventRenewal; k++ {
+	for k := EventAttempt; k <= EventReleaseRetry; k++ {
 		if cfg.wants(ctx, k, errors.New("x")) {
 			t.Errorf("wants(%v) = true with no hook and the default logger", k)
 		}
