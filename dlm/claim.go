@@ -48,12 +48,19 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 	key := keyName(c.keys)
 	if ok {
 		cfg.emitVote(ctx, &v, Event{Kind: EventAttempt, Op: opLock, Key: key, Start: start, Duration: elapsed, Token: uint64(token)}, m.nodes)
-		g := grant{secret: secret, token: uint64(token), pend: pend, waiterID: c.waiter.waiterID()}
+		g := grant{secret: secret, token: uint64(token), pend: pend, waiterID: c.waiter.waiterID(), late: failedNodes(&v), lateUntil: start.Add(cfg.ttl)}
+		if pend != nil {
+			g.due = pend.Due()
+		}
 		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
-	// the request may have been applied all the same.
-	released := m.rounds.ReleaseAttempt(ctx, c.releaseRequest(ctx, cfg, secret, waiting), &v, pend)
+	// the request may have been applied all the same, and may be yet,
+	// after the release: that is sent again until the attempt's keys would
+	// expire (rerelease.go).
+	rreq := c.releaseRequest(ctx, cfg, secret, waiting)
+	rreq.Until = start.Add(cfg.ttl)
+	released := m.rounds.ReleaseAttempt(ctx, rreq, &v, pend, m.redo)
 	if c.waiter != nil {
 		c.waiter.placed = true // the release gives it its place back
 		c.waiter.released = released
@@ -64,6 +71,18 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 		return nil, attemptStopped(ctx, c.what(), key, &v, qerr)
 	}
 	return nil, qerr
+}
+
+// failedNodes returns the mask of the nodes (0 to 63) that failed v's
+// request.
+func failedNodes(v *round.Vote) uint64 {
+	var mask uint64
+	for i, err := range v.Errs {
+		if err != nil && i < 64 {
+			mask |= 1 << i
+		}
+	}
+	return mask
 }
 
 // request is c's acquire request with secret: for the mutex, the script

@@ -2,6 +2,7 @@ package dlm
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -48,9 +49,21 @@ const (
 	// is the Manager's, not one lock's: Key is empty, and the hook and
 	// logger are the Manager's ([New], [Open]).
 	EventRenewal
+	// EventReleaseRetry: the Manager sent a release again to Node in the
+	// background, Attempts times from Start over Duration: the release
+	// had failed there, or had freed nothing on a node whose acquire
+	// request failed and may run after it (see [Lock.Unlock]). One event
+	// ends each release retried: Err is nil when the node answered it (or
+	// the acquire never ran there before the key's TTL); otherwise it
+	// says why it was given up — the key's TTL reached with the node still
+	// failing (wrapping the node's last failure), too many releases being
+	// retried at once, or [Manager.Close] (wrapping [ErrClosed]). Key is
+	// the Redis key of the release (with the prefix). It is the
+	// Manager's: the hook and logger are the Manager's ([New], [Open]).
+	EventReleaseRetry
 )
 
-var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done", "renewal"}
+var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done", "renewal", "release_retry"}
 
 // String returns the kind's name, such as "obtained".
 func (k EventKind) String() string {
@@ -122,6 +135,13 @@ func eventLevel(k EventKind, err error) slog.Level {
 		return slog.LevelInfo
 	case EventReleased:
 		if err != nil {
+			return slog.LevelWarn
+		}
+	case EventReleaseRetry:
+		switch {
+		case errors.Is(err, ErrClosed):
+			return slog.LevelInfo
+		case err != nil:
 			return slog.LevelWarn
 		}
 	}

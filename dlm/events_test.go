@@ -111,7 +111,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 	m := newManager(t, fs)
 	ctx := context.Background()
 	cfg := m.cfg
-	for k := EventAttempt; k <= EventRenewal; k++ {
+	for k := EventAttempt; k <= EventReleaseRetry; k++ {
 		if cfg.wants(ctx, k, errors.New("x")) {
 			t.Errorf("wants(%v) = true with no hook and the default logger", k)
 		}
@@ -121,7 +121,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 func TestEventKindString(t *testing.T) {
 	t.Parallel()
 	for k, want := range map[EventKind]string{
-		EventAttempt: "attempt", EventNodeError: "node_error", EventDone: "done", EventRenewal: "renewal", 0: "unknown", EventRenewal + 1: "unknown",
+		EventAttempt: "attempt", EventNodeError: "node_error", EventDone: "done", EventRenewal: "renewal", EventReleaseRetry: "release_retry", 0: "unknown", EventReleaseRetry + 1: "unknown",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("EventKind(%d).String() = %q; want %q", int(k), got, want)

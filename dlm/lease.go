@@ -97,13 +97,15 @@ func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, r
 	return req
 }
 
-// release releases l on every node, by the scripts of its kind.
-func (l *Lock) release(ctx context.Context) round.Vote {
+// release releases l on every node, by the scripts of its kind, and
+// returns the vote and the request.
+func (l *Lock) release(ctx context.Context) (round.Vote, *round.Request) {
 	if l.kind == nil {
 		return l.m.rounds.release(ctx, &l.cfg, l.rkeys, l.secret, l.waiterID)
 	}
-	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, true))
-	return v
+	req := l.kind.releaseRequest(&l.cfg, l.rkeys, l.secret, true)
+	v, _ := l.m.rounds.Poll(context.WithoutCancel(ctx), req)
+	return v, req
 }
 
 // extendRequest sets l's TTL to ttl on the nodes that still hold it.

@@ -52,6 +52,14 @@ type grant struct {
 	// "" for none: a node that refused it may have handed it a key since,
 	// which the release frees.
 	waiterID string
+	// late has bit i set when node i's acquire request failed: it may
+	// still run there after the release, until lateUntil, the acquire's
+	// start plus its TTL; the release is then sent again (rerelease.go).
+	// due has bit i set when node i's reply was still due at the grant:
+	// those of pend, which tells which failed; once pend is let go, any of
+	// them may have.
+	late, due uint64
+	lateUntil time.Time
 }
 
 // Key returns the lock's key as given to [Manager.Lock]. For a lock over
@@ -118,13 +126,27 @@ func (l *Lock) Lost() <-chan struct{} {
 // Unlock runs even if ctx is already done, each node bounded by the node
 // timeout, since a lock left behind blocks others until its TTL. Called
 // right after the lock was obtained, it first lets the acquire requests
-// still under way end (within their own node timeout). It returns an error
-// wrapping [ErrLockLost] when the lock was lost or its validity had ended
-// before Unlock. A second call returns an error wrapping [ErrNotHeld], which
-// does not match ErrLockLost, so a deferred Unlock after an explicit one
-// raises no false alarm; so does Unlock on a nil Lock, so a deferred
-// Unlock of a lock that was not obtained neither panics nor hides the
-// error the caller checks.
+// still under way end (within their own node timeout).
+//
+// A release is never abandoned: on a node where it failed, and on a node
+// whose acquire request had failed (that request may still run there,
+// after the release) where it freed nothing, the Manager sends it again in
+// the background, at a jittered backoff doubling from the node timeout,
+// until the node answers it (or, after a failed acquire, a release frees
+// the key), and no longer than the key would have lived anyway. Unlock
+// does not wait for these: its outcome and errors are those of its own
+// round. Sending a release again is safe, since a node deletes only a key
+// that holds this lock's secret; each retried release ends in an
+// [EventReleaseRetry], and [Manager.Close] sends each once more and
+// retries none after it. A release that succeeded on every node costs
+// nothing more.
+//
+// It returns an error wrapping [ErrLockLost] when the lock was lost or its
+// validity had ended before Unlock. A second call returns an error wrapping
+// [ErrNotHeld], which does not match ErrLockLost, so a deferred Unlock
+// after an explicit one raises no false alarm; so does Unlock on a nil
+// Lock, so a deferred Unlock of a lock that was not obtained neither panics
+// nor hides the error the caller checks.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock("unlock")
@@ -149,6 +171,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.released, l.endedAt = true, start
 	lostErr := l.lostErr
 	expiredFor := start.Sub(l.until)
+	keysUntil := l.until.Add(l.cfg.drift(l.cfg.ttl)) // when the keys expire, unless a failed extension set more
 	l.validity.end(nil)
 	l.mu.Unlock()
 	if l.handOver(lostErr, expiredFor) {
@@ -157,13 +180,18 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.nodes)
 		return nil
 	}
+	late := l.late
 	if l.pend != nil {
 		// An acquire request still under way could land after the release
 		// and leave the key behind until its TTL.
 		l.pend.Wait()
+		late |= l.pend.Failed()
+	} else {
+		late |= l.due
 	}
 	start = time.Now()
-	v := l.release(ctx)
+	v, req := l.release(ctx)
+	l.m.rereleases.afterUnlock(req, &v, late, keysUntil, l.lateUntil)
 	l.leaveTurn()
 	var err error
 	switch {

@@ -35,6 +35,9 @@ type Manager struct {
 	waits waiting
 	// extender keeps the auto-extended locks extended (extender.go).
 	extender *extender
+	// rereleases sends again, in the background, the releases that may
+	// have left a key behind (rerelease.go).
+	rereleases *rereleases
 	// plain takes free keys without a script; nil when no node implements
 	// driver.Setter (setnx.go).
 	plain *plainAcquire
@@ -48,6 +51,9 @@ type Manager struct {
 	// warnedPermits is set once a semaphore whose permits need every node
 	// was logged (semaphore.go).
 	warnedPermits atomic.Bool
+	// redo is rereleases.redo, made once: a failed attempt hands it to
+	// its release without allocating.
+	redo round.Redo
 }
 
 // lifetime is a manager's life: whether it is closed, and the work that
@@ -107,6 +113,8 @@ func New(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 	}
 	m.rounds = newQuorumRounds(round.New(m.life.work, m.nodes.calls(), m.nodes.nodeError, ErrNodeRestarted), m.nodes, m.life.work, m.life.done)
 	m.extender = newExtender(m)
+	m.rereleases = newRereleases(m.rounds.Round, m.life.work, m.nodes, &m.cfg.logging)
+	m.redo = m.rereleases.redo
 	if len(nodes)%2 == 0 {
 		cfg.warnLogger().Warn("dlm: an even number of nodes tolerates no more failures than one node fewer",
 			slog.Int("nodes", len(nodes)), slog.Int("quorum", round.Majority(len(nodes))))
@@ -192,6 +200,10 @@ func openNodes(nodes []driver.Node, opts ...ManagerOption) (*Manager, error) {
 // the node requests still under way, each bounded by the node timeout, then
 // closes the nodes the Manager opened ([Open]), not those given to [New].
 // Locks still held are left to expire by their TTL; unlock them first.
+//
+// The releases the Manager retries in the background (see [Lock.Unlock])
+// are each sent once more, at once, and Close waits for them as for the
+// other node requests; none is retried after Close.
 func (m *Manager) Close() error {
 	if m.life.closed.Swap(true) {
 		return nil
@@ -200,6 +212,7 @@ func (m *Manager) Close() error {
 	if m.waits.waker != nil {
 		m.waits.waker.Close()
 	}
+	m.rereleases.close()
 	m.life.work.Stop()
 	if !m.life.owned {
 		return nil

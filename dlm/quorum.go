@@ -40,10 +40,12 @@ func newQuorumRounds(r *round.Round, nodes nodeSet, work *round.Pool, done <-cha
 // waiter whose id is waiterID, which obtained the lock, "" for none) and hands them on to the
 // head of their lines. It runs even when ctx is done, each node bounded by
 // the node timeout, because a key left behind blocks every other client for
-// its TTL.
-func (q *quorumRounds) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) round.Vote {
-	v, _ := q.Poll(context.WithoutCancel(ctx), releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false))
-	return v
+// its TTL. It returns the vote and the request, which the caller may send
+// again to the nodes that failed it.
+func (q *quorumRounds) release(ctx context.Context, cfg *config, rkeys []string, secret, waiterID string) (round.Vote, *round.Request) {
+	req := releaseRequest(cfg, rkeys, secret, &waiter{id: waiterID}, script.ReleaseLock, false)
+	v, _ := q.Poll(context.WithoutCancel(ctx), req)
+	return v, req
 }
 
 // releaseRequest releases the lock keys that hold secret, the lock's

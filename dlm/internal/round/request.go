@@ -40,6 +40,10 @@ type Request struct {
 	// round never reads it: the decorator of the nodes that can do so
 	// does, since whether an attempt may is decided per attempt.
 	Plain bool
+	// Until is, for a release, when what it frees would expire anyway:
+	// sending it again later is of no use (see [Redo]). The round never
+	// reads it.
+	Until time.Time
 }
 
 // Quorum is the number of yes among n nodes that makes r's quorum.

@@ -127,16 +127,26 @@ type Pending struct {
 	left     int
 	answered []bool // the nodes whose reply was counted
 	cancel   context.CancelFunc
+	failed   uint64 // the nodes whose reply, read since, was a failure
 }
 
 // next returns the next reply still due, and ends the requests' deadline
 // after the last one.
 func (p *Pending) next() Reply {
 	rep := <-p.replies
+	p.read(rep)
+	return rep
+}
+
+// read records rep, a reply still due that came, and ends the requests'
+// deadline after the last one.
+func (p *Pending) read(rep Reply) {
+	if rep.Err != nil && rep.Node < 64 {
+		p.failed |= 1 << rep.Node
+	}
 	if p.left--; p.left == 0 {
 		p.cancel()
 	}
-	return rep
 }
 
 // Done reports whether every reply still due has come, reading those that
@@ -145,15 +155,31 @@ func (p *Pending) next() Reply {
 func (p *Pending) Done() bool {
 	for p.left > 0 {
 		select {
-		case <-p.replies:
-			if p.left--; p.left == 0 {
-				p.cancel()
-			}
+		case rep := <-p.replies:
+			p.read(rep)
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// Failed returns the mask of the nodes (0 to 63) whose reply, read by
+// Wait or Done so far, was a failure: their request may still run on the
+// node later, after a request sent once it failed.
+func (p *Pending) Failed() uint64 { return p.failed }
+
+// Due returns the mask of the nodes (0 to 63) whose reply was still due
+// when the Poll that returned p stopped waiting: those whose replies p
+// holds.
+func (p *Pending) Due() uint64 {
+	var mask uint64
+	for i, a := range p.answered {
+		if !a && i < 64 {
+			mask |= 1 << i
+		}
+	}
+	return mask
 }
 
 // Wait waits for the replies still due; each request ends by its node
@@ -163,6 +189,16 @@ func (p *Pending) Wait() {
 		p.next()
 	}
 }
+
+// Redo is told of a release that may have left behind what it was sent
+// to free on node i, with the release's reply rep: the release failed
+// (rep.Err is set), or, when overtaken, the node's acquire request had
+// failed and the release freed nothing, so that the acquire may yet run
+// on the node after it (a request held in a frozen server's socket, or on
+// a connection that lost the race). req is the release; the caller sends
+// it again later ([Round.AskOne]). Redo runs on the goroutine that read the
+// reply, and must not block.
+type Redo func(req *Request, i int, overtaken bool, rep Reply)
 
 // ReleaseAttempt releases a failed attempt, whose vote is v and whose
 // replies still due are p (nil for none), by req on every node that may
@@ -178,7 +214,11 @@ func (p *Pending) Wait() {
 // have ended (at once when there are none): a caller that attempts again
 // may wait for it, so that its next attempt finds what this one took
 // released. It runs even when ctx is done.
-func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) <-chan struct{} {
+//
+// redo, unless nil, is told of each node whose release failed, and of each
+// node whose acquire failed and whose release freed nothing: the acquire
+// may still run there after the release (see [Redo]).
+func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending, redo Redo) <-chan struct{} {
 	ctx = context.WithoutCancel(ctx)
 	granted := make([]bool, len(r.calls))
 	asked, behind := false, false // behind: work left to the background
@@ -192,7 +232,7 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 			behind = true
 			r.pool.Spawn(func() {
 				defer background.Done()
-				r.askAlone(ctx, i, req)
+				r.releaseAfter(ctx, i, req, true, redo)
 			})
 		default:
 			granted[i], asked = true, true
@@ -210,7 +250,7 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 					background.Add(1)
 					spawn(func() {
 						defer background.Done()
-						r.askAlone(ctx, rep.Node, req)
+						r.releaseAfter(ctx, rep.Node, req, rep.Err != nil, redo)
 					})
 				}
 			}
@@ -218,7 +258,14 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 	}
 	if asked {
 		req.Only = granted
-		r.Poll(ctx, req)
+		rv, _ := r.Poll(ctx, req)
+		if rv.Errs != nil && redo != nil {
+			for i, err := range rv.Errs {
+				if err != nil {
+					redo(req, i, false, Reply{Node: i, Err: err})
+				}
+			}
+		}
 	}
 	if !behind {
 		return closed
@@ -229,6 +276,16 @@ func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pe
 		close(done)
 	})
 	return done
+}
+
+// releaseAfter releases node i by req once its acquire request answered
+// (a grant) or failed (overtaken), and tells redo when the release may
+// have left something behind.
+func (r *Round) releaseAfter(ctx context.Context, i int, req *Request, overtaken bool, redo Redo) {
+	rep := r.askAlone(ctx, i, req)
+	if redo != nil && (rep.Err != nil || (overtaken && !rep.Yes)) {
+		redo(req, i, overtaken, rep)
+	}
 }
 
 // closed is a closed channel: no background work left.
@@ -269,6 +326,13 @@ func (r *Round) Each(ctx context.Context, req *Request, f func(i int, v any, err
 		}
 		f(i, v, err)
 	})
+}
+
+// AskOne runs req on node i alone, under a node timeout of its own
+// (req.Timeout) that alone ends it, and reads its reply: a request sent
+// again to one node, such as a release retried ([Redo]).
+func (r *Round) AskOne(ctx context.Context, i int, req *Request) Reply {
+	return r.askAlone(ctx, i, req)
 }
 
 // askAlone runs req on node i under a node timeout of its own, which alone

@@ -30,6 +30,9 @@ func (e *nodeErr) Unwrap() error { return e.err }
 type fakes struct {
 	replies []any
 	gates   []chan struct{} // nil: the node answers at once
+	// releases are the release replies by node, an error for a failure;
+	// nil: every release frees one key.
+	releases []any
 
 	mu       sync.Mutex
 	released []int
@@ -43,6 +46,12 @@ func (f *fakes) calls() []Call {
 				f.mu.Lock()
 				f.released = append(f.released, i)
 				f.mu.Unlock()
+				if f.releases != nil {
+					if err, ok := f.releases[i].(error); ok {
+						return nil, err
+					}
+					return f.releases[i], nil
+				}
 				return int64(1), nil
 			}
 			if g := f.gates[i]; g != nil {
@@ -95,7 +104,7 @@ func TestReleaseAttemptReleasesLateGrants(t *testing.T) {
 	if v.No != 3 || v.Yes != 0 || p == nil {
 		t.Fatalf("Poll with 3 of 5 nodes refusing, 2 not answering = %d no, %d yes, pending %v; want 3 no, 0 yes, a pending", v.No, v.Yes, p != nil)
 	}
-	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p, nil)
 	close(late)
 	pool.Stop() // waits for the background releases
 	slices.Sort(f.released)
@@ -120,7 +129,7 @@ func TestReleaseAttemptSkipsRefusals(t *testing.T) {
 	if v.Yes != 1 || v.No != 3 || v.Failed != 1 || p != nil {
 		t.Fatalf("Poll = %d yes, %d no, %d failed, pending %v; want 1, 3, 1 and none", v.Yes, v.No, v.Failed, p != nil)
 	}
-	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p)
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p, nil)
 	pool.Stop()
 	slices.Sort(f.released)
 	if want := []int{0, 2}; !slices.Equal(f.released, want) {
@@ -316,5 +325,38 @@ func TestPollEndedContextNeverGrants(t *testing.T) {
 		if v.Yes != 0 || !v.Cut {
 			t.Fatalf("round %d under an ended context: %d yes, cut %v; want 0 yes, cut", i, v.Yes, v.Cut)
 		}
+	}
+}
+
+// TestReleaseAttemptTellsRedo checks which nodes ReleaseAttempt tells its
+// Redo of: those whose release failed, and those whose acquire failed and
+// whose release freed nothing (the acquire may run after it) — not a node
+// released, nor one whose acquire failed but whose release freed the key
+// (the acquire ran before it), nor one that refused.
+func TestReleaseAttemptTellsRedo(t *testing.T) {
+	t.Parallel()
+	down := errors.New("down")
+	f := &fakes{
+		// 0 and 1 grant, 2 and 3 fail, 4 refuses.
+		replies:  []any{int64(1), int64(1), down, down, int64(0)},
+		gates:    make([]chan struct{}, 5),
+		releases: []any{int64(1), down, int64(0), int64(1), int64(0)},
+	}
+	r, pool := newRound(t, f)
+	req := acquireReq()
+	req.Early = false
+	v, p := r.Poll(context.Background(), req)
+	var mu sync.Mutex
+	var told []string
+	redo := func(req *Request, i int, overtaken bool, rep Reply) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, fmt.Sprintf("%d:%v:%v", i, overtaken, rep.Err != nil))
+	}
+	r.ReleaseAttempt(context.Background(), &Request{Op: "unlock", Want: 1, Timeout: time.Minute}, &v, p, redo)
+	pool.Stop()
+	slices.Sort(told)
+	if want := []string{"1:false:true", "2:true:false"}; !slices.Equal(told, want) {
+		t.Errorf("ReleaseAttempt told redo of %v (node:overtaken:failed); want %v", told, want)
 	}
 }
