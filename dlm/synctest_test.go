@@ -163,20 +163,25 @@ func TestSlowMinority(t *testing.T) {
 
 // TestNodeTimeout checks that the node timeout bounds acquire, extend and
 // release alike, and its default: a twentieth of the TTL within [20ms,
-// 250ms], unless WithNodeTimeout sets it.
+// 250ms], unless WithNodeTimeout sets it. The default is the floor of the
+// nodes' learned timeout: a release that timed out doubles it for the next
+// attempt (backed off), and that attempt's timeouts double it again, up to
+// its cap, for the background release; WithNodeTimeout's stays fixed.
 func TestNodeTimeout(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		opts []Option
-		ttl  time.Duration
-		want time.Duration
+		opts      []Option
+		ttl       time.Duration
+		want      time.Duration
+		backedOff time.Duration // of the attempt after the release timed out
+		capped    time.Duration // of the background release after it
 	}{
-		{nil, DefaultTTL, 250 * time.Millisecond},
-		{[]Option{WithTTL(time.Hour)}, time.Hour, 250 * time.Millisecond},
-		{[]Option{WithTTL(2 * time.Second)}, 2 * time.Second, 100 * time.Millisecond},
-		{[]Option{WithTTL(100 * time.Millisecond)}, 100 * time.Millisecond, 20 * time.Millisecond},
-		{[]Option{WithNodeTimeout(30 * time.Millisecond)}, DefaultTTL, 30 * time.Millisecond},
-		{[]Option{WithTTL(100 * time.Millisecond), WithNodeTimeout(70 * time.Millisecond)}, 100 * time.Millisecond, 70 * time.Millisecond},
+		{nil, DefaultTTL, 250 * time.Millisecond, 500 * time.Millisecond, time.Second},
+		{[]Option{WithTTL(time.Hour)}, time.Hour, 250 * time.Millisecond, 500 * time.Millisecond, time.Second},
+		{[]Option{WithTTL(2 * time.Second)}, 2 * time.Second, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
+		{[]Option{WithTTL(100 * time.Millisecond)}, 100 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
+		{[]Option{WithNodeTimeout(30 * time.Millisecond)}, DefaultTTL, 30 * time.Millisecond, 30 * time.Millisecond, 30 * time.Millisecond},
+		{[]Option{WithTTL(100 * time.Millisecond), WithNodeTimeout(70 * time.Millisecond)}, 100 * time.Millisecond, 70 * time.Millisecond, 70 * time.Millisecond, 70 * time.Millisecond},
 	} {
 		t.Run(fmt.Sprintf("ttl=%v/want=%v", tc.ttl, tc.want), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -207,14 +212,14 @@ func TestNodeTimeout(t *testing.T) {
 				// that failed runs in the background, bounded by the node
 				// timeout as well.
 				before := countAll(fs, "release")
-				if d := elapsed(func() { _, err = m.TryLock(ctx, "k2") }); d != tc.want {
-					t.Errorf("TryLock on hanging nodes took %v; want %v", d, tc.want)
+				if d := elapsed(func() { _, err = m.TryLock(ctx, "k2") }); d != tc.backedOff {
+					t.Errorf("TryLock on hanging nodes took %v; want %v", d, tc.backedOff)
 				}
 				if !errors.Is(err, ErrUnavailable) {
 					t.Errorf("TryLock on hanging nodes = %v; want ErrUnavailable", err)
 				}
-				if d := elapsed(func() { m.Close() }); d != tc.want {
-					t.Errorf("Close waited %v for the background release; want %v", d, tc.want)
+				if d := elapsed(func() { m.Close() }); d != tc.capped {
+					t.Errorf("Close waited %v for the background release; want %v", d, tc.capped)
 				}
 				if got := countAll(fs, "release") - before; got != len(fs) {
 					t.Errorf("%d release requests after the failed attempt; want one per node (%d)", got, len(fs))
