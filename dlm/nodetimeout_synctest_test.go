@@ -18,19 +18,34 @@ import (
 	"time"
 )
 
-// TestSlowNodesServed checks that nodes that answer in 400 ms, above the
-// default node timeout of 250 ms, are served at the second attempt, as the
-// timeout of each backs off from its timeouts and then follows its round
-// trips, rather than failing every attempt by its timeout (the stall of
-// many processes on one key: every attempt "0 for, 0 against, 3 failed").
-// The grant's validity is counted from its attempt's start, as any grant's.
+// TestSlowNodesServed checks that nodes that become slow, answering in 400
+// ms, above the default node timeout of 250 ms, are served at the second
+// attempt, as the timeout of each backs off from its timeouts and then
+// follows its round trips, rather than failing every attempt by its
+// timeout (the stall of many processes on one key: every attempt "0 for,
+// 0 against, 3 failed"); and that a new manager over such nodes is served
+// at its first attempt, which waits the cap for nodes that never
+// answered. The grant's validity is counted from its attempt's start, as
+// any grant's.
 func TestSlowNodesServed(t *testing.T) {
 	t.Parallel()
 	const slow = 400 * time.Millisecond
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(3)
+		fresh := newManager(t, fs)
 		for _, f := range fs {
 			f.inject(healthy, slow)
+		}
+		l, err := fresh.TryLock(context.Background(), "fresh")
+		if err != nil {
+			t.Fatalf("TryLock(%q) of a new manager over nodes answering in %v = %v; want the lock", "fresh", slow, err)
+		}
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Errorf("Unlock = %v", err)
+		}
+		synctest.Wait()
+		for _, f := range fs {
+			f.inject(healthy, 0)
 		}
 		var mu sync.Mutex
 		var starts []time.Time
@@ -42,16 +57,26 @@ func TestSlowNodesServed(t *testing.T) {
 			}
 		})
 		m := newManager(t, fs, WithRetry(5, FixedBackoff(50*time.Millisecond)), WithHook(hook))
-		l, err := m.Lock(context.Background(), "k")
+		if l, err := m.TryLock(context.Background(), "quick"); err != nil {
+			t.Fatalf("TryLock(%q) on quick nodes = %v", "quick", err)
+		} else if err := l.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock on quick nodes = %v", err)
+		}
+		synctest.Wait()
+		for _, f := range fs {
+			f.inject(healthy, slow)
+		}
+		before := fs[0].count("acquire")
+		l, err = m.Lock(context.Background(), "k")
 		if err != nil {
 			t.Fatalf("Lock(%q) with every node answering in %v = %v; want the lock within 5 attempts", "k", slow, err)
 		}
 		synctest.Wait()
-		if got := fs[0].count("acquire"); got != 2 {
+		if got := fs[0].count("acquire") - before; got != 2 {
 			t.Errorf("Lock took %d attempts; want 2: the first times out at 250 ms and doubles the timeout to 500 ms", got)
 		}
 		mu.Lock()
-		start := starts[len(starts)-1]
+		start := starts[len(starts)-1] // the quick TryLock's attempt comes first
 		mu.Unlock()
 		if want := start.Add(m.cfg.validity(m.cfg.ttl)); !l.Until().Equal(want) {
 			t.Errorf("Until() = attempt start+%v; want start+%v", l.Until().Sub(start), want.Sub(start))
@@ -62,7 +87,7 @@ func TestSlowNodesServed(t *testing.T) {
 	})
 }
 
-// TestDeadNodeTimeoutCapped checks that a node that never answers backs
+// TestDeadNodeTimeoutCapped checks that a node that stops answering backs
 // its timeout off to the cap and no further: the attempts, which two nodes
 // decide, do not wait for it, and each Unlock, which waits for every node,
 // waits for it as long as its timeout (once its acquire request timed
@@ -73,12 +98,23 @@ func TestDeadNodeTimeoutCapped(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
 		fs := newFakes(3)
-		fs[0].inject(hang, 0)
 		m := newManager(t, fs)
 		floor, limit := m.cfg.timeout(), m.cfg.timeoutCap()
 		if floor != 250*time.Millisecond || limit != time.Second {
 			t.Fatalf("default node timeout %v, cap %v; want 250ms, 1s", floor, limit)
 		}
+		if got := m.rounds.Timeout(0, floor, limit); got != limit {
+			t.Errorf("a node's timeout before its first reply is %v; want the cap %v", got, limit)
+		}
+		if l, err := m.TryLock(context.Background(), "alive"); err != nil {
+			t.Fatalf("TryLock on live nodes = %v", err)
+		} else if err := l.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock on live nodes = %v", err)
+		}
+		if got := m.rounds.Timeout(0, floor, limit); got != floor {
+			t.Errorf("a node's timeout after it answered at once is %v; want the floor %v", got, floor)
+		}
+		fs[0].inject(hang, 0)
 		want := []time.Duration{500 * time.Millisecond}
 		for len(want) < 10 {
 			want = append(want, time.Second)

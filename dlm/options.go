@@ -154,8 +154,11 @@ func WithDriftFactor(f float64) Option {
 // and 250 ms, the timeout of a node that answers at once; the cap is a
 // tenth of the TTL, at most four times the floor (1 s for the default
 // TTL), so that an acquire that waited it still leaves nine tenths of the
-// TTL as validity, and a node that never answers makes a call that waits
-// for every node (a release) wait at most the cap. Extensions, and the
+// TTL as validity. A node that has not answered yet is waited for as long
+// as the cap, as TCP starts at a conservative second; one that stops
+// answering makes a call that waits for every node (a release) wait at
+// most the cap. A round's requests share one deadline, the longest
+// timeout of the nodes it asks. Extensions, and the
 // other bounds that follow from the node timeout (how long before the end
 // of its validity a lock that could not be extended is reported lost, a
 // key's reservation for a woken waiter), take the floor. Whatever the

@@ -19,7 +19,12 @@ import (
 //     margin above the smoothed round trip of a steady node (as Linux
 //     bounds the variance term by its minimum RTO), so that a node whose
 //     round trips do not vary still has room for one that takes longer;
-//     the floor alone until the node has answered once;
+//   - until the node has answered once, the timeout is the cap, as RFC
+//     6298 starts at a conservative second: a manager that starts among
+//     many busy clients, whose nodes cannot answer within the floor, gets
+//     answers, and samples, from its first requests, rather than timing
+//     out and backing off from the floor while the others it competes
+//     with do the same;
 //   - a request that waited the node's whole timeout in vain doubles it
 //     (the backoff), up to the cap, so that a busy node gets more time
 //     rather than a storm of requests that all give up; requests that were
@@ -32,7 +37,7 @@ import (
 //
 // It keeps SRTT and RTTVAR in microseconds, with the backoff, in one
 // atomic word: the many requests to one node share it, without a lock or
-// an allocation. A zero RTO has no sample: its timeout is the floor.
+// an allocation. A zero RTO has no sample: its timeout is the cap.
 type RTO struct {
 	state atomic.Uint64
 }
@@ -64,12 +69,12 @@ func (r *RTO) Timeout(floor, limit time.Duration) time.Duration {
 // timeoutOf is the timeout of state s between floor and limit, which is
 // above floor.
 func timeoutOf(s uint64, floor, limit time.Duration) time.Duration {
-	base := floor
-	if s&measuredBit != 0 {
-		srtt := time.Duration(s&srttMax) * time.Microsecond
-		rttvar := time.Duration(s>>srttBits&rttvarMax) * time.Microsecond
-		base = srtt + max(floor, 4*rttvar)
+	if s&measuredBit == 0 {
+		return limit
 	}
+	srtt := time.Duration(s&srttMax) * time.Microsecond
+	rttvar := time.Duration(s>>srttBits&rttvarMax) * time.Microsecond
+	base := srtt + max(floor, 4*rttvar)
 	if k := s >> backoffAt; k > 0 {
 		if base > limit>>k {
 			return limit

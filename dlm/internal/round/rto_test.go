@@ -46,7 +46,7 @@ func TestRTOSamples(t *testing.T) {
 		floor, limit time.Duration
 		want         time.Duration // exact; 0: RFC 6298's, within a µs per sample
 	}{
-		{"none: the floor", nil, 250 * ms, time.Second, 250 * ms},
+		{"none: the cap", nil, 250 * ms, time.Second, time.Second},
 		{"first: SRTT R, RTTVAR R/2, RTO 3R", []time.Duration{100 * ms}, 10 * ms, 10 * time.Second, 300 * ms},
 		// RTTVAR 3/4·50 + 1/4·|100-200| = 62.5, SRTT 7/8·100 + 1/8·200 = 112.5.
 		{"second", []time.Duration{100 * ms, 200 * ms}, 10 * ms, 10 * time.Second, 362500 * time.Microsecond},
@@ -88,10 +88,11 @@ func repeat(d time.Duration, n int) []time.Duration {
 	return out
 }
 
-// TestRTOBackoff checks that a request that waited the whole timeout in
-// vain doubles it, up to the cap; that requests sent under a shorter
-// timeout than the current one double it no further; and that the next
-// reply sets it from the round trips again (Karn).
+// TestRTOBackoff checks that a node's timeout is the cap until it has
+// answered; that a request that waited the whole timeout in vain doubles
+// it, up to the cap; that requests sent under a shorter timeout than the
+// current one double it no further; and that the next reply sets it from
+// the round trips again (Karn).
 func TestRTOBackoff(t *testing.T) {
 	const floor, limit = 250 * ms, time.Second
 	var r RTO
@@ -100,7 +101,9 @@ func TestRTOBackoff(t *testing.T) {
 		do   func()
 		want time.Duration
 	}{
-		{"no sample", func() {}, 250 * ms},
+		{"no sample", func() {}, limit},
+		{"a timeout before any sample", func() { r.Expired(limit, floor, limit) }, limit},
+		{"an instant reply", func() { r.Sample(0) }, 250 * ms},
 		{"a timeout", func() { r.Expired(250*ms, floor, limit) }, 500 * ms},
 		{"another request sent under 250ms", func() { r.Expired(250*ms, floor, limit) }, 500 * ms},
 		{"a request cut short", func() { r.Expired(100*ms, floor, limit) }, 500 * ms},
@@ -111,6 +114,7 @@ func TestRTOBackoff(t *testing.T) {
 				r.Expired(time.Hour, floor, limit)
 			}
 		}, time.Second},
+		{"another node", func() { r.state.Store(0) }, limit},
 		// SRTT 400, RTTVAR 200: 400 + max(250, 800), capped.
 		{"a reply in 400ms", func() { r.Sample(400 * ms) }, time.Second},
 		// RTTVAR 3/4·200 + 1/4·0 = 150, SRTT 400: 400 + 600.
@@ -126,6 +130,7 @@ func TestRTOBackoff(t *testing.T) {
 		}
 	}
 	var fixed RTO
+	fixed.Sample(0)
 	fixed.Expired(time.Hour, floor, floor)
 	if got := fixed.Timeout(floor, limit); got != floor {
 		t.Errorf("after a timeout of a fixed timeout: Timeout = %v; want the floor %v (no backoff)", got, floor)
