@@ -21,7 +21,9 @@ type Request struct {
 	// is above it, the floor of the node's learned one (see [RTO]), which
 	// never exceeds Cap.
 	Timeout time.Duration
-	Cap     time.Duration
+	// Cap, when above Timeout, makes each node's timeout the learned one,
+	// from Timeout to Cap; otherwise Timeout is fixed.
+	Cap time.Duration
 	// Early stops waiting once the outcome is known: a quorum of yes, or
 	// too few nodes left to reach one. The replies still due are handed
 	// back as a Pending; their requests end by their own deadline.

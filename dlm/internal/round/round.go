@@ -64,8 +64,9 @@ func (r *Round) wait(req *Request) time.Duration {
 }
 
 // Poll sends req to every node at once, all under one deadline, the node
-// timeout from now (see [Round.wait]), and counts the answers. When it stops early, the
-// replies still due arrive on the returned Pending, which is nil otherwise.
+// timeout from now (see [Round.wait]), and counts the answers. When it
+// stops early, the replies still due arrive on the returned Pending, which
+// is nil otherwise.
 //
 // The requests run under a context of [driver.WithNodeDeadline], which only
 // their deadline ends while they run: Poll itself stops waiting when ctx
@@ -204,11 +205,12 @@ func (p *Pending) Wait() {
 // until its TTL. The nodes that granted are released before ReleaseAttempt
 // returns; the nodes whose acquire failed (likely slow or unreachable) and
 // those still due are released in the background, which ends within two
-// node timeouts, so an unreachable node does not cost the caller a second
-// timeout. The returned channel is closed once the background releases
-// have ended (at once when there are none): a caller that attempts again
-// may wait for it, so that its next attempt finds what this one took
-// released. It runs even when ctx is done.
+// node timeouts (each node's learned one, at most req.Cap), so an
+// unreachable node does not cost the caller a second timeout. The returned
+// channel is closed once the background releases have ended (at once when
+// there are none): a caller that attempts again may wait for it, so that
+// its next attempt finds what this one took released. It runs even when
+// ctx is done.
 func (r *Round) ReleaseAttempt(ctx context.Context, req *Request, v *Vote, p *Pending) <-chan struct{} {
 	ctx = context.WithoutCancel(ctx)
 	granted := make([]bool, len(r.calls))
