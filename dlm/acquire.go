@@ -194,7 +194,7 @@ var acquireScripts = [4]*driver.Script{script.Acquire, script.FencedAcquire, scr
 func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiting bool) *round.Request {
 	req := &round.Request{
 		Op: opLock, Keys: rkeys, Args: append(make([]string, 0, 10), secret, ttlMillis(cfg.ttl)),
-		Want: 1, Timeout: cfg.timeout(), Early: true,
+		Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(), Early: true,
 	}
 	mix := 0
 	if cfg.fencing.on {

@@ -187,7 +187,7 @@ func (q *quorumRounds) storeLeader(ctx context.Context, cfg *config, rkey, secre
 	}
 	req := &round.Request{
 		Op: opLeader, Script: script.SetLeader, Keys: []string{rkey, script.LeaderKey(rkey)},
-		Args: append(make([]string, 0, 3), secret, value), Want: 1, Timeout: cfg.timeout(), Only: only,
+		Args: append(make([]string, 0, 3), secret, value), Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(), Only: only,
 	}
 	req.Announce(script.Flag{Mode: script.Loud}, wake.Announcers(granted))
 	v, _ := q.Poll(ctx, req)

@@ -86,7 +86,7 @@ func (q *quorumRounds) settleFence(ctx context.Context, cfg *config, rkeys []str
 	raised, _ := q.Poll(ctx, &round.Request{
 		Op: opLock, Script: script.RaiseFence, Keys: fencedKeys(rkeys),
 		Args: []string{secret, strconv.FormatInt(fence, 10)},
-		Want: 1, Timeout: cfg.timeout(), Only: below,
+		Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(), Only: below,
 	})
 	v.Cut = v.Cut || raised.Cut
 	return fence, holding + raised.Yes

@@ -56,7 +56,7 @@ func (k *leaseKind) quorum(n int) int {
 func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *round.Request {
 	req := &round.Request{
 		Op: opLock, Keys: lkeys, Args: append(make([]string, 0, 5), secret, ttlMillis(cfg.ttl)),
-		Want: 1, Timeout: cfg.timeout(), Early: true, Need: k.need,
+		Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(), Early: true, Need: k.need,
 	}
 	if k.intent {
 		req.Keys = append(lkeys[:len(lkeys):len(lkeys)], script.IntentKey(lkeys[0]))
@@ -83,7 +83,7 @@ func (k *leaseKind) acquireRequest(cfg *config, lkeys []string, secret string) *
 func (k *leaseKind) releaseRequest(cfg *config, lkeys []string, secret string, real bool) *round.Request {
 	req := &round.Request{
 		Op: opUnlock, Script: k.unlock, Keys: lkeys, Args: append(make([]string, 0, 3), secret),
-		Want: 1, Timeout: cfg.timeout(), Need: k.need,
+		Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(), Need: k.need,
 	}
 	if k.intent {
 		req.Keys = append(lkeys[:len(lkeys):len(lkeys)], script.LineKeys(lkeys[0])...)

@@ -22,10 +22,13 @@ const (
 )
 
 // Bounds of the node timeout derived from the TTL when [WithNodeTimeout] is
-// not given: a twentieth of the TTL, clamped to this range.
+// not given: a twentieth of the TTL, clamped to this range. It is the floor
+// of each node's learned timeout, whose cap is a tenth of the TTL, at most
+// learnedTimeoutGrowth times the floor (see [timing.timeoutCap]).
 const (
 	minDerivedNodeTimeout = 20 * time.Millisecond
 	maxDerivedNodeTimeout = 250 * time.Millisecond
+	learnedTimeoutGrowth  = 4
 )
 
 // Options come in three scopes, and the compiler keeps each where it
@@ -137,15 +140,37 @@ func WithDriftFactor(f float64) Option {
 	return optionFunc(func(c *config) { c.driftFactor = f })
 }
 
-// WithNodeTimeout bounds each request to one node: acquire, extend and
-// release alike. By default it is a twentieth of the TTL, between 20 ms and
-// 250 ms, so a dead node cannot consume the lock's validity. (A batch of
-// auto-extensions waits longer while its locks have time: see
-// [WithAutoExtend].) A timeout set
-// here must be below the TTL in effect, the manager's or a call's
-// [WithTTL], and should be well below it: otherwise New, Open or the call
-// returns an error wrapping [ErrInvalid]. The derived timeout, and the TTL
-// given to [Lock.Extend] (which may shorten the lock), are not checked.
+// WithNodeTimeout sets a fixed bound on each request to one node: acquire,
+// extend and release alike, never learned, never exceeded.
+//
+// Without it, the wait for a node follows the node. Acquires and releases
+// wait as long as the node's learned timeout, learned per node from its
+// recent round trips as TCP learns its retransmission timeout (RFC 6298):
+// the smoothed round trip plus four times its variation, at least a
+// floor above the smoothed round trip, and doubled each time a request
+// waited for it in vain, so that a busy node gets more time rather than a
+// storm of requests that all give up; the next reply sets it from the
+// round trips again. The floor is a twentieth of the TTL, between 20 ms
+// and 250 ms, the timeout of a node that answers at once; the cap is a
+// tenth of the TTL, at most four times the floor (1 s for the default
+// TTL), so that an acquire that waited it still leaves nine tenths of the
+// TTL as validity. A node that has not answered yet is waited for as long
+// as the cap, as TCP starts at a conservative second; one that stops
+// answering makes a call that waits for every node (a release) wait at
+// most the cap. A round's requests share one deadline, the longest
+// timeout of the nodes it asks. Extensions, and the
+// other bounds that follow from the node timeout (how long before the end
+// of its validity a lock that could not be extended is reported lost, a
+// key's reservation for a woken waiter), take the floor. Whatever the
+// wait, a grant counts only within its validity, the TTL less the time
+// the acquire took and the drift allowance.
+//
+// A batch of auto-extensions waits longer while its locks have time (see
+// [WithAutoExtend]). A timeout set here must be below the TTL in effect,
+// the manager's or a call's [WithTTL], and should be well below it:
+// otherwise New, Open or the call returns an error wrapping [ErrInvalid].
+// The derived timeout, and the TTL given to [Lock.Extend] (which may
+// shorten the lock), are not checked.
 func WithNodeTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.nodeTimeout = d })
 }
@@ -281,12 +306,28 @@ func (t *timing) validity(ttl time.Duration) time.Duration {
 	return ttl.Truncate(time.Millisecond) - t.drift(ttl)
 }
 
-// timeout is the bound on one node request.
+// timeout is the bound on one node request: WithNodeTimeout's, or the
+// one derived from the TTL, which is the floor of a node's learned
+// timeout (see [timing.timeoutCap]).
 func (t *timing) timeout() time.Duration {
 	if t.nodeTimeout > 0 {
 		return t.nodeTimeout
 	}
 	return min(max(t.ttl/20, minDerivedNodeTimeout), maxDerivedNodeTimeout)
+}
+
+// timeoutCap is the cap of a node's learned timeout ([round.RTO]), whose
+// floor is timeout: a tenth of the TTL, which leaves nine tenths of it as
+// the validity of an acquire that waited that long, at most
+// learnedTimeoutGrowth times the floor (two doublings), and never below
+// it. With WithNodeTimeout it is that timeout: fixed, never learned. A
+// request takes it as [round.Request.Cap].
+func (t *timing) timeoutCap() time.Duration {
+	floor := t.timeout()
+	if t.nodeTimeout > 0 {
+		return floor
+	}
+	return max(floor, min(t.ttl/10, learnedTimeoutGrowth*floor))
 }
 
 // lossGuard is how long before the end of the validity a lock that could

@@ -97,22 +97,24 @@ func TestValidInputBoundaries(t *testing.T) {
 }
 
 // TestDerivedNodeTimeout checks the node timeout: a twentieth of the TTL
-// within [20ms, 250ms] unless WithNodeTimeout sets it.
+// within [20ms, 250ms] unless WithNodeTimeout sets it; and the cap of the
+// learned timeout whose floor it is: a tenth of the TTL, at most four times
+// the floor, never below it, and the fixed timeout of WithNodeTimeout.
 func TestDerivedNodeTimeout(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		ttl, set, want time.Duration
+		ttl, set, want, limit time.Duration
 	}{
-		{3 * time.Millisecond, 0, 20 * time.Millisecond},
-		{100 * time.Millisecond, 0, 20 * time.Millisecond},
-		{400 * time.Millisecond, 0, 20 * time.Millisecond},
-		{time.Second, 0, 50 * time.Millisecond},
-		{2 * time.Second, 0, 100 * time.Millisecond},
-		{5 * time.Second, 0, 250 * time.Millisecond},
-		{DefaultTTL, 0, 250 * time.Millisecond},
-		{time.Hour, 0, 250 * time.Millisecond},
-		{DefaultTTL, 7 * time.Millisecond, 7 * time.Millisecond},
-		{100 * time.Millisecond, 90 * time.Millisecond, 90 * time.Millisecond},
+		{3 * time.Millisecond, 0, 20 * time.Millisecond, 20 * time.Millisecond},
+		{100 * time.Millisecond, 0, 20 * time.Millisecond, 20 * time.Millisecond},
+		{400 * time.Millisecond, 0, 20 * time.Millisecond, 40 * time.Millisecond},
+		{time.Second, 0, 50 * time.Millisecond, 100 * time.Millisecond},
+		{2 * time.Second, 0, 100 * time.Millisecond, 200 * time.Millisecond},
+		{5 * time.Second, 0, 250 * time.Millisecond, 500 * time.Millisecond},
+		{DefaultTTL, 0, 250 * time.Millisecond, time.Second},
+		{time.Hour, 0, 250 * time.Millisecond, time.Second},
+		{DefaultTTL, 7 * time.Millisecond, 7 * time.Millisecond, 7 * time.Millisecond},
+		{100 * time.Millisecond, 90 * time.Millisecond, 90 * time.Millisecond, 90 * time.Millisecond},
 	} {
 		c, err := defaultConfig().with([]Option{WithTTL(tc.ttl), WithNodeTimeout(tc.set)})
 		if err != nil {
@@ -120,6 +122,9 @@ func TestDerivedNodeTimeout(t *testing.T) {
 		}
 		if got := c.timeout(); got != tc.want {
 			t.Errorf("timeout(TTL %v, WithNodeTimeout(%v)) = %v; want %v", tc.ttl, tc.set, got, tc.want)
+		}
+		if got := c.timeoutCap(); got != tc.limit {
+			t.Errorf("timeoutCap(TTL %v, WithNodeTimeout(%v)) = %v; want %v", tc.ttl, tc.set, got, tc.limit)
 		}
 	}
 }

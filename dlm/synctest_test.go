@@ -94,7 +94,8 @@ func TestValidity(t *testing.T) {
 // soon as that is known: with 3 of 5 nodes refusing and 2 hanging, TryLock
 // does not wait for the hanging ones' timeout. Those are released in the
 // background, each as soon as its acquire request timed out (not before,
-// lest the release overtake it).
+// lest the release overtake it): nodes that never answered, waited for as
+// long as the cap of the learned node timeout, 1 s for the default TTL.
 func TestFailFast(t *testing.T) {
 	t.Parallel()
 	inBubble(t, func(t *testing.T) {
@@ -106,7 +107,7 @@ func TestFailFast(t *testing.T) {
 				f.inject(hang, 0)
 			}
 		}
-		m := newManager(t, fs) // node timeout 250ms
+		m := newManager(t, fs) // node timeout 250ms – 1s
 		start := time.Now()
 		var err error
 		if d := elapsed(func() { _, err = m.TryLock(context.Background(), "k") }); d != 0 {
@@ -115,7 +116,7 @@ func TestFailFast(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("TryLock = %v; want ErrUnavailable", err)
 		}
-		const timeout = 250 * time.Millisecond
+		const timeout = time.Second
 		for _, at := range []time.Duration{0, timeout - time.Millisecond, timeout + time.Millisecond} {
 			time.Sleep(at - time.Since(start))
 			synctest.Wait()
@@ -169,20 +170,25 @@ func TestSlowMinority(t *testing.T) {
 
 // TestNodeTimeout checks that the node timeout bounds acquire, extend and
 // release alike, and its default: a twentieth of the TTL within [20ms,
-// 250ms], unless WithNodeTimeout sets it.
+// 250ms], unless WithNodeTimeout sets it. The default is the floor of the
+// nodes' learned timeout: a release that timed out doubles it for the next
+// attempt (backed off), and that attempt's timeouts double it again, up to
+// its cap, for the background release; WithNodeTimeout's stays fixed.
 func TestNodeTimeout(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		opts []Option
-		ttl  time.Duration
-		want time.Duration
+		opts      []Option
+		ttl       time.Duration
+		want      time.Duration
+		backedOff time.Duration // of the attempt after the release timed out
+		capped    time.Duration // of the background release after it
 	}{
-		{nil, DefaultTTL, 250 * time.Millisecond},
-		{[]Option{WithTTL(time.Hour)}, time.Hour, 250 * time.Millisecond},
-		{[]Option{WithTTL(2 * time.Second)}, 2 * time.Second, 100 * time.Millisecond},
-		{[]Option{WithTTL(100 * time.Millisecond)}, 100 * time.Millisecond, 20 * time.Millisecond},
-		{[]Option{WithNodeTimeout(30 * time.Millisecond)}, DefaultTTL, 30 * time.Millisecond},
-		{[]Option{WithTTL(100 * time.Millisecond), WithNodeTimeout(70 * time.Millisecond)}, 100 * time.Millisecond, 70 * time.Millisecond},
+		{nil, DefaultTTL, 250 * time.Millisecond, 500 * time.Millisecond, time.Second},
+		{[]Option{WithTTL(time.Hour)}, time.Hour, 250 * time.Millisecond, 500 * time.Millisecond, time.Second},
+		{[]Option{WithTTL(2 * time.Second)}, 2 * time.Second, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
+		{[]Option{WithTTL(100 * time.Millisecond)}, 100 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
+		{[]Option{WithNodeTimeout(30 * time.Millisecond)}, DefaultTTL, 30 * time.Millisecond, 30 * time.Millisecond, 30 * time.Millisecond},
+		{[]Option{WithTTL(100 * time.Millisecond), WithNodeTimeout(70 * time.Millisecond)}, 100 * time.Millisecond, 70 * time.Millisecond, 70 * time.Millisecond, 70 * time.Millisecond},
 	} {
 		t.Run(fmt.Sprintf("ttl=%v/want=%v", tc.ttl, tc.want), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {
@@ -215,14 +221,14 @@ func TestNodeTimeout(t *testing.T) {
 				// The Unlock's releases are retried meanwhile; they
 				// are not the attempt's.
 				before := countAll(fs, "release")
-				if d := elapsed(func() { _, err = m.TryLock(ctx, "k2") }); d != tc.want {
-					t.Errorf("TryLock on hanging nodes took %v; want %v", d, tc.want)
+				if d := elapsed(func() { _, err = m.TryLock(ctx, "k2") }); d != tc.backedOff {
+					t.Errorf("TryLock on hanging nodes took %v; want %v", d, tc.backedOff)
 				}
 				if !errors.Is(err, ErrUnavailable) {
 					t.Errorf("TryLock on hanging nodes = %v; want ErrUnavailable", err)
 				}
-				if d := elapsed(func() { m.Close() }); d != tc.want {
-					t.Errorf("Close waited %v for the background release; want %v", d, tc.want)
+				if d := elapsed(func() { m.Close() }); d != tc.capped {
+					t.Errorf("Close waited %v for the background release; want %v", d, tc.capped)
 				}
 				if got := countAll(fs, "release") - before - int(m.rereleases.resent.Load()); got != len(fs) {
 					t.Errorf("%d release requests after the failed attempt; want one per node (%d)", got, len(fs))

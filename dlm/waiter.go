@@ -195,20 +195,21 @@ func (c *config) reservation() time.Duration { return 2 * c.timeout() }
 // leave gives up w's place in the lines of rkeys on every node, and hands on
 // each key a node reserved for it: at once, before it returns (ctx only
 // carries its values: the release runs even when ctx is done, each node
-// bounded by the node timeout), and again a node timeout later, in the
-// background, since a request of the waiter's last attempt may have given
-// it a place after the first pass. A place left behind would make a
+// bounded by the node timeout), and again the cap of a learned node
+// timeout later (see [timing.timeoutCap]), in the background, since a
+// request of the waiter's last attempt, which may wait that long, may have
+// given it a place after the first pass. A place left behind would make a
 // release hand the key to a waiter that left: the key would stay reserved
 // for it for [config.reservation].
 func (q *quorumRounds) leave(ctx context.Context, cfg *config, rkeys []string, w *waiter) {
 	req := &round.Request{
 		Op: opLock, Script: script.Leave, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
-		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(),
+		Args: []string{w.id, ttlMillis(cfg.reservation())}, Want: 1, Timeout: cfg.timeout(), Cap: cfg.timeoutCap(),
 	}
 	req.Announce(loudFlag, allNodes)
 	q.Poll(context.WithoutCancel(ctx), req)
 	q.work.Spawn(func() {
-		t := time.NewTimer(cfg.timeout())
+		t := time.NewTimer(cfg.timeoutCap())
 		defer t.Stop()
 		select {
 		case <-t.C:

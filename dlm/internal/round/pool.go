@@ -104,13 +104,14 @@ func (p *Pool) Stop() {
 	p.wg.Wait()
 }
 
-// ask is a node request for a worker: replies <- r.ask(ctx, i, req), or,
+// ask is a node request for a worker: replies <- r.ask(ctx, i, req, sent), or,
 // when fn is set, fn().
 type ask struct {
 	r       *Round
 	ctx     context.Context
 	i       int
 	req     *Request
+	sent    time.Time // when the round set ctx's deadline
 	replies chan<- Reply
 	fn      func()
 }
@@ -121,18 +122,18 @@ func (a *ask) serve() {
 		a.fn()
 		return
 	}
-	a.replies <- a.r.ask(a.ctx, a.i, a.req)
+	a.replies <- a.r.ask(a.ctx, a.i, a.req, a.sent)
 }
 
-// ask runs r.ask(ctx, i, req) apart and sends its reply on replies, which
+// ask runs r.ask(ctx, i, req, sent) apart and sends its reply on replies, which
 // must have room for it. It runs for every node of every request, so it
 // hands the request to an idle worker, a goroutine that served an earlier
 // one, when there is one: a new goroutine would allocate, and grow its
 // stack through the client library's calls again. Otherwise it starts a
 // worker, which serves requests until it has waited WorkerIdle for one, or
 // the pool is stopped.
-func (p *Pool) ask(ctx context.Context, r *Round, i int, req *Request, replies chan<- Reply) {
-	p.hand(ask{r: r, ctx: ctx, i: i, req: req, replies: replies})
+func (p *Pool) ask(ctx context.Context, r *Round, i int, req *Request, sent time.Time, replies chan<- Reply) {
+	p.hand(ask{r: r, ctx: ctx, i: i, req: req, sent: sent, replies: replies})
 }
 
 // run runs fn, a node request and what follows from its reply, apart, on a

@@ -16,8 +16,14 @@ type Request struct {
 	// Want is the reply that counts as yes; any other integer is no. A
 	// script whose reply has another shape says so (see [script.ShapeOf]):
 	// the fenced acquires' counters, the fair acquires' tickets.
-	Want    int64
+	Want int64
+	// Timeout bounds each node's request: the fixed timeout, or, when Cap
+	// is above it, the floor of the node's learned one (see [RTO]), which
+	// never exceeds Cap.
 	Timeout time.Duration
+	// Cap, when above Timeout, makes each node's timeout the learned one,
+	// from Timeout to Cap; otherwise Timeout is fixed.
+	Cap time.Duration
 	// Early stops waiting once the outcome is known: a quorum of yes, or
 	// too few nodes left to reach one. The replies still due are handed
 	// back as a Pending; their requests end by their own deadline.

@@ -2,6 +2,7 @@ package round
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -20,6 +21,9 @@ type Call func(ctx context.Context, req *Request) (any, error)
 type Round struct {
 	calls []Call
 	pool  *Pool
+	// rto is each node's learned timeout, from the replies to every
+	// request sent to it (see [Round.wait]).
+	rto []RTO
 	// nodeErr wraps a failure of node i as the caller reports it.
 	nodeErr func(i int, err error) error
 	// restarted is the failure of a node whose script said that it lost
@@ -31,12 +35,38 @@ type Round struct {
 // goroutines pool owns. nodeErr wraps a node's failure; restarted is the
 // failure of a node whose script answered that it restarted.
 func New(pool *Pool, calls []Call, nodeErr func(i int, err error) error, restarted error) *Round {
-	return &Round{calls: calls, pool: pool, nodeErr: nodeErr, restarted: restarted}
+	return &Round{calls: calls, pool: pool, rto: make([]RTO, len(calls)), nodeErr: nodeErr, restarted: restarted}
+}
+
+// Timeout returns node i's learned timeout between floor and limit (see
+// [RTO.Timeout]).
+func (r *Round) Timeout(i int, floor, limit time.Duration) time.Duration {
+	return r.rto[i].Timeout(floor, limit)
+}
+
+// wait is how long a round of req waits for the nodes it asks (those in
+// req.Only, or all): req.Timeout, or, when req.Cap is above it, the
+// longest of the asked nodes' learned timeouts. The nodes share one
+// deadline, which costs no context per node: a node whose own timeout is
+// shorter may take the longer one, and a dead node makes an undecided
+// round wait at most req.Cap.
+func (r *Round) wait(req *Request) time.Duration {
+	if req.Cap <= req.Timeout {
+		return req.Timeout
+	}
+	w := req.Timeout
+	for i := range r.rto {
+		if req.Only == nil || req.Only[i] {
+			w = max(w, r.rto[i].Timeout(req.Timeout, req.Cap))
+		}
+	}
+	return w
 }
 
 // Poll sends req to every node at once, all under one deadline, the node
-// timeout from now, and counts the answers. When it stops early, the
-// replies still due arrive on the returned Pending, which is nil otherwise.
+// timeout from now (see [Round.wait]), and counts the answers. When it
+// stops early, the replies still due arrive on the returned Pending, which
+// is nil otherwise.
 //
 // The requests run under a context of [driver.WithNodeDeadline], which only
 // their deadline ends while they run: Poll itself stops waiting when ctx
@@ -51,23 +81,25 @@ func (r *Round) Poll(ctx context.Context, req *Request) (Vote, *Pending) {
 	if script.ShapeOf(req.Script).Counter {
 		v.Fences = make([]int64, n)
 	}
+	sent := time.Now()
+	wait := r.wait(req)
 	if n == 1 {
 		// On this goroutine, under a context that ends with ctx: the
 		// adapter returns when ctx ends.
-		actx, cancel := context.WithTimeout(ctx, req.Timeout)
-		rep := r.ask(actx, 0, req)
+		actx, cancel := context.WithDeadline(ctx, sent.Add(wait))
+		rep := r.ask(actx, 0, req, sent)
 		cancel()
 		v.Count(rep, n)
 		v.Cut = rep.Err != nil && ctx.Err() != nil
 		return v, nil
 	}
-	nctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.Timeout))
+	nctx, cancel := driver.WithNodeDeadline(ctx, sent.Add(wait))
 	replies := make(chan Reply, n) // buffered: late senders never block
 	asked := 0
 	for i := range r.calls {
 		if req.Only == nil || req.Only[i] {
 			asked++
-			r.pool.ask(nctx, r, i, req, replies)
+			r.pool.ask(nctx, r, i, req, sent, replies)
 		}
 	}
 	answered := make([]bool, n)
@@ -209,11 +241,12 @@ type Redo func(req *Request, i int, overtaken bool, rep Reply)
 // until its TTL. The nodes that granted are released before ReleaseAttempt
 // returns; the nodes whose acquire failed (likely slow or unreachable) and
 // those still due are released in the background, which ends within two
-// node timeouts, so an unreachable node does not cost the caller a second
-// timeout. The returned channel is closed once the background releases
-// have ended (at once when there are none): a caller that attempts again
-// may wait for it, so that its next attempt finds what this one took
-// released. It runs even when ctx is done.
+// node timeouts (each node's learned one, at most req.Cap), so an
+// unreachable node does not cost the caller a second timeout. The returned
+// channel is closed once the background releases have ended (at once when
+// there are none): a caller that attempts again may wait for it, so that
+// its next attempt finds what this one took released. It runs even when
+// ctx is done.
 //
 // redo, unless nil, is told of each node whose release failed, and of each
 // node whose acquire failed and whose release freed nothing: the acquire
@@ -317,10 +350,12 @@ func (v *Vote) MayHold(n int, p *Pending) uint64 {
 // themselves, but reach the nodes through the same calls as every other
 // request.
 func (r *Round) Each(ctx context.Context, req *Request, f func(i int, v any, err error)) {
-	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, sent.Add(r.wait(req)))
 	defer cancel()
 	r.pool.ForEach(len(r.calls), func(i int) {
 		v, err := r.calls[i](ctx, req)
+		r.learn(ctx, i, req, sent, err)
 		if err != nil {
 			err = r.nodeErr(i, err)
 		}
@@ -328,24 +363,29 @@ func (r *Round) Each(ctx context.Context, req *Request, f func(i int, v any, err
 	})
 }
 
-// AskOne runs req on node i alone, under a node timeout of its own
-// (req.Timeout) that alone ends it, and reads its reply: a request sent
-// again to one node, such as a release retried ([Redo]).
+// AskOne runs req on node i alone, under a node timeout of its own (the
+// node's learned one, see [Request.Cap]) that alone ends it, and reads its
+// reply: a request sent again to one node, such as a release retried
+// ([Redo]).
 func (r *Round) AskOne(ctx context.Context, i int, req *Request) Reply {
 	return r.askAlone(ctx, i, req)
 }
 
-// askAlone runs req on node i under a node timeout of its own, which alone
-// ends it: ctx's cancellation does not.
+// askAlone runs req on node i under a node timeout of its own (the node's
+// learned one, see [Request.Cap]), which alone ends it: ctx's cancellation
+// does not.
 func (r *Round) askAlone(ctx context.Context, i int, req *Request) Reply {
-	ctx, cancel := driver.WithNodeDeadline(ctx, time.Now().Add(req.Timeout))
+	sent := time.Now()
+	ctx, cancel := driver.WithNodeDeadline(ctx, sent.Add(r.rto[i].Timeout(req.Timeout, req.Cap)))
 	defer cancel()
-	return r.ask(ctx, i, req)
+	return r.ask(ctx, i, req, sent)
 }
 
-// ask runs req on node i within ctx, which bounds it, and reads its reply.
-func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
+// ask runs req, sent at sent, on node i within ctx, which bounds it, and
+// reads its reply.
+func (r *Round) ask(ctx context.Context, i int, req *Request, sent time.Time) Reply {
 	res, err := r.calls[i](ctx, req)
+	r.learn(ctx, i, req, sent, err)
 	if err != nil {
 		return Reply{Node: i, Err: r.nodeErr(i, err)}
 	}
@@ -389,6 +429,28 @@ func (r *Round) ask(ctx context.Context, i int, req *Request) Reply {
 		return Reply{Node: i, Yes: got > 0, Val: got, Ticket: ticket, Left: left, Open: open}
 	}
 	return Reply{Node: i, Yes: got == req.Want, Ticket: ticket, Left: left, Open: open}
+}
+
+// learn teaches node i's learned timeout what became of req, sent at sent
+// within ctx, whose call ended with err: a reply (err nil, whatever its
+// content) is a sample of the node's round trip, counted from sent, when
+// the round set the deadline, so that it holds what the deadline must
+// cover, the wait for a worker included; a request of a learned timeout
+// (req.Cap above req.Timeout) that failed at its deadline backs the
+// timeout off. Other failures teach nothing: a refused connection fails
+// at once, and a request its caller cut short says nothing of the node.
+func (r *Round) learn(ctx context.Context, i int, req *Request, sent time.Time, err error) {
+	if err == nil {
+		r.rto[i].Sample(time.Since(sent))
+		return
+	}
+	if req.Cap <= req.Timeout {
+		return
+	}
+	now := time.Now()
+	if d, ok := ctx.Deadline(); (ok && !now.Before(d)) || errors.Is(err, context.DeadlineExceeded) {
+		r.rto[i].Expired(now.Sub(sent), req.Timeout, req.Cap)
+	}
 }
 
 // maxLeft is the longest PTTL a refusal's reply is believed for: a day, in
