@@ -199,6 +199,7 @@ func TestRetriedReleaseLeavesAnothersKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rival TryLock after Unlock = %v; want the lock", err)
 		}
+		synctest.Wait() // the rival's requests still due after its quorum land
 		secret := fs[1].secret()
 		before := fs[0].count("release")
 		time.Sleep(3 * time.Second) // the retries end once node 0 answers, after 1s

@@ -365,7 +365,7 @@ func TestOneNodeListenersKeepPace(t *testing.T) {
 	srvs := redistest.StartServers(t, 3)
 	claimer := &listenersClaimer{Node: respNode(t, srvs[0].Addr(), "")}
 	nodes := []driver.Node{claimer, respNode(t, srvs[1].Addr(), ""), respNode(t, srvs[2].Addr(), "")}
-	holderM := newWakeManager(t, srvs)
+	holderM := newWakeManager(t, srvs, holdEverywhere(t, srvs[0]))
 	var c attemptCounter
 	m, err := dlm.New(nodes, dlm.WithRetry(0, dlm.FixedBackoff(backoff)), dlm.WithHook(&c))
 	if err != nil {
@@ -379,6 +379,9 @@ func TestOneNodeListenersKeepPace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Unlock(context.Background())
+	// Held on every node: a grant by node 0, whose reply came late to the
+	// holder, would leave the waiter no refusal there to claim listeners in.
+	awaitHeld(t, srvs, "one-node-listeners")
 	waited := make(chan error, 1)
 	go func() {
 		_, err := m.Lock(ctx, "one-node-listeners")
