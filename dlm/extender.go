@@ -59,6 +59,8 @@ type extender struct {
 	admitted       []*autoExtension
 	dropped        int
 	meter          costMeter
+	// warn aggregates the Warn lines of auto-extension (warnlog.go).
+	warn warnLog
 }
 
 // Rounds and batches.
