@@ -2,6 +2,7 @@ package dlm
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -62,14 +63,18 @@ func (c *costMeter) add(now time.Time, busy time.Duration, n int) {
 	c.n += n
 }
 
-// cost is the busy time a renewal took, in seconds; 0 when none was
-// measured.
+// cost is the busy time a renewal took, in seconds: 0 when nothing was
+// measured, +Inf when the resource was busy and renewed nothing (every
+// batch failed).
 func (c *costMeter) cost() float64 {
-	n := c.n + c.prevN
-	if n == 0 {
-		return 0
+	n, busy := c.n+c.prevN, c.busy+c.prevBusy
+	switch {
+	case n > 0:
+		return busy.Seconds() / float64(n)
+	case busy > 0:
+		return math.Inf(1)
 	}
-	return (c.busy + c.prevBusy).Seconds() / float64(n)
+	return 0
 }
 
 // renewalRate is how many renewals a second a lock taken with cfg owes
@@ -88,7 +93,8 @@ func renewalRate(cfg *config) float64 {
 
 // renewalCost is the measured time a renewal takes the Manager, in
 // seconds: the nodes' at the quorum's, or the extender's own if more; 0
-// before the rounds measured it.
+// before the rounds measured it, +Inf when the quorum's node renewed
+// nothing lately.
 func (x *extender) renewalCost() float64 {
 	costs := make([]float64, 0, len(x.m.nodes))
 	for _, n := range x.m.nodes {
@@ -120,7 +126,10 @@ func (x *extender) admit(cfg *config) (float64, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	owed := x.owed + x.reserved
-	if cost > 0 && (owed+rate)*cost > admitShare {
+	switch {
+	case math.IsInf(cost, 1):
+		return 0, fmt.Errorf("%w: no renewal succeeded on a quorum of nodes in the last %v", ErrOverloaded, meterWindow)
+	case cost > 0 && (owed+rate)*cost > admitShare:
 		return 0, fmt.Errorf("%w: %.0f renewals a second owed, %.0f more asked, against %.0f measured (%.0f%% admitted at most)",
 			ErrOverloaded, owed, rate, 1/cost, admitShare*100)
 	}
@@ -179,10 +188,12 @@ func (x *extender) uncounted(a *autoExtension) {
 // take more than shedFrom of the measured capacity, until they take
 // shedTo: each is lost, at once, with an error wrapping [ErrOverloaded]
 // and [ErrLockLost], and no longer extended; its keys run out on the
-// nodes unless Unlock deletes them.
+// nodes unless Unlock deletes them. While no renewal succeeds on a quorum
+// (+Inf), it lets none go: that is no slowness of the Manager's, and the
+// locks are lost, if they are, for the nodes' failures.
 func (x *extender) shed() {
 	cost := x.renewalCost()
-	if cost <= 0 {
+	if cost <= 0 || math.IsInf(cost, 1) {
 		return
 	}
 	x.mu.Lock()

@@ -28,6 +28,7 @@ func TestCostMeter(t *testing.T) {
 		{"older windows dropped", []sample{{0, 100 * time.Millisecond, 10}, {meterWindow, 10 * time.Millisecond, 10}, {2 * meterWindow, 10 * time.Millisecond, 10}}, 0.001},
 		{"an idle gap drops both", []sample{{0, 100 * time.Millisecond, 10}, {5 * meterWindow, 10 * time.Millisecond, 10}}, 0.001},
 		{"failed batches: busy, nothing renewed", []sample{{0, 10 * time.Millisecond, 10}, {time.Millisecond, 10 * time.Millisecond, 0}}, 0.002},
+		{"every batch failed", []sample{{0, 10 * time.Millisecond, 0}}, math.Inf(1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c costMeter
@@ -35,7 +36,7 @@ func TestCostMeter(t *testing.T) {
 			for _, s := range tc.samples {
 				c.add(t0.Add(s.at), s.busy, s.n)
 			}
-			if got := c.cost(); math.Abs(got-tc.want) > 1e-9 {
+			if got := c.cost(); got != tc.want && math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("cost = %v; want %v", got, tc.want)
 			}
 		})
