@@ -94,7 +94,12 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		err      error
 		attempts = 1
 	)
+	// An auto-extended lock the Manager could not keep extended is
+	// refused before any request is sent (admission.go).
+	unreserve, err := m.admitAuto(cfg)
 	switch {
+	case err != nil:
+		attempts = 0
 	case c.kind == nil && wait && cfg.retry.tries == 0 && cfg.fair == nil:
 		// Callers that wait without a retry budget queue in the manager
 		// first: only the head of the queue sends requests. (With fairness
@@ -124,6 +129,9 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	}
 	if err == nil {
 		l.autoExtend(ctx)
+	}
+	if unreserve != nil {
+		unreserve()
 	}
 	return l, err
 }

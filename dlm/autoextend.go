@@ -60,6 +60,21 @@ const defaultRemaining = 1.0 / 3
 // extensions fall behind, the nearest to the end of their validity go
 // first, and the Manager reports it ([EventRenewal]) before any lock is
 // lost.
+//
+// A Manager admits no more auto-extended locks than it measured it can
+// keep extended: the call refuses the lock with an error wrapping
+// [ErrOverloaded], before it sends anything to the nodes, when the
+// renewals owed, the new lock's included, would take more than 70% of the
+// renewals a second its rounds were measured to manage (at the quorum's
+// node); before the first rounds are measured, every lock is admitted.
+// An admitted lock is not lost to the Manager's own slowness while the
+// nodes answer as they did when it was admitted. If they slow down after,
+// past what it owes, the Manager lets go of its newest auto-extended locks,
+// each lost at once with an error wrapping ErrOverloaded and [ErrLockLost],
+// until it owes 85% of what it can renew: never all of them together.
+// Failures of auto-extensions are logged at Warn at most once a second per
+// node, and once a second for the Manager, with their counts; the hook
+// gets each one.
 func WithAutoExtend(a AutoExtend) Option {
 	return optionFunc(func(c *config) { c.autoExtend = &a })
 }
@@ -103,7 +118,10 @@ type autoExtension struct {
 	ctx       context.Context
 	remaining float64
 	maxHold   time.Duration
-	obtained  time.Time
+	// rate is the renewals a second the lock owes, counted in what its
+	// extender owes while it is kept extended (admission.go).
+	rate     float64
+	obtained time.Time
 	// unhook stops Do's watch of its context, nil outside Do.
 	unhook func() bool
 	// at is the latest a round should take the lock's next extension,

@@ -68,6 +68,18 @@ var (
 	// their validity last extended first. Give the process, or the nodes,
 	// more CPU, hold fewer locks per Manager, or lengthen the TTL.
 	ErrRenewalBehind = errors.New("dlm: auto-extension falling behind")
+	// ErrOverloaded means the Manager cannot keep one more auto-extended
+	// lock extended: [Manager.Lock], [Manager.TryLock], their multi-key
+	// forms and [Manager.Do] with [WithAutoExtend] refuse the lock with it,
+	// before they send anything to the nodes, when the renewals the
+	// Manager owes would exceed a safe share of what it measured it can
+	// renew (see [WithAutoExtend]). Nothing was taken; try again later,
+	// elsewhere, or with a longer TTL. A held lock that the Manager had to
+	// let go of because it could no longer renew everything it holds (the
+	// nodes slowed down after it was admitted) is lost with an error
+	// wrapping both ErrOverloaded and [ErrLockLost]: the newest such locks
+	// go first.
+	ErrOverloaded = errors.New("dlm: manager overloaded: no capacity to keep another auto-extended lock")
 )
 
 // permissionCodes are the Redis error codes that mean a configuration

@@ -126,6 +126,10 @@ func WithHook(h Hook) Option {
 func eventLevel(k EventKind, err error) slog.Level {
 	switch k {
 	case EventLost, EventNodeError, EventExtendFailed:
+		if errors.Is(err, ErrClosed) {
+			// The Manager closed: no failure to warn about.
+			return slog.LevelDebug
+		}
 		return slog.LevelWarn
 	case EventRenewal:
 		if err != nil {

@@ -76,7 +76,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.extended = true
 	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
-	err := l.settleExtension(ctx, &v, ttl, start)
+	err := l.settleExtension(ctx, &v, ttl, start, false)
 	if l.auto != nil {
 		l.m.extender.moved(l) // with op held: see there
 	}
@@ -115,7 +115,7 @@ func (l *Lock) extendable(now time.Time) error {
 // the extension was under way (it stands), or the extension's
 // [*QuorumError]. Extend and the extender settle every extension here,
 // with op held.
-func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Duration, start time.Time) error {
+func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Duration, start time.Time, byRound bool) error {
 	took := time.Since(start)
 	q, guard := l.quorum(), l.cfg.lossGuard()
 	until, ok := l.cfg.quorumInTime(v, q, ttl, start)
@@ -124,7 +124,7 @@ func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Dura
 		err := l.extendTo(until, guard)
 		l.mu.Unlock()
 		if err == nil {
-			l.extensionEvent(ctx, v, start, took, nil)
+			l.extensionEvent(ctx, v, start, took, nil, byRound)
 		}
 		return err
 	}
@@ -137,7 +137,7 @@ func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Dura
 	}
 	lostAt, lostErr := l.takeLoss() // sent after the failure it follows from
 	l.mu.Unlock()
-	l.extensionEvent(ctx, v, start, took, qerr)
+	l.extensionEvent(ctx, v, start, took, qerr, byRound)
 	l.reportLoss(lostAt, lostErr)
 	return qerr
 }
@@ -145,8 +145,10 @@ func (l *Lock) settleExtension(ctx context.Context, v *round.Vote, ttl time.Dura
 // extensionEvent sends the EventExtended, or with err the
 // EventExtendFailed, of an extension that started at start and took took,
 // and its node failures, if anyone listens: with hundreds of thousands of
-// locks auto-extended, even building an event nobody wants costs.
-func (l *Lock) extensionEvent(ctx context.Context, v *round.Vote, start time.Time, took time.Duration, err error) {
+// locks auto-extended, even building an event nobody wants costs. An
+// extension by a round of the extender (byRound) has its Warn lines
+// counted by the extender ([warnLog]).
+func (l *Lock) extensionEvent(ctx context.Context, v *round.Vote, start time.Time, took time.Duration, err error, byRound bool) {
 	kind := EventExtended
 	if err != nil {
 		kind = EventExtendFailed
@@ -154,7 +156,12 @@ func (l *Lock) extensionEvent(ctx context.Context, v *round.Vote, start time.Tim
 	if v.Errs == nil && !l.cfg.wants(ctx, kind, err) {
 		return
 	}
-	l.cfg.emitVote(ctx, v, Event{Kind: kind, Op: opExtend, Key: l.Key(), Start: start, Duration: took, Token: l.token, Err: err}, l.m.nodes)
+	ev := Event{Kind: kind, Op: opExtend, Key: l.Key(), Start: start, Duration: took, Token: l.token, Err: err}
+	if byRound && l.aggregated() {
+		l.roundEvent(ctx, v, ev)
+		return
+	}
+	l.cfg.emitVote(ctx, v, ev, l.m.nodes)
 }
 
 // autoExtend starts the lock's auto-extension if its options ask for it.
@@ -217,6 +224,8 @@ func (l *Lock) expiredErr() error {
 		when = fmt.Sprintf("validity ended %v ago", -left)
 	}
 	switch {
+	case l.cfg.autoExtend != nil && l.m.life.closed.Load():
+		return fmt.Errorf("dlm: %s %q: %s, no longer extended since the manager closed: %w: %w", l.what(), l.Key(), when, ErrLockLost, ErrClosed)
 	case l.extendErr != nil:
 		return fmt.Errorf("dlm: %s %q: %s after a failed extension: %w: %w", l.what(), l.Key(), when, ErrLockLost, l.extendErr)
 	case l.cfg.autoExtend != nil:
@@ -235,8 +244,14 @@ func (l *Lock) unlockMu() {
 	l.reportLoss(at, err)
 }
 
-// reportLoss sends the loss err recorded at at, if err is not nil.
+// reportLoss sends the loss err recorded at at, if err is not nil: that
+// of an auto-extended lock counted in its extender's Warn lines
+// ([warnLog]).
 func (l *Lock) reportLoss(at time.Time, err error) {
+	if err != nil && l.aggregated() {
+		l.reportAggregated(at, err)
+		return
+	}
 	if err != nil {
 		l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err})
 	}

@@ -50,6 +50,17 @@ type extender struct {
 	// lastBehind is when a round was last reported behind: at most one a
 	// second is, to keep a sustained overload from flooding the log.
 	lastBehind int64
+
+	// Admission (admission.go): the renewals a second owed by the locks
+	// kept extended, and reserved by calls taking one; those locks in the
+	// order they were admitted, with dropped stopped ones among them; and
+	// the time the extender's own rounds take per renewal.
+	owed, reserved float64
+	admitted       []*autoExtension
+	dropped        int
+	meter          costMeter
+	// warn aggregates the Warn lines of auto-extension (warnlog.go).
+	warn warnLog
 }
 
 // Rounds and batches.
@@ -95,6 +106,9 @@ func (x *extender) start(ctx context.Context, l *Lock, a AutoExtend) {
 	}
 	ae := &autoExtension{l: l, ctx: ctx, remaining: a.Remaining, maxHold: a.MaxHold, state: autoIdle}
 	l.auto = ae
+	x.mu.Lock()
+	x.counted(ae)
+	x.mu.Unlock()
 	l.watchValidity()
 	now := time.Now()
 	ae.obtained = now
@@ -242,8 +256,12 @@ func (x *extender) stop(l *Lock) <-chan struct{} {
 		}
 		wait = a.released
 	}
+	live := a.state != autoStopped
 	unhook := a.unhook
 	a.state, a.unhook, a.moved = autoStopped, nil, false
+	if live {
+		x.uncounted(a)
+	}
 	x.mu.Unlock()
 	if unhook != nil {
 		unhook()
@@ -285,9 +303,12 @@ func (x *extender) run() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		due, sleep := x.take(time.Now())
+		now := time.Now()
+		due, sleep := x.take(now)
 		if len(due) > 0 {
 			x.sweep(due)
+			x.measureRound(now, time.Since(now), len(due))
+			x.shed()
 			continue
 		}
 		var fired <-chan time.Time

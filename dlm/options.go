@@ -185,7 +185,10 @@ func WithKeyPrefix(prefix string) Option {
 // structured records of the events a [Hook] sees: node failures, losses and
 // failed extensions at Warn, locks not obtained at Info, attempts, grants,
 // extensions and releases at Debug, and so, by channel and length, are wake
-// messages ignored as malformed. Secrets and passwords are never logged. A
+// messages ignored as malformed. The failures of auto-extensions are
+// counted into at most one Warn line a second per node, and one for the
+// Manager (see [WithAutoExtend]); a failure or loss because the Manager
+// closed is logged at Debug. Secrets and passwords are never logged. A
 // nil logger, the default, discards everything, except that without
 // WithLogger [New] and [Open] warn about an even number of nodes on
 // [slog.Default]; WithLogger(nil) silences that too.

@@ -34,6 +34,13 @@ type nodeSender struct {
 	busy   int  // batches in flight
 	per    int  // batchesInFlight, but in tests
 	closed bool // the manager closed: run returned
+	// meter measures the time the node's batches take per renewal, from
+	// when each was sent, or the one before it settled, to when it
+	// settled: the node's busy time, shared out among its batches, over
+	// the renewals of those that succeeded (admission.go). lastDone is
+	// when the last batch settled.
+	meter    costMeter
+	lastDone time.Time
 }
 
 // batchesInFlight is how many batches of extensions a manager may have in
@@ -143,8 +150,23 @@ func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 		}
 		c.answer(b)
 		n.mu.Lock()
+		// A failed batch took the node's time and renewed nothing.
+		done, renewed := time.Now(), len(c.entries)
+		if b.Err != nil {
+			renewed = 0
+		}
+		n.meter.add(done, done.Sub(maxTime(now, n.lastDone)), renewed)
+		n.lastDone = done
 		n.busy--
 		n.mu.Unlock()
 		n.poke()
 	})
+}
+
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

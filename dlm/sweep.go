@@ -425,7 +425,7 @@ func (s *sweep) settle(en *sweepEntry) {
 		// without bounding the validity.
 		start = time.Now()
 	}
-	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, start)
+	err := a.l.settleExtension(a.ctx, &en.v, en.ttl, start, true)
 	a.l.op.Unlock()
 	s.x.release(a)
 	if s.x.released != nil {
