@@ -24,7 +24,11 @@ import (
 // included, stays within admitShare; otherwise the call that asks for it
 // fails with [ErrOverloaded] before it sends anything. Before any round
 // was measured every lock is admitted: the first rounds, a renewal
-// interval after the first locks, measure.
+// interval after the first locks, measure. So is every lock while no
+// renewal succeeded on a quorum lately (the cost reads +Inf): failing
+// nodes are no slowness of the Manager's, and the acquire itself tells
+// whether they answer; a Manager that just saw an outage does not refuse
+// locks once its nodes are back.
 //
 // The invariant: an admitted lock is not lost to the Manager's own
 // slowness while the nodes answer as they did when it was admitted. When
@@ -127,9 +131,7 @@ func (x *extender) admit(cfg *config) (float64, error) {
 	defer x.mu.Unlock()
 	owed := x.owed + x.reserved
 	switch {
-	case math.IsInf(cost, 1):
-		return 0, fmt.Errorf("%w: no renewal succeeded on a quorum of nodes in the last %v", ErrOverloaded, meterWindow)
-	case cost > 0 && (owed+rate)*cost > admitShare:
+	case cost > 0 && !math.IsInf(cost, 1) && (owed+rate)*cost > admitShare:
 		return 0, fmt.Errorf("%w: %.0f renewals a second owed, %.0f more asked, against %.0f measured (%.0f%% admitted at most)",
 			ErrOverloaded, owed, rate, 1/cost, admitShare*100)
 	}

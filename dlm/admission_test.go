@@ -78,3 +78,29 @@ func TestOwedFollowsLocks(t *testing.T) {
 		t.Errorf("owed %v, reserved %v, %d in the admission order after every unlock; want 0, 0, at most %d", o, r, kept, n/2)
 	}
 }
+
+// TestAdmitsAfterOutage checks that a Manager whose renewals all failed
+// lately, its nodes down rather than itself slow, still admits an
+// auto-extended lock once the nodes answer again: an outage is no
+// overload, and the acquire tells whether the nodes answer.
+func TestAdmitsAfterOutage(t *testing.T) {
+	t.Parallel()
+	fs := newFakes(3)
+	m := newManager(t, fs, WithTTL(3*time.Second))
+	for i := range m.nodes {
+		s := m.nodes[i].sender
+		s.mu.Lock()
+		s.meter.add(time.Now(), 100*time.Millisecond, 0) // a batch that failed
+		s.mu.Unlock()
+	}
+	if c := m.extender.renewalCost(); !math.IsInf(c, 1) {
+		t.Fatalf("renewal cost after every batch failed = %v; want +Inf", c)
+	}
+	l, err := m.TryLock(context.Background(), "k", WithAutoExtend(AutoExtend{}))
+	if err != nil {
+		t.Fatalf("TryLock with auto-extension after an outage = %v; want the lock (an outage is no overload)", err)
+	}
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
