@@ -66,22 +66,27 @@
 //
 // go-redis takes a request's deadline from its context but does not notice a
 // context cancelled before that deadline. A node therefore waits for each
-// call on the context as well, on a goroutine of its own: Eval and Ping
-// return as soon as the context is done, and the abandoned request ends at
-// its socket deadline or when an owned client is closed. Close waits for
-// those goroutines when the node owns the client.
+// call on the context, on a goroutine of its own: Eval and Ping return as
+// soon as the context is done. Close waits for those goroutines when the
+// node owns the client.
 //
-// The requests package dlm sends need none: their context, of
-// [driver.WithNodeDeadline], ends only at its deadline while they run (the
-// manager stops waiting by itself when its caller's context ends), so when
-// the client takes its socket deadlines from contexts — always for a node
-// opened from a URL, and for a client of the user's with
-// ContextTimeoutEnabled — the call runs on the caller's goroutine, bounded
-// by the socket deadline.
+// A request the caller gave up on goes on: its connection waits for the
+// late reply, up to the client's read timeout after the context's deadline,
+// and then goes back to the pool. go-redis closes a connection whose read
+// timed out, so a node whose server answered after its callers' deadlines
+// would otherwise dial and send HELLO for nearly every request: thousands
+// of connections a second from one busy process. A node has at most the
+// pool's size of connections open to its server at once (pool_size;
+// go-redis' default, 10 per GOMAXPROCS), however slow the server, and drops
+// one only when no reply came within the read timeout past the deadline; a
+// request that finds them all busy waits for one within its context.
 //
-// Such requests that come while another is under way are sent together, in
+// The requests package dlm sends, under a context of
+// [driver.WithNodeDeadline], which ends only at its deadline while they
+// run, that come while another is under way are sent together, in
 // one pipeline on one connection, once it returns: one write and one read
 // for many requests, on the client and on the server, where each would
 // take its own. A request alone is sent at once; nothing waits for a batch
-// to fill. A batch is sent under the earliest deadline of its requests.
+// to fill. A batch waits for a connection until the earliest deadline of its
+// requests.
 package goredis

@@ -30,6 +30,9 @@ import (
 // whose context has ended by then is not sent.
 type batcher struct {
 	client redis.UniversalClient
+	// grace is how long after the batch's deadline its connection waits
+	// for the replies (see node.late).
+	grace time.Duration
 
 	mu      sync.Mutex
 	leading bool      // a batch is under way
@@ -149,6 +152,9 @@ func (b *batcher) send(batch []*call, self *call) {
 		if d, ok := c.ctx.Deadline(); ctx == nil || ok && d.Before(first) {
 			ctx, first = c.ctx, d
 		}
+	}
+	if live > 0 && !first.IsZero() {
+		ctx = lateContext{ctx, first.Add(b.grace)}
 	}
 	switch {
 	case live == 0:
