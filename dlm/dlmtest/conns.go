@@ -14,32 +14,57 @@ import (
 	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
-// ConnsPoolSize is the pool_size [TestDriverConns] opens its node with, and
-// the most connections the node may open to its server over the test.
+// ConnsPoolSize is the pool_size [TestDriverConns] opens its node with for
+// its concurrent requests, and the most connections the node may open to
+// its server over that case.
 const ConnsPoolSize = 4
 
 // TestDriverConns checks that requests that time out do not cost
-// connections: many requests at once, each with a node deadline (package
-// dlm's kind, [driver.WithNodeDeadline]) far shorter than the server takes
-// to answer them, for a few rounds in which the server holds its writes
-// (CLIENT PAUSE WRITE) and then answers them late. The node, opened from
-// redis+NAME://addr?pool_size=4 by the driver registered as name, must open
-// at most ConnsPoolSize connections to the server over the whole test, as
-// the server counts them (INFO stats, total_connections_received): a
-// request given up on leaves its connection open for the late reply, and
-// the next request does not dial again. Before that, a client whose request
-// timed out closed its connection, and each request of a slow node dialed
-// and ran the handshake anew: thousands of connections a second from a
-// busy process.
+// connections: requests with a node deadline (package dlm's kind,
+// [driver.WithNodeDeadline]) far shorter than the server takes to answer
+// them, for a few rounds in which the server holds its writes (CLIENT PAUSE
+// WRITE) and then answers them late. The node is opened from
+// redis+NAME://addr by the driver registered as name, and the server counts
+// the connections it opens over the case (INFO stats,
+// total_connections_received):
+//
+//   - 16 requests at once, pool_size=4: at most ConnsPoolSize connections.
+//     A request given up on leaves its connection open for the late reply,
+//     and the next request does not dial again.
+//   - one request after another, the default pool size, as a process
+//     contending for one lock sends them: at most 2. While a request is late
+//     the node opens no connection for the next: it waits for the late one.
+//
+// Before that, a client whose request timed out closed its connection, and
+// each request of a slow node dialed and ran the handshake anew: thousands
+// of connections a second from a busy process.
 func TestDriverConns(t *testing.T, name string) {
+	for _, tc := range []struct {
+		name    string
+		query   string
+		workers int
+		bound   int
+	}{
+		{"concurrent", "?pool_size=" + strconv.Itoa(ConnsPoolSize), 16, ConnsPoolSize},
+		{"sequential", "", 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testConns(t, "redis+"+name+"://", tc.query, tc.workers, tc.bound)
+		})
+	}
+}
+
+// testConns runs workers callers of a node opened from scheme, the server's
+// address and query, and checks that it opens at most bound connections.
+func testConns(t *testing.T, scheme, query string, workers, bound int) {
 	const (
-		workers  = 16
 		rounds   = 3
 		hold     = 300 * time.Millisecond // each pause of the server's writes
 		deadline = 30 * time.Millisecond  // each request's node deadline
 	)
 	s := redistest.StartServer(t)
-	n, err := dlm.OpenNode("redis+" + name + "://" + s.Addr() + "?pool_size=" + strconv.Itoa(ConnsPoolSize))
+	n, err := dlm.OpenNode(scheme + s.Addr() + query)
 	if err != nil {
 		t.Fatalf("OpenNode: %v", err)
 	}
@@ -61,10 +86,10 @@ func TestDriverConns(t *testing.T, name string) {
 			go func() {
 				defer wg.Done()
 				key := "conns{k}" + strconv.Itoa(w)
-				for time.Now().Before(end) {
+				for i := 0; time.Now().Before(end); i++ {
 					ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(deadline))
 					var err error
-					if setter, ok := n.(driver.Setter); ok && w%2 == 0 {
+					if setter, ok := n.(driver.Setter); ok && (w+i)%2 == 0 {
 						_, err = setter.SetNXGet(ctx, key, "v", "1000")
 					} else {
 						_, err = n.Eval(ctx, connsScript, []string{key}, []string{"v"})
@@ -85,13 +110,13 @@ func TestDriverConns(t *testing.T, name string) {
 	}
 	// Each CLIENT PAUSE and INFO of the test is a connection of its own.
 	opened := acceptedConns(t, s) - before - rounds - 1
-	t.Logf("%d requests failed, %d answered (SetNXGet and Eval); the node opened %d connections (pool_size %d)",
-		failed.Load(), answered.Load(), opened, ConnsPoolSize)
-	if failed.Load() < workers || answered.Load() == 0 {
+	t.Logf("%d requests failed, %d answered (SetNXGet and Eval); the node opened %d connections (%d callers, %q)",
+		failed.Load(), answered.Load(), opened, workers, query)
+	if failed.Load() < int64(workers) || answered.Load() == 0 {
 		t.Fatalf("%d requests failed and %d answered: the server did not hold them, or never answered", failed.Load(), answered.Load())
 	}
-	if opened > ConnsPoolSize {
-		t.Errorf("the node opened %d connections to its server; want at most pool_size, %d", opened, ConnsPoolSize)
+	if opened > bound {
+		t.Errorf("the node opened %d connections to its server; want at most %d", opened, bound)
 	}
 }
 
