@@ -36,6 +36,9 @@ type node struct {
 	// open has the connections of a pool the node made; nil for a
 	// caller's.
 	open *openConns
+	// lateReqs counts the requests given up on that still hold a
+	// connection (see do).
+	lateReqs adapterkit.Late
 	// gate keeps calls from starting after Close, which waits for the
 	// goroutines of calls that were given up on.
 	gate adapterkit.Gate
@@ -115,13 +118,19 @@ func (n *node) command(ctx context.Context, args ...string) error {
 // whose read failed, and a node whose replies come after its callers'
 // deadlines would otherwise dial, and authenticate, for nearly every
 // request. The pool's MaxActive, with Wait, then bounds the connections a
-// node opens however slow its server.
+// node opens however slow its server; and while a request is late, one that
+// finds no idle connection waits for the late one to come back
+// ([adapterkit.Late]) rather than dialing another to the same slow server.
 func (n *node) do(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	v, err := n.gate.Go(ctx, errClosed, func(ctx context.Context) (_ any, err error) {
 		defer n.panics().RecoverTo(&err)
+		if err := n.lateReqs.Wait(ctx, n.noIdle); err != nil {
+			return nil, err
+		}
+		defer n.lateReqs.Begin(ctx)() // after the connection is back
 		c, err := n.pool.GetContext(ctx)
 		if err != nil {
 			return nil, err
@@ -150,6 +159,9 @@ func (n *node) late(ctx context.Context) context.Context {
 	}
 	return lateContext{context.WithoutCancel(ctx), d.Add(n.grace)}
 }
+
+// noIdle reports whether the pool has no idle connection.
+func (n *node) noIdle() bool { return n.pool.IdleCount() == 0 }
 
 // lateContext is a context that is never cancelled, with a deadline.
 type lateContext struct {
