@@ -3,7 +3,13 @@ package adapterkit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 )
+
+// SlowWindow is how long after a request ran past its deadline [Late.Slow]
+// reports the node slow.
+const SlowWindow = 10 * time.Second
 
 // Late counts a node's late requests, those whose callers stopped waiting
 // at their context's end while their connections wait on for the replies,
@@ -12,7 +18,17 @@ import (
 // works on the connections it has: each timed-out request keeps one, and
 // while any is late the node opens no more, however many requests come.
 // The zero value counts none.
+//
+// Waiting on for a late reply costs a goroutine per request, which the
+// caller hands the request to, about a fifth of an uncontended lock's
+// rate: a node does it only while it is slow ([Late.Slow]), and otherwise
+// runs its requests on the caller's goroutine, bounded by the socket
+// deadline, closing the connection of one that times out, which makes the
+// node slow.
 type Late struct {
+	// slowUntil is when Slow turns false, in Unix nanoseconds.
+	slowUntil atomic.Int64
+
 	mu    sync.Mutex
 	n     int           // may dip below 0 for a moment, see Begin
 	freed chan struct{} // closed when a late request ends; nil when none waits
@@ -29,7 +45,16 @@ func (l *Late) Begin(ctx context.Context) (end func()) {
 	}
 }
 
+// Slow reports whether a request of the node ran past its deadline within
+// the last SlowWindow ([Late.TimedOut], or a late request of Begin).
+func (l *Late) Slow() bool { return time.Now().UnixNano() < l.slowUntil.Load() }
+
+// TimedOut records a request that ran past its deadline: the node is slow
+// for SlowWindow.
+func (l *Late) TimedOut() { l.slowUntil.Store(time.Now().Add(SlowWindow).UnixNano()) }
+
 func (l *Late) add() {
+	l.TimedOut()
 	l.mu.Lock()
 	l.n++
 	l.mu.Unlock()

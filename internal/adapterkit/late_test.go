@@ -65,3 +65,33 @@ func TestLateWait(t *testing.T) {
 		})
 	}
 }
+
+// TestLateSlow checks on virtual time that a node is slow from a request
+// that ran past its deadline, late or timed out on the caller's goroutine,
+// for SlowWindow, and not before.
+func TestLateSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Late
+		if l.Slow() {
+			t.Fatal("Slow before any request = true; want false")
+		}
+		l.TimedOut()
+		time.Sleep(SlowWindow - time.Nanosecond)
+		if !l.Slow() {
+			t.Errorf("Slow just before SlowWindow after TimedOut = false; want true")
+		}
+		time.Sleep(time.Nanosecond)
+		if l.Slow() {
+			t.Errorf("Slow SlowWindow after TimedOut = true; want false")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		end := l.Begin(ctx)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		end()
+		if !l.Slow() {
+			t.Errorf("Slow after a request outlived its deadline = false; want true")
+		}
+	})
+}
