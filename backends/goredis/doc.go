@@ -65,28 +65,37 @@
 // # Contexts
 //
 // go-redis takes a request's deadline from its context but does not notice a
-// context cancelled before that deadline. A node therefore waits for each
-// call on the context, on a goroutine of its own: Eval and Ping return as
-// soon as the context is done. Close waits for those goroutines when the
-// node owns the client.
+// context cancelled before that deadline. A node therefore waits for a call
+// on the context, on a goroutine of its own: Eval and Ping return as soon as
+// the context is done. Close waits for those goroutines when the node owns
+// the client.
 //
-// A request the caller gave up on goes on: its connection waits for the
-// late reply, up to the client's read timeout after the context's deadline,
-// and then goes back to the pool. go-redis closes a connection whose read
-// timed out, so a node whose server answered after its callers' deadlines
-// would otherwise dial and send HELLO for nearly every request: thousands
-// of connections a second from one busy process. A node has at most the
-// pool's size of connections open to its server at once (pool_size;
-// go-redis' default, 10 per GOMAXPROCS), however slow the server, and drops
-// one only when no reply came within the read timeout past the deadline; a
-// request that finds them all busy waits for one within its context.
+// The requests package dlm sends need none: their context, of
+// [driver.WithNodeDeadline], ends only at its deadline while they run (the
+// manager stops waiting by itself when its caller's context ends), so when
+// the client takes its socket deadlines from contexts — always for a node
+// opened from a URL, and for a client of the user's with
+// ContextTimeoutEnabled — the call runs on the caller's goroutine, bounded
+// by the socket deadline.
 //
-// The requests package dlm sends, under a context of
-// [driver.WithNodeDeadline], which ends only at its deadline while they
-// run, that come while another is under way are sent together, in
-// one pipeline on one connection, once it returns: one write and one read
-// for many requests, on the client and on the server, where each would
-// take its own. A request alone is sent at once; nothing waits for a batch
-// to fill. A batch waits for a connection until the earliest deadline of its
-// requests.
+// Until one times out: go-redis closes a connection whose read timed out,
+// so a node whose server answered after its callers' deadlines would dial
+// and send HELLO for nearly every request, thousands of connections a
+// second from one busy process. Once a request of the node has run past its
+// deadline, for the next 10 seconds ([adapterkit.SlowWindow]) its requests
+// wait on goroutines of their own, which the callers stop waiting for at
+// their deadlines, and read the late reply, up to the client's read timeout
+// past the deadline, before the connection goes back to the pool. A node
+// then has at most the pool's size of connections open to its server at
+// once (pool_size; go-redis' default, 10 per GOMAXPROCS), however slow the
+// server; a request that finds them all busy waits for one within its
+// context. (The goroutine costs about a fifth of an uncontended lock's
+// rate, which a node that answers in time does not pay.)
+//
+// The requests of package dlm that come while another is under way are sent
+// together, in one pipeline on one connection, once it returns: one write
+// and one read for many requests, on the client and on the server, where
+// each would take its own. A request alone is sent at once; nothing waits
+// for a batch to fill. A batch waits for a connection until the earliest
+// deadline of its requests.
 package goredis

@@ -13,13 +13,14 @@ import (
 	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
-// TestNodeDeadlineWaits checks that a call under a context of
-// driver.WithNodeDeadline, the kind package dlm sends, waits for its
-// request on a goroutine of its own, and returns at the deadline, whether
-// or not the client takes its socket deadlines from contexts: the request
-// goes on after it, so that its connection reads the late reply rather than
-// being closed (TestDriverConns).
-func TestNodeDeadlineWaits(t *testing.T) {
+// TestNodeDeadlineInline checks that a call under a context of
+// driver.WithNodeDeadline, the kind package dlm sends, runs on the caller's
+// goroutine when the client takes its socket deadlines from contexts and
+// no request of the node ran past its deadline lately (node.inline), and
+// still returns at the deadline; and that it waits on a goroutine of its
+// own when the client does not, or once a request timed out (the first
+// call here does), so that its connection can read the late reply.
+func TestNodeDeadlineInline(t *testing.T) {
 	s := redistest.StartServer(t)
 	// The read and write timeouts outlast every deadline below: a call that
 	// returns before them was ended by its context.
@@ -36,17 +37,20 @@ func TestNodeDeadlineWaits(t *testing.T) {
 	s.Pause()
 	defer s.Resume()
 	for _, tc := range []struct {
-		name string
-		n    driver.Node
+		name   string
+		n      driver.Node
+		inline bool
 	}{
-		{"node from a URL", owned},
-		{"client without ContextTimeoutEnabled", user},
+		{"node from a URL", owned, true},
+		{"client without ContextTimeoutEnabled", user, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			widening(t, func(t *testing.T, scale time.Duration) string {
 				// The deadline leaves the goroutine check below, at a
 				// third of it, room on this run's pace.
 				deadline, bound := max(300*time.Millisecond, late)*scale, late*scale
+				slow := tc.n.(*node).slow.Slow()
+				inline := tc.inline && !slow
 				ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(deadline))
 				defer cancel()
 				done := make(chan error, 1)
@@ -65,11 +69,14 @@ func TestNodeDeadlineWaits(t *testing.T) {
 					return fmt.Sprintf("the call had returned, %v after it started, when the goroutines were looked at", time.Since(start))
 				default:
 				}
-				if !waiting {
-					t.Errorf("no goroutine of node.wait runs during the call; want one")
+				if waiting == inline {
+					t.Errorf("a goroutine of node.wait runs = %v during the call (node slow: %v); want %v", waiting, slow, !inline)
 				}
 				err := <-done
 				el := time.Since(start)
+				if !tc.n.(*node).slow.Slow() {
+					t.Error("the node is not slow after a request timed out; want slow")
+				}
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("Eval on a paused server with a %v node deadline = %v after %v; want context.DeadlineExceeded", deadline, err, el)
 				} else if el > deadline+bound {

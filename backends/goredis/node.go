@@ -39,6 +39,8 @@ type node struct {
 	// batch sends package dlm's requests that come at the same time in one
 	// pipeline.
 	batch batcher
+	// slow says whether a request ran past its deadline lately (inline).
+	slow adapterkit.Late
 	// gate keeps calls from starting after Close, which waits for the
 	// goroutines of calls that were given up on.
 	gate adapterkit.Gate
@@ -128,12 +130,19 @@ func (n *node) Addr() string { return n.addr }
 // Eval runs s by EVALSHA and, when the server does not have it cached, by
 // EVAL, and normalizes the reply as package driver documents.
 func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
+	if inline, err := n.inline(ctx); inline || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		v, err := n.safe(func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, true) })(ctx)
+		return v, n.fail(ctx, err)
+	}
 	batched := n.batched(ctx)
 	return n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.eval(ctx, s, keys, args, batched) }))
 }
 
 // eval runs the script; batched sends EVALSHA in a batch with the other
-// requests under way (see batcher), for a request that direct allows and
+// requests under way (see batcher), for a request that batched allows and
 // that has fewer than soloKeys keys.
 func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args []string, batched bool) (any, error) {
 	cmd := evalargs.Command([]any{"evalsha"}, s, keys, args)
@@ -152,6 +161,13 @@ func (n *node) eval(ctx context.Context, s *driver.Script, keys []string, args [
 // the common one, a free key; SET … NX answers OK there instead. It also
 // works on a Redis before 7.0.
 func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (any, error) {
+	if inline, err := n.inline(ctx); inline || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		v, err := n.safe(func(ctx context.Context) (any, error) { return n.setNX(ctx, key, val, ms, true) })(ctx)
+		return v, n.fail(ctx, err)
+	}
 	batched := n.batched(ctx)
 	return n.wait(ctx, n.safe(func(ctx context.Context) (any, error) { return n.setNX(ctx, key, val, ms, batched) }))
 }
@@ -181,7 +197,7 @@ func (n *node) setNX(ctx context.Context, key, val, ms string, batched bool) (an
 const soloKeys = 4
 
 // send sends cmd; batched sends it in a batch with the other requests under
-// way (see batcher), for a request that direct allows.
+// way (see batcher), for a request that batched allows.
 func (n *node) send(ctx context.Context, cmd []any, batched bool) (any, error) {
 	if batched {
 		c := redis.NewCmd(ctx, cmd...)
@@ -208,8 +224,34 @@ func (n *node) batched(ctx context.Context) bool {
 	return n.deadlines && driver.DeadlineOnly(ctx)
 }
 
-// late returns the context a request within ctx gives the client: ctx,
-// with a deadline later by n.grace. The caller stops waiting at ctx's
+// inline reports whether a request within ctx runs on the caller's
+// goroutine, bounded by the socket deadline, ctx's: ctx is one batched
+// allows, and no request of the node ran past its deadline for
+// [adapterkit.SlowWindow] ([adapterkit.Late.Slow]). A request that times
+// out there costs its connection, and makes the node slow: its requests
+// then wait on goroutines of their own (wait), which cost about a fifth of
+// an uncontended lock's rate, and keep their connections for the late
+// replies (see late). It returns the error of a done ctx or a closed node.
+func (n *node) inline(ctx context.Context) (bool, error) {
+	if !n.batched(ctx) || n.slow.Slow() {
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if n.gate.Closed() {
+		return false, errClosed
+	}
+	return true, nil
+}
+
+// asyncCtx marks the context of a request that runs on a goroutine of its
+// own (wait), which the caller may stop waiting for.
+type asyncCtx struct{ context.Context }
+
+// late returns the context a request within ctx gives the client: for a
+// request on a goroutine of its own (asyncCtx), ctx with a deadline later
+// by n.grace; for one on the caller's goroutine, ctx. The caller stops waiting at ctx's
 // deadline (wait), but the connection waits on for the reply, which goes
 // on to the pool with it: go-redis closes a connection whose read timed
 // out, and a node whose replies come after its callers' deadlines would
@@ -217,10 +259,14 @@ func (n *node) batched(ctx context.Context) bool {
 // Cancelling ctx still ends a wait for a connection of the pool, or a
 // dial: a request whose caller has left is not sent.
 func (n *node) late(ctx context.Context) context.Context {
-	if d, ok := ctx.Deadline(); ok {
-		return lateContext{ctx, d.Add(n.grace)}
+	a, ok := ctx.(asyncCtx)
+	if !ok {
+		return ctx
 	}
-	return ctx
+	if d, ok := a.Deadline(); ok {
+		return lateContext{a.Context, d.Add(n.grace)}
+	}
+	return a.Context
 }
 
 // lateContext is a context whose deadline is later than its parent's.
@@ -255,15 +301,25 @@ func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := n.gate.Go(ctx, errClosed, call)
+	v, err := n.gate.Go(asyncCtx{ctx}, errClosed, call)
 	return v, n.fail(ctx, err)
 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
 // are, their message starting with the Redis error code.
+// A request that failed past its deadline makes the node slow (inline).
 func (n *node) fail(ctx context.Context, err error) error {
+	if err != nil && !isReply(err) && deadlinePassed(ctx) {
+		n.slow.TimedOut()
+	}
 	return adapterkit.Fail(ctx, err, n.password, isReply)
+}
+
+// deadlinePassed reports whether ctx ended or its deadline has passed.
+func deadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
 }
 
 // isReply reports whether err is an error reply of the server.

@@ -153,7 +153,10 @@ func (b *batcher) send(batch []*call, self *call) {
 			ctx, first = c.ctx, d
 		}
 	}
-	if live > 0 && !first.IsZero() {
+	// A batch of requests that all run on goroutines of their own reads
+	// its replies past its deadline (see node.late); one with a request on
+	// its caller's goroutine (node.inline), by the deadline.
+	if live > 0 && !first.IsZero() && allAsync(batch) {
 		ctx = lateContext{ctx, first.Add(b.grace)}
 	}
 	switch {
@@ -172,6 +175,17 @@ func (b *batcher) send(batch []*call, self *call) {
 	}
 	_, err := pipe.Exec(ctx)
 	answered(batch, err)
+}
+
+// allAsync reports whether every request of batch that is to be sent runs
+// on a goroutine of its own (asyncCtx).
+func allAsync(batch []*call) bool {
+	for _, c := range batch {
+		if _, ok := c.ctx.(asyncCtx); !ok && c.cmd.Err() == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // answered gives err, a pipeline's failure, to the requests of batch that
