@@ -58,13 +58,19 @@
 // request, where redigo's DoContext would start one per request, bounded by
 // its read timeout.
 //
-// Each call runs its request on a goroutine of the node's own, which the
-// caller stops waiting for when its context ends, but which waits on for the
-// reply, up to the read timeout past the context's deadline, before it gives
+// A call of package dlm ([driver.WithNodeDeadline]) runs on the caller's
+// goroutine while no request of the node has run past its deadline for 10
+// seconds ([adapterkit.SlowWindow]); the read deadline, the context's,
+// bounds it, and a connection whose request timed out is dropped. Any other
+// call, and every call of a node that is slow, runs its request on a
+// goroutine of the node's own, which the caller stops waiting for when its
+// context ends, but which waits on for the reply, up to the read timeout past the context's deadline, before it gives
 // the connection back to the pool: redigo drops a connection whose read
 // failed, so a node whose server answered after its callers' deadlines would
-// otherwise dial and authenticate for nearly every request. A node has at
-// most the pool's MaxActive connections open at once (pool_size, by
+// otherwise dial and authenticate for nearly every request; while a
+// request is late, the next that finds no idle connection waits for it
+// rather than dialing. A node has at most the pool's MaxActive connections
+// open at once (pool_size, by
 // default 10 per GOMAXPROCS), however slow its server; a request that finds
 // them all busy waits for one within its context. Close closes the
 // connections that such requests still hold. With a pool of the user's, the

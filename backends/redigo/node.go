@@ -121,19 +121,36 @@ func (n *node) command(ctx context.Context, args ...string) error {
 // node opens however slow its server; and while a request is late, one that
 // finds no idle connection waits for the late one to come back
 // ([adapterkit.Late]) rather than dialing another to the same slow server.
+//
+// That goroutine costs about a fifth of an uncontended lock's rate: the
+// requests of package dlm ([driver.WithNodeDeadline]) run on the caller's
+// goroutine instead (inline) while no request of the node has run past its
+// deadline for [adapterkit.SlowWindow].
 func (n *node) do(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if driver.DeadlineOnly(ctx) && !n.lateReqs.Slow() {
+		return n.inline(ctx, req)
+	}
+	return n.async(ctx, req, nil)
+}
+
+// async is do on a goroutine of its own, on c, a connection borrowed from
+// the pool already, or one it borrows when c is nil.
+func (n *node) async(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error), c redis.Conn) (any, error) {
 	v, err := n.gate.Go(ctx, errClosed, func(ctx context.Context) (_ any, err error) {
 		defer n.panics().RecoverTo(&err)
-		if err := n.lateReqs.Wait(ctx, n.noIdle); err != nil {
-			return nil, err
+		if c == nil {
+			if err := n.lateReqs.Wait(ctx, n.noIdle); err != nil {
+				return nil, err
+			}
 		}
 		defer n.lateReqs.Begin(ctx)() // after the connection is back
-		c, err := n.pool.GetContext(ctx)
-		if err != nil {
-			return nil, err
+		if c == nil {
+			if c, err = n.pool.GetContext(ctx); err != nil {
+				return nil, err
+			}
 		}
 		defer c.Close()
 		v, err := req(c, ctx, n.late(ctx))
@@ -142,10 +159,47 @@ func (n *node) do(ctx context.Context, req func(c redis.Conn, ctx, late context.
 		}
 		return adapterkit.Value(Name, v)
 	})
+	if err == errClosed && c != nil { // not run: the node is closed
+		c.Close()
+	}
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
 	return v, nil
+}
+
+// inline is do on the caller's goroutine, for a ctx of
+// [driver.WithNodeDeadline] while the node is not slow ([adapterkit.Late]):
+// the read deadline, ctx's, bounds the request, and a connection whose
+// request timed out is dropped, and makes the node slow. A request that
+// finds the node slow once it has its connection (another timed out while
+// it waited for the pool) goes on as async.
+func (n *node) inline(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (_ any, err error) {
+	defer n.panics().RecoverTo(&err)
+	if n.gate.Closed() {
+		return nil, errClosed
+	}
+	c, err := n.pool.GetContext(ctx)
+	if err == nil && n.lateReqs.Slow() {
+		return n.async(ctx, req, c)
+	}
+	if err == nil {
+		defer c.Close()
+		var v any
+		if v, err = req(c, ctx, ctx); err == nil {
+			return adapterkit.Value(Name, v)
+		}
+	}
+	if !isReply(err) && deadlinePassed(ctx) {
+		n.lateReqs.TimedOut()
+	}
+	return nil, n.fail(ctx, err)
+}
+
+// deadlinePassed reports whether ctx ended or its deadline has passed.
+func deadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
 }
 
 // late returns the context a request within ctx reads its reply within:
