@@ -301,9 +301,21 @@ func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := n.gate.Go(asyncCtx{ctx}, errClosed, call)
+	v, err := n.gate.Go(asyncCtx{ctx}, errClosed, func(ctx context.Context) (any, error) {
+		// While a request is late, one that finds no idle connection
+		// waits for the late one rather than dialing another to the same
+		// slow server ([adapterkit.Late]).
+		if err := n.slow.Wait(ctx, n.noIdle); err != nil {
+			return nil, err
+		}
+		defer n.slow.Begin(ctx)()
+		return call(ctx)
+	})
 	return v, n.fail(ctx, err)
 }
+
+// noIdle reports whether the client's pool has no idle connection.
+func (n *node) noIdle() bool { return n.client.PoolStats().IdleConns == 0 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended
 // wraps ctx.Err(), and the password never shows. Error replies pass as they
