@@ -88,8 +88,8 @@
 // past the deadline, before the connection goes back to the pool. A node
 // then has at most the pool's size of connections open to its server at
 // once (pool_size; go-redis' default, 10 per GOMAXPROCS), however slow the
-// server; a request that finds them all busy waits for one within its
-// context. (The goroutine costs about a fifth of an uncontended lock's
+// server; a request that finds them all busy, or finds none idle while
+// another request is late, waits for one within its context. (The goroutine costs about a fifth of an uncontended lock's
 // rate, which a node that answers in time does not pay.)
 //
 // The requests of package dlm that come while another is under way are sent
