@@ -65,11 +65,10 @@
 // # Contexts
 //
 // go-redis takes a request's deadline from its context but does not notice a
-// context cancelled before that deadline. A node therefore waits for each
-// call on the context as well, on a goroutine of its own: Eval and Ping
-// return as soon as the context is done, and the abandoned request ends at
-// its socket deadline or when an owned client is closed. Close waits for
-// those goroutines when the node owns the client.
+// context cancelled before that deadline. A node therefore waits for a call
+// on the context, on a goroutine of its own: Eval and Ping return as soon as
+// the context is done. Close waits for those goroutines when the node owns
+// the client.
 //
 // The requests package dlm sends need none: their context, of
 // [driver.WithNodeDeadline], ends only at its deadline while they run (the
@@ -79,9 +78,24 @@
 // ContextTimeoutEnabled — the call runs on the caller's goroutine, bounded
 // by the socket deadline.
 //
-// Such requests that come while another is under way are sent together, in
-// one pipeline on one connection, once it returns: one write and one read
-// for many requests, on the client and on the server, where each would
-// take its own. A request alone is sent at once; nothing waits for a batch
-// to fill. A batch is sent under the earliest deadline of its requests.
+// Until one times out: go-redis closes a connection whose read timed out,
+// so a node whose server answered after its callers' deadlines would dial
+// and send HELLO for nearly every request, thousands of connections a
+// second from one busy process. Once a request of the node has run past its
+// deadline, for the next 10 seconds ([adapterkit.SlowWindow]) its requests
+// wait on goroutines of their own, which the callers stop waiting for at
+// their deadlines, and read the late reply, up to the client's read timeout
+// past the deadline, before the connection goes back to the pool. A node
+// then has at most the pool's size of connections open to its server at
+// once (pool_size; go-redis' default, 10 per GOMAXPROCS), however slow the
+// server; a request that finds them all busy, or finds none idle while
+// another request is late, waits for one within its context. (The goroutine costs about a fifth of an uncontended lock's
+// rate, which a node that answers in time does not pay.)
+//
+// The requests of package dlm that come while another is under way are sent
+// together, in one pipeline on one connection, once it returns: one write
+// and one read for many requests, on the client and on the server, where
+// each would take its own. A request alone is sent at once; nothing waits
+// for a batch to fill. A batch waits for a connection until the earliest
+// deadline of its requests.
 package goredis

@@ -15,9 +15,11 @@ import (
 
 // TestNodeDeadlineInline checks that a call under a context of
 // driver.WithNodeDeadline, the kind package dlm sends, runs on the caller's
-// goroutine when the client takes its socket deadlines from contexts, and
-// still returns at the deadline; and that a client that does not goes on
-// waiting on a goroutine of its own.
+// goroutine when the client takes its socket deadlines from contexts and
+// no request of the node ran past its deadline lately (node.inline), and
+// still returns at the deadline; and that it waits on a goroutine of its
+// own when the client does not, or once a request timed out (the first
+// call here does), so that its connection can read the late reply.
 func TestNodeDeadlineInline(t *testing.T) {
 	s := redistest.StartServer(t)
 	// The read and write timeouts outlast every deadline below: a call that
@@ -47,6 +49,8 @@ func TestNodeDeadlineInline(t *testing.T) {
 				// The deadline leaves the goroutine check below, at a
 				// third of it, room on this run's pace.
 				deadline, bound := max(300*time.Millisecond, late)*scale, late*scale
+				slow := tc.n.(*node).slow.Slow()
+				inline := tc.inline && !slow
 				ctx, cancel := driver.WithNodeDeadline(context.Background(), time.Now().Add(deadline))
 				defer cancel()
 				done := make(chan error, 1)
@@ -65,11 +69,14 @@ func TestNodeDeadlineInline(t *testing.T) {
 					return fmt.Sprintf("the call had returned, %v after it started, when the goroutines were looked at", time.Since(start))
 				default:
 				}
-				if waiting == tc.inline {
-					t.Errorf("a goroutine of node.wait runs = %v during the call; want %v", waiting, !tc.inline)
+				if waiting == inline {
+					t.Errorf("a goroutine of node.wait runs = %v during the call (node slow: %v); want %v", waiting, slow, !inline)
 				}
 				err := <-done
 				el := time.Since(start)
+				if !tc.n.(*node).slow.Slow() {
+					t.Error("the node is not slow after a request timed out; want slow")
+				}
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("Eval on a paused server with a %v node deadline = %v after %v; want context.DeadlineExceeded", deadline, err, el)
 				} else if el > deadline+bound {

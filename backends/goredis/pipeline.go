@@ -30,6 +30,9 @@ import (
 // whose context has ended by then is not sent.
 type batcher struct {
 	client redis.UniversalClient
+	// grace is how long after the batch's deadline its connection waits
+	// for the replies (see node.late).
+	grace time.Duration
 
 	mu      sync.Mutex
 	leading bool      // a batch is under way
@@ -150,6 +153,12 @@ func (b *batcher) send(batch []*call, self *call) {
 			ctx, first = c.ctx, d
 		}
 	}
+	// A batch of requests that all run on goroutines of their own reads
+	// its replies past its deadline (see node.late); one with a request on
+	// its caller's goroutine (node.inline), by the deadline.
+	if live > 0 && !first.IsZero() && allAsync(batch) {
+		ctx = lateContext{ctx, first.Add(b.grace)}
+	}
 	switch {
 	case live == 0:
 		return
@@ -166,6 +175,17 @@ func (b *batcher) send(batch []*call, self *call) {
 	}
 	_, err := pipe.Exec(ctx)
 	answered(batch, err)
+}
+
+// allAsync reports whether every request of batch that is to be sent runs
+// on a goroutine of its own (asyncCtx).
+func allAsync(batch []*call) bool {
+	for _, c := range batch {
+		if _, ok := c.ctx.(asyncCtx); !ok && c.cmd.Err() == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // answered gives err, a pipeline's failure, to the requests of batch that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,66 @@ type conn struct {
 	// broken is set once a request was cut short by closing nc: the pool
 	// must not hand the connection out again.
 	broken atomic.Bool
+	// open is the set of its pool's open connections, which c leaves when
+	// closed.
+	open *openConns
+}
+
+// Close closes the connection and takes it out of its pool's set.
+func (c *conn) Close() error {
+	c.open.remove(c)
+	return c.Conn.Close()
+}
+
+// openConns is the set of a pool's open connections: the node's Close
+// closes those that requests given up on still hold, waiting for a late
+// reply (see node.do), which redigo's Pool.Close leaves open.
+type openConns struct {
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+}
+
+// add adds c, and reports false once closeAll has run.
+func (s *openConns) add(c *conn) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[*conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *openConns) remove(c *conn) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// closeAll closes the sockets of the open connections, whose reads then
+// fail at once, and fails later adds.
+func (s *openConns) closeAll() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for c := range conns {
+		c.nc.Close()
+	}
 }
 
 // errInterrupted is the error of a connection closed under a request whose

@@ -54,13 +54,26 @@
 // each fail a call after it (the check reads the socket once and allocates
 // nothing).
 //
-// Such a connection also runs each request on the caller's goroutine, where
-// redigo's DoContext would start one per request. The read deadline, the
-// context's if it comes first, bounds the request. That is all a request of
-// package dlm needs, whose context, of [driver.WithNodeDeadline], ends only
-// at its deadline while the request runs; for any other context that can
-// end, a [context.AfterFunc] closes the connection under the request should
-// the context end first, so that the call returns at once and the late
-// reply is never read. With a pool of the user's, redigo's DoContext serves
-// every request as before.
+// Such a connection also reads each reply on the goroutine that sent the
+// request, where redigo's DoContext would start one per request, bounded by
+// its read timeout.
+//
+// A call of package dlm ([driver.WithNodeDeadline]) runs on the caller's
+// goroutine while no request of the node has run past its deadline for 10
+// seconds ([adapterkit.SlowWindow]); the read deadline, the context's,
+// bounds it, and a connection whose request timed out is dropped. Any other
+// call, and every call of a node that is slow, runs its request on a
+// goroutine of the node's own, which the caller stops waiting for when its
+// context ends, but which waits on for the reply, up to the read timeout past the context's deadline, before it gives
+// the connection back to the pool: redigo drops a connection whose read
+// failed, so a node whose server answered after its callers' deadlines would
+// otherwise dial and authenticate for nearly every request; while a
+// request is late, the next that finds no idle connection waits for it
+// rather than dialing. A node has at most the pool's MaxActive connections
+// open at once (pool_size, by
+// default 10 per GOMAXPROCS), however slow its server; a request that finds
+// them all busy waits for one within its context. Close closes the
+// connections that such requests still hold. With a pool of the user's, the
+// same holds for its connections, the late reply awaited up to 3s
+// ([driver.DefaultReadTimeout]) past the deadline.
 package redigo

@@ -47,24 +47,16 @@ func (Driver) Open(url string) (driver.Node, error) {
 	if err := supported(cfg); err != nil {
 		return nil, err
 	}
-	n := newNode(newConnOptions(cfg).pool(), cfg.Addr, true)
-	n.password = cfg.Password
+	o := newConnOptions(cfg)
+	n := newNode(o.pool(), cfg.Addr, true)
+	n.password, n.open = cfg.Password, o.open
+	if o.readTimeout > 0 {
+		n.grace = o.readTimeout
+	}
 	if err := adapterkit.CheckOpen(cfg, Name, cfg.Addr, n.command, errorReply, n.Close); err != nil {
 		return nil, err
 	}
 	return n, nil
-}
-
-// command sends args to the server, for [driver.CheckOpen].
-func (n *node) command(ctx context.Context, args ...string) (err error) {
-	defer n.panics().RecoverTo(&err)
-	c, err := n.conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = redis.DoContext(c, ctx, args[0], adapterkit.Args(args[1:])...)
-	return n.fail(ctx, err)
 }
 
 // errorReply returns the text of err when it is an error reply of the
@@ -84,6 +76,8 @@ type connOptions struct {
 	dialTimeout, readTimeout, writeTimeout time.Duration
 	// poolSize bounds the connections open at once and kept idle.
 	poolSize int
+	// open has the pool's open connections, which the node's Close closes.
+	open *openConns
 	// replyLimit guards each connection ([adapterkit.LimitReplies]; 0:
 	// none): redigo allocates what a reply's header announces.
 	replyLimit int64
@@ -94,7 +88,7 @@ type connOptions struct {
 // idle) would open a connection per request.
 func newConnOptions(cfg *driver.Config) connOptions {
 	o := connOptions{
-		addr: cfg.Addr, tls: cfg.TLS, db: cfg.DB, poolSize: cfg.PoolSize, replyLimit: adapterkit.ReplyLimit(cfg),
+		addr: cfg.Addr, tls: cfg.TLS, db: cfg.DB, poolSize: cfg.PoolSize, replyLimit: adapterkit.ReplyLimit(cfg), open: &openConns{},
 		dialTimeout: cfg.DialTimeout, readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout,
 	}
 	switch {
@@ -141,7 +135,11 @@ func (o connOptions) dial(ctx context.Context) (redis.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{Conn: redis.NewConn(adapterkit.LimitReplies(nc, o.replyLimit), o.readTimeout, o.writeTimeout), nc: nc, readTimeout: o.readTimeout, check: newChecker(socketOf(nc))}
+	c := &conn{Conn: redis.NewConn(adapterkit.LimitReplies(nc, o.replyLimit), o.readTimeout, o.writeTimeout), nc: nc, readTimeout: o.readTimeout, check: newChecker(socketOf(nc)), open: o.open}
+	if !o.open.add(c) {
+		c.Conn.Close()
+		return nil, net.ErrClosed
+	}
 	if o.auth != nil {
 		if _, err := redis.DoContext(c, ctx, "AUTH", o.auth...); err != nil {
 			c.Close()

@@ -40,3 +40,10 @@ func TestRESP3False(t *testing.T) {
 		t.Errorf("Eval(%q) = %#v, %v; want %#v, nil", src, v, err, int64(0))
 	}
 }
+
+// TestDriverConns checks that requests that time out do not cost
+// connections ([dlmtest.TestDriverConns]).
+func TestDriverConns(t *testing.T) {
+	t.Parallel()
+	dlmtest.TestDriverConns(t, Name)
+}

@@ -3,7 +3,7 @@ package redigo
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -29,7 +29,19 @@ type node struct {
 	owned bool
 	// password is redacted from errors; set for pools made from a URL.
 	password string
-	closed   atomic.Bool
+	// grace is how long after its caller's deadline a request's connection
+	// waits for the reply (see late): the read timeout of a pool the node
+	// made, [driver.DefaultReadTimeout] for a caller's.
+	grace time.Duration
+	// open has the connections of a pool the node made; nil for a
+	// caller's.
+	open *openConns
+	// lateReqs counts the requests given up on that still hold a
+	// connection (see do).
+	lateReqs adapterkit.Late
+	// gate keeps calls from starting after Close, which waits for the
+	// goroutines of calls that were given up on.
+	gate adapterkit.Gate
 }
 
 // NewNode returns a node that runs scripts through connections from p, a
@@ -42,13 +54,16 @@ type node struct {
 // context too; Wait with MaxActive, so that a call waits for a free
 // connection rather than opening one beyond the bound; and a TestOnBorrow,
 // since redigo otherwise hands out pooled connections the server has closed
-// (after a restart, say), which fail their next call.
+// (after a restart, say), which fail their next call. A request the node
+// gave up on keeps its connection until its reply, or 3s
+// ([driver.DefaultReadTimeout]) past its context's deadline, and does not
+// cost a new connection (see the package documentation, Connections).
 func NewNode(p *redis.Pool, addr string) driver.Node {
 	return newNode(p, addr, false)
 }
 
 func newNode(p *redis.Pool, addr string, owned bool) *node {
-	return &node{pool: p, addr: addr, owned: owned}
+	return &node{pool: p, addr: addr, owned: owned, grace: driver.DefaultReadTimeout}
 }
 
 // Addr returns the node's host:port.
@@ -57,74 +72,172 @@ func (n *node) Addr() string { return n.addr }
 // Eval runs s by EVALSHA and, when the server does not have it cached, by
 // EVAL, on one connection, and normalizes the reply as package driver
 // documents.
-func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (_ any, err error) {
-	defer n.panics().RecoverTo(&err)
-	c, err := n.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	cmd := evalargs.Command(nil, s, keys, args) // EVAL's too, with the source for the hash
-	v, err := redis.DoContext(c, ctx, "EVALSHA", cmd...)
-	if driver.IsNoScript(err) {
-		cmd[0] = s.Source
-		v, err = redis.DoContext(c, ctx, "EVAL", cmd...)
-	}
-	if err != nil {
-		return nil, n.fail(ctx, err)
-	}
-	return adapterkit.Value(Name, v)
+func (n *node) Eval(ctx context.Context, s *driver.Script, keys []string, args []string) (any, error) {
+	return n.do(ctx, func(c redis.Conn, ctx, late context.Context) (any, error) {
+		cmd := evalargs.Command(nil, s, keys, args) // EVAL's too, with the source for the hash
+		v, err := redis.DoContext(c, late, "EVALSHA", cmd...)
+		if driver.IsNoScript(err) && ctx.Err() == nil {
+			cmd[0] = s.Source
+			v, err = redis.DoContext(c, late, "EVAL", cmd...)
+		}
+		return v, err
+	})
 }
 
 // SetNXGet sends SET key value NX GET PX ms, as [driver.Setter] documents.
-func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (_ any, err error) {
-	defer n.panics().RecoverTo(&err)
-	c, err := n.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	v, err := redis.DoContext(c, ctx, "SET", key, val, "NX", "GET", "PX", ms)
-	if err != nil {
-		return nil, n.fail(ctx, err)
-	}
-	return adapterkit.Value(Name, v)
+func (n *node) SetNXGet(ctx context.Context, key, val, ms string) (any, error) {
+	return n.do(ctx, func(c redis.Conn, _, late context.Context) (any, error) {
+		return redis.DoContext(c, late, "SET", key, val, "NX", "GET", "PX", ms)
+	})
 }
 
 // Ping sends PING.
-func (n *node) Ping(ctx context.Context) (err error) {
-	defer n.panics().RecoverTo(&err)
-	c, err := n.conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = redis.DoContext(c, ctx, "PING")
-	return n.fail(ctx, err)
+func (n *node) Ping(ctx context.Context) error {
+	_, err := n.do(ctx, func(c redis.Conn, _, late context.Context) (any, error) {
+		return redis.DoContext(c, late, "PING")
+	})
+	return err
 }
 
-// conn borrows a connection from the pool within ctx. A connection whose
-// request failed is closed rather than given back: redigo marks it broken.
-func (n *node) conn(ctx context.Context) (redis.Conn, error) {
+// command sends args to the server, for [driver.CheckOpen].
+func (n *node) command(ctx context.Context, args ...string) error {
+	_, err := n.do(ctx, func(c redis.Conn, _, late context.Context) (any, error) {
+		return redis.DoContext(c, late, args[0], adapterkit.Args(args[1:])...)
+	})
+	return err
+}
+
+// do borrows a connection from the pool within ctx, runs req on it and
+// gives it back, and returns req's normalized reply, or ctx's error as soon
+// as ctx is done. req sends its commands within late (see node.late), and
+// sends none once ctx is done.
+//
+// The request runs on a goroutine of its own ([adapterkit.Gate.Go]), which
+// the caller stops waiting for when ctx ends, but which waits on for the
+// reply before it gives the connection back: redigo drops a connection
+// whose read failed, and a node whose replies come after its callers'
+// deadlines would otherwise dial, and authenticate, for nearly every
+// request. The pool's MaxActive, with Wait, then bounds the connections a
+// node opens however slow its server; and while a request is late, one that
+// finds no idle connection waits for the late one to come back
+// ([adapterkit.Late]) rather than dialing another to the same slow server.
+//
+// That goroutine costs about a fifth of an uncontended lock's rate: the
+// requests of package dlm ([driver.WithNodeDeadline]) run on the caller's
+// goroutine instead (inline) while no request of the node has run past its
+// deadline for [adapterkit.SlowWindow].
+func (n *node) do(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.closed.Load() {
-		return nil, errClosed
+	if driver.DeadlineOnly(ctx) && !n.lateReqs.Slow() {
+		return n.inline(ctx, req)
 	}
-	c, err := n.pool.GetContext(ctx)
+	return n.async(ctx, req, nil)
+}
+
+// async is do on a goroutine of its own, on c, a connection borrowed from
+// the pool already, or one it borrows when c is nil.
+func (n *node) async(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error), c redis.Conn) (any, error) {
+	v, err := n.gate.Go(ctx, errClosed, func(ctx context.Context) (_ any, err error) {
+		defer n.panics().RecoverTo(&err)
+		if c == nil {
+			if err := n.lateReqs.Wait(ctx, n.noIdle); err != nil {
+				return nil, err
+			}
+		}
+		defer n.lateReqs.Begin(ctx)() // after the connection is back
+		if c == nil {
+			if c, err = n.pool.GetContext(ctx); err != nil {
+				return nil, err
+			}
+		}
+		defer c.Close()
+		v, err := req(c, ctx, n.late(ctx))
+		if err != nil {
+			return nil, err
+		}
+		return adapterkit.Value(Name, v)
+	})
+	if err == errClosed && c != nil { // not run: the node is closed
+		c.Close()
+	}
 	if err != nil {
 		return nil, n.fail(ctx, err)
 	}
-	return c, nil
+	return v, nil
 }
 
-// Close closes the pool if the node made it. Calls after Close fail.
+// inline is do on the caller's goroutine, for a ctx of
+// [driver.WithNodeDeadline] while the node is not slow ([adapterkit.Late]):
+// the read deadline, ctx's, bounds the request, and a connection whose
+// request timed out is dropped, and makes the node slow. A request that
+// finds the node slow once it has its connection (another timed out while
+// it waited for the pool) goes on as async.
+func (n *node) inline(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (_ any, err error) {
+	defer n.panics().RecoverTo(&err)
+	if n.gate.Closed() {
+		return nil, errClosed
+	}
+	c, err := n.pool.GetContext(ctx)
+	if err == nil && n.lateReqs.Slow() {
+		return n.async(ctx, req, c)
+	}
+	if err == nil {
+		defer c.Close()
+		var v any
+		if v, err = req(c, ctx, ctx); err == nil {
+			return adapterkit.Value(Name, v)
+		}
+	}
+	if !isReply(err) && deadlinePassed(ctx) {
+		n.lateReqs.TimedOut()
+	}
+	return nil, n.fail(ctx, err)
+}
+
+// deadlinePassed reports whether ctx ended or its deadline has passed.
+func deadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(d)
+}
+
+// late returns the context a request within ctx reads its reply within:
+// one that is never cancelled, with a deadline later than ctx's by n.grace.
+// A connection whose request ctx gave up on thus reads the late reply and
+// goes back to the pool, rather than being dropped.
+func (n *node) late(ctx context.Context) context.Context {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithoutCancel(ctx)
+	}
+	return lateContext{context.WithoutCancel(ctx), d.Add(n.grace)}
+}
+
+// noIdle reports whether the pool has no idle connection.
+func (n *node) noIdle() bool { return n.pool.IdleCount() == 0 }
+
+// lateContext is a context that is never cancelled, with a deadline.
+type lateContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Close closes the pool if the node made it, closes the connections that
+// requests given up on still hold, and waits for their goroutines. Calls
+// after Close fail. A pool of the caller's stays open, and Close does not
+// wait for the goroutines: they end at the connections' read timeouts, or
+// n's grace after their deadlines.
 func (n *node) Close() error {
-	if n.closed.Swap(true) || !n.owned {
+	if !n.gate.Close() || !n.owned {
 		return nil
 	}
-	return n.closeSafe(n.pool.Close)
+	err := n.closeSafe(n.pool.Close)
+	n.open.closeAll()
+	n.gate.Wait()
+	return err
 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended

@@ -23,7 +23,7 @@ func (n *node) Subscribe(ctx context.Context, h driver.PubSubHandler) (_ driver.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.closed.Load() {
+	if n.gate.Closed() {
 		return nil, errClosed
 	}
 	var c redis.Conn

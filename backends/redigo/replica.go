@@ -42,3 +42,19 @@ func (n *node) EvalAck(ctx context.Context, s *driver.Script, keys, args []strin
 	}
 	return reply, w, nil
 }
+
+// conn borrows a connection from the pool within ctx. A connection whose
+// request failed is closed rather than given back: redigo marks it broken.
+func (n *node) conn(ctx context.Context) (redis.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n.gate.Closed() {
+		return nil, errClosed
+	}
+	c, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return nil, n.fail(ctx, err)
+	}
+	return c, nil
+}

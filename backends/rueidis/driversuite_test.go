@@ -16,3 +16,10 @@ func TestDriver(t *testing.T) {
 	checkNoLeak(t)
 	dlmtest.TestDriver(t, rueidis.Name)
 }
+
+// TestDriverConns checks that requests that time out do not cost
+// connections ([dlmtest.TestDriverConns]).
+func TestDriverConns(t *testing.T) {
+	t.Parallel()
+	dlmtest.TestDriverConns(t, rueidis.Name)
+}

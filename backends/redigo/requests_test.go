@@ -13,12 +13,14 @@ import (
 	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
-// TestInlineRequests checks that a node from a URL runs each request on the
-// caller's goroutine, where redigo's DoContext would start one: under a
-// context of driver.WithNodeDeadline bounded by the read deadline, and under
-// a cancellable one cut short by closing the connection. Either way the call
-// returns when its context ends, and the late reply is never read.
-func TestInlineRequests(t *testing.T) {
+// TestRequestsWithoutDoContext checks that a node from a URL does not use
+// redigo's DoContext, which starts a goroutine per request of its own and
+// closes the connection when the context ends: under a context of
+// driver.WithNodeDeadline and under a cancellable one, the call returns when
+// its context ends, the request goes on (on the node's goroutine, see
+// node.do) and its connection reads the late reply, which is never read as
+// the next request's.
+func TestRequestsWithoutDoContext(t *testing.T) {
 	s := redistest.StartServer(t)
 	// The read and write timeouts outlast every context below: a call that
 	// returns before them was ended by its context.
@@ -64,7 +66,7 @@ func TestInlineRequests(t *testing.T) {
 					why = fmt.Sprintf("the call had returned, %v after it started, when the goroutines were looked at", time.Since(start))
 				default:
 					if running {
-						t.Error("a goroutine of redigo's DoContext runs during the call; want the call on the caller's goroutine")
+						t.Error("a goroutine of redigo's DoContext runs during the call; want none")
 					}
 					err = <-done
 				}
