@@ -176,11 +176,22 @@ func (n *node) async(ctx context.Context, req func(c redis.Conn, ctx, late conte
 // it waited for the pool) goes on as async.
 func (n *node) inline(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error)) (_ any, err error) {
 	defer n.panics().RecoverTo(&err)
-	if n.gate.Closed() {
+	// Inside the gate, so that Close closes the pool only once no inline
+	// request waits for one of its connections.
+	if !n.gate.Enter() {
 		return nil, errClosed
 	}
+	inside := true
+	leave := func() {
+		if inside {
+			inside = false
+			n.gate.Leave()
+		}
+	}
+	defer leave()
 	c, err := n.pool.GetContext(ctx)
 	if err == nil && n.lateReqs.Slow() {
+		leave() // async enters the gate itself
 		return n.async(ctx, req, c)
 	}
 	if err == nil {
@@ -225,8 +236,10 @@ type lateContext struct {
 
 func (c lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Close closes the pool if the node made it, closes the connections that
-// requests given up on still hold, and waits for their goroutines. Calls
+// Close closes the connections that requests given up on still hold,
+// waits for their goroutines, and then closes the pool if the node made
+// it: no request waits for one of the pool's connections as it closes
+// (redigo's Pool.Close closes the channel such a request waits on). Calls
 // after Close fail. A pool of the caller's stays open, and Close does not
 // wait for the goroutines: they end at the connections' read timeouts, or
 // n's grace after their deadlines.
@@ -234,10 +247,9 @@ func (n *node) Close() error {
 	if !n.gate.Close() || !n.owned {
 		return nil
 	}
-	err := n.closeSafe(n.pool.Close)
 	n.open.closeAll()
 	n.gate.Wait()
-	return err
+	return n.closeSafe(n.pool.Close)
 }
 
 // fail makes err fit for the caller: a failure to get a reply as ctx ended
