@@ -302,13 +302,19 @@ func (n *node) wait(ctx context.Context, call func(context.Context) (any, error)
 		return nil, err
 	}
 	v, err := n.gate.Go(asyncCtx{ctx}, errClosed, func(ctx context.Context) (any, error) {
+		// Counted from here, so that should its caller give up on it
+		// before it has a connection, the next request finds it late.
+		defer n.slow.Begin(ctx)()
 		// While a request is late, one that finds no idle connection
 		// waits for the late one rather than dialing another to the same
-		// slow server ([adapterkit.Late]).
+		// slow server ([adapterkit.Late]). One whose caller gave up before
+		// it started takes no connection.
 		if err := n.slow.Wait(ctx, n.noIdle); err != nil {
 			return nil, err
 		}
-		defer n.slow.Begin(ctx)()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		return call(ctx)
 	})
 	return v, n.fail(ctx, err)

@@ -141,13 +141,17 @@ func (n *node) do(ctx context.Context, req func(c redis.Conn, ctx, late context.
 func (n *node) async(ctx context.Context, req func(c redis.Conn, ctx, late context.Context) (any, error), c redis.Conn) (any, error) {
 	v, err := n.gate.Go(ctx, errClosed, func(ctx context.Context) (_ any, err error) {
 		defer n.panics().RecoverTo(&err)
+		// Counted from here, so that should its caller give up on it
+		// before it has a connection, the next request finds it late;
+		// ended after the connection is back.
+		defer n.lateReqs.Begin(ctx)()
 		if c == nil {
 			if err := n.lateReqs.Wait(ctx, n.noIdle); err != nil {
 				return nil, err
 			}
-		}
-		defer n.lateReqs.Begin(ctx)() // after the connection is back
-		if c == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err // its caller gave up: take no connection
+			}
 			if c, err = n.pool.GetContext(ctx); err != nil {
 				return nil, err
 			}

@@ -30,18 +30,36 @@ type Late struct {
 	slowUntil atomic.Int64
 
 	mu    sync.Mutex
-	n     int           // may dip below 0 for a moment, see Begin
-	freed chan struct{} // closed when a late request ends; nil when none waits
+	reqs  map[*lateReq]struct{} // the requests begun and not ended
+	freed chan struct{}         // closed when a request ends; nil when none waits
 }
 
+// lateReq is a request of Begin: late once its context ended.
+type lateReq struct{ ctx context.Context }
+
 // Begin starts a request within ctx; the request counts as late from ctx's
-// end until end is called, once its reply or failure has come.
+// end until end is called, once its reply or failure has come. It counts
+// at the very moment ctx ends, so that a caller that gave up on it and at
+// once sends the next request finds it late: the next does not dial
+// while this one holds its connection.
 func (l *Late) Begin(ctx context.Context) (end func()) {
-	stop := context.AfterFunc(ctx, l.add)
+	r := &lateReq{ctx: ctx}
+	l.mu.Lock()
+	if l.reqs == nil {
+		l.reqs = make(map[*lateReq]struct{})
+	}
+	l.reqs[r] = struct{}{}
+	l.mu.Unlock()
+	stop := context.AfterFunc(ctx, l.TimedOut)
 	return func() {
-		if !stop() { // started: counted, or about to be
-			l.done()
+		stop()
+		l.mu.Lock()
+		delete(l.reqs, r)
+		if l.freed != nil {
+			close(l.freed)
+			l.freed = nil
 		}
+		l.mu.Unlock()
 	}
 }
 
@@ -53,21 +71,15 @@ func (l *Late) Slow() bool { return time.Now().UnixNano() < l.slowUntil.Load() }
 // for SlowWindow.
 func (l *Late) TimedOut() { l.slowUntil.Store(time.Now().Add(SlowWindow).UnixNano()) }
 
-func (l *Late) add() {
-	l.TimedOut()
-	l.mu.Lock()
-	l.n++
-	l.mu.Unlock()
-}
-
-func (l *Late) done() {
-	l.mu.Lock()
-	l.n--
-	if l.freed != nil {
-		close(l.freed)
-		l.freed = nil
+// lateLocked counts the requests begun, not ended, whose context ended.
+func (l *Late) lateLocked() int {
+	n := 0
+	for r := range l.reqs {
+		if r.ctx.Err() != nil {
+			n++
+		}
 	}
-	l.mu.Unlock()
+	return n
 }
 
 // Wait returns at once while no request is late or busy reports false (the
@@ -76,7 +88,7 @@ func (l *Late) done() {
 func (l *Late) Wait(ctx context.Context, busy func() bool) error {
 	for {
 		l.mu.Lock()
-		if l.n <= 0 || !busy() {
+		if l.lateLocked() == 0 || !busy() {
 			l.mu.Unlock()
 			return nil
 		}

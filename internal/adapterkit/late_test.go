@@ -56,7 +56,7 @@ func TestLateWait(t *testing.T) {
 				}
 				time.Sleep(reply)
 				l.mu.Lock()
-				n := l.n
+				n := len(l.reqs)
 				l.mu.Unlock()
 				if n != 0 {
 					t.Errorf("%d requests still counted late after every one ended; want 0", n)
