@@ -196,7 +196,12 @@ func testCallerCancelReleases(t *testing.T, c *cluster) {
 			return fctx.Err()
 		}, dlm.WithTTL(5*time.Second))
 	}()
-	<-running
+	select {
+	case <-running:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Do = %v before running its function; want the lock", err)
+	}
 	cancel()
 	var err error
 	select {
