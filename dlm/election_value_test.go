@@ -25,8 +25,11 @@ import (
 // resigned.
 func TestLeaderValueIsData(t *testing.T) {
 	t.Parallel()
-	const ttl = time.Second
-	c := newElectionCluster(t, 3, dlm.WithNodeTimeout(ttl/10))
+	// Extended over two TTLs on a busy machine, the leadership must not be
+	// lost: a TTL of two seconds and a node timeout of a fifth of it, both
+	// stretched to the pace measured on the run.
+	c := newElectionCluster(t, 3)
+	ttl := pacedTTL(t, c, 2*time.Second)
 	m := c.manager(t)
 	e, err := m.Election("data", dlm.WithTTL(ttl))
 	if err != nil {

@@ -149,3 +149,102 @@ func TestLocalHandOver(t *testing.T) {
 		})
 	}
 }
+
+// TestNoHandOverAfterFailedExtendOnClock checks, on the fake clock where the
+// Unlock always comes within the hand-over's slice, that a lock whose Extend
+// failed while the nodes applied the longer TTL (the replies lost, or the
+// caller's context ended once the requests had run) is never handed to the
+// caller in line, whose TTL is shorter: that caller gets the lock from the
+// nodes under a secret of its own, and no node keeps its key longer than its
+// TTL. A hand-over would give the receiver a lock whose keys outlive the
+// validity it was told, and two holders would follow its expiry.
+// TestNoHandOverAfterFailedExtend checks the same outcome on real servers.
+func TestNoHandOverAfterFailedExtendOnClock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		cancelCtx bool
+	}{
+		{"reply lost", false},
+		{"context ended after the requests ran", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inBubble(t, func(t *testing.T) {
+				const ttl = 2 * time.Second
+				fs := newFakes(3)
+				m := newManager(t, fs, WithTTL(ttl))
+				ctx := context.Background()
+				holder, err := m.Lock(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := make(chan *Lock, 1)
+				go func() {
+					l, err := m.Lock(ctx, "k")
+					if err != nil {
+						t.Errorf("next caller's Lock = %v", err)
+					}
+					res <- l
+				}()
+				synctest.Wait()
+				if n := queued(m, rkey("k")); n != 1 {
+					t.Fatalf("%d callers in line; want 1", n)
+				}
+				fl, delay := loseReply, time.Duration(0)
+				if tc.cancelCtx {
+					fl, delay = lateReply, time.Hour // run at once, answer never
+				}
+				for _, f := range fs {
+					f.injectFor(func(name string, _ []string) (fault, time.Duration) {
+						if name == "extend" {
+							return fl, delay
+						}
+						return healthy, 0
+					})
+				}
+				ectx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- holder.Extend(ectx, time.Minute) }()
+				synctest.Wait() // every node has run the extension
+				cancel()
+				if err := <-done; err == nil {
+					t.Fatal("Extend succeeded; want it to fail with every reply lost")
+				}
+				for _, f := range fs {
+					f.injectFor(nil)
+				}
+				if n := keptLongerThan(fs, rkey("k"), ttl); n != len(fs) {
+					t.Fatalf("%d nodes keep the holder's key longer than %v after the failed Extend; want %d (it ran)", n, ttl, len(fs))
+				}
+				if err := holder.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock = %v", err)
+				}
+				next := <-res
+				if next == nil {
+					t.FailNow()
+				}
+				defer next.Unlock(ctx)
+				if next.secret == holder.secret {
+					t.Error("the lock whose Extend failed was handed over")
+				}
+				if !heldBy(fs, rkey("k"), next.secret) {
+					t.Error("the next caller's secret is not on every node")
+				}
+				if n := keptLongerThan(fs, rkey("k"), ttl); n > 0 {
+					t.Errorf("%d nodes keep the receiver's key longer than its TTL %v; want none", n, ttl)
+				}
+			})
+		})
+	}
+}
+
+// keptLongerThan returns on how many of fs key lives longer than ttl.
+func keptLongerThan(fs []*fakeNode, key string, ttl time.Duration) int {
+	n := 0
+	for _, f := range fs {
+		if _, exp, ok := f.get(key); ok && time.Until(exp) > ttl {
+			n++
+		}
+	}
+	return n
+}

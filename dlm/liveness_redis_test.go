@@ -496,7 +496,9 @@ func passesTurn(t *testing.T, srvs []*redistest.Server, nodeTimeout time.Duratio
 
 // TestForgedWakeCost checks what forged wake messages cost a blocked waiter
 // of the mutex, on real redis-servers: one message naming it on its
-// manager's channel on every node costs it one attempt; a flood of them for
+// manager's channel on every node costs it an attempt for the quorum's and
+// at most one for each later one (one in all when they come within the
+// grace, as TestLateNamingIgnored proves on the fake clock); a flood of them for
 // a second costs it at most the attempts of a gap doubling from a
 // millisecond to the node timeout, then one per node timeout
 // (docs/security.md).
@@ -534,8 +536,13 @@ func TestForgedWakeCost(t *testing.T) {
 	before := attempts.n.Load()
 	forge()
 	attempts.awaitAttemptThenQuiet(t, srvs[0], before, 2*nodeTimeout)
-	if got := attempts.n.Load() - before; got != 1 {
-		t.Errorf("one forged wake message on every node cost the waiter %d attempts; want 1", got)
+	// One attempt when the nodes' messages arrive within the grace of the
+	// first quorum's (TestLateNamingIgnored, on the fake clock); a busy
+	// machine may deliver the last one later, which then costs one more:
+	// never more than one per node.
+	quorum := len(srvs)/2 + 1
+	if got, most := attempts.n.Load()-before, int64(1+len(srvs)-quorum); got < 1 || got > most {
+		t.Errorf("one forged wake message on every node cost the waiter %d attempts; want 1 to %d", got, most)
 	}
 	before = attempts.n.Load()
 	var stop atomic.Bool
