@@ -141,8 +141,9 @@ func luaMax(x, y luaNumber) (luaNumber, error) {
 // each key it deletes, and takes the waiter out of every line. A failed
 // attempt's release frees the keys that hold the secret, or reserves them
 // for the waiter again (ReleaseKeepTurn), keeps a waiting writer's intent,
-// announces nothing, and gives the waiter its place back under its ticket.
-// Reply: the number of keys that held the secret. n.mu is held.
+// announces nothing, and gives the waiter its place back under its ticket,
+// within the line's bound (args[6] when there are eight) unless it keeps
+// its turn. Reply: the number of keys that held the secret. n.mu is held.
 func (n *Node) release(keys, args []string) (any, error) {
 	cnt, err := lockCount(keys, 3)
 	if err != nil {
@@ -153,6 +154,10 @@ func (n *Node) release(keys, args []string) (any, error) {
 	}
 	a, now := n.announcerOf(args), nowMillis()
 	me, ticket, life, ms, how := args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4]), args[5]
+	bound := luaNumber{-1, true}
+	if len(args) >= 8 && how != script.ReleaseKeepTurn {
+		bound = tonumber(args[6])
+	}
 	mark := script.ReservedFor(me)
 	var deleted int64
 	for i, k := range keys[:cnt] {
@@ -195,7 +200,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 			}
 		}
 		if me != "" {
-			if _, err := n.place(l, me, life, ticket, luaNumber{-1, true}, life, now); err != nil {
+			if _, err := n.place(l, me, life, ticket, bound, life, now); err != nil {
 				return nil, err
 			}
 		}

@@ -51,6 +51,11 @@ func rel(secret, id, ticket, how, flag string) []string {
 	return []string{secret, id, ticket, life, reserve, how, flag}
 }
 
+// relBound is rel with the bound of a line.
+func relBound(secret, id, ticket, how, bound, flag string) []string {
+	return []string{secret, id, ticket, life, reserve, how, bound, flag}
+}
+
 // mutexCases are the cases of the mutex's acquire scripts and of its
 // release, their branches without a line as with a TryLock, and each
 // variant with a waiter; lineCases holds the line's rules.

@@ -239,6 +239,24 @@ func TestLine(t *testing.T) {
 			t.Errorf("line after a ticket %s: %v; want %s then %s", bad, got, w3, w2)
 		}
 	}
+	// A full line takes no more waiters, and the release of an attempt the
+	// bound refused (one that failed on other nodes) gives it no place.
+	full, err := n.Eval(ctx, script.Acquire, keys, []string{"s-w1h", ttl, w1, life, "20", "2", "0", loud})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("w1 refused by a line bounded to 2: no place", full, []any{int64(0), int64(-1), heldFor, int64(0)}, "s-w1g", []string{w3, w2}, nil)
+	bounded := func(secret, id, ticket, how string) any {
+		t.Helper()
+		v, err := n.Eval(ctx, script.Release, keys, []string{secret, id, ticket, life, reserve, how, "2", loud})
+		if err != nil {
+			t.Fatalf("Release(%s, %q, %s): %v", secret, id, how, err)
+		}
+		return v
+	}
+	check("the release of w1's refused attempt: still no place", bounded("s-w1h", w1, "20", script.ReleaseAttempt), int64(0), "s-w1g", []string{w3, w2}, nil)
+	check("the release of w3's failed attempt: its place kept", bounded("s-w3h", w3, "40", script.ReleaseAttempt), int64(0), "s-w1g", []string{w3, w2}, nil)
+	check("a release keeping w1's turn places it whatever the bound", bounded("s-w1h", w1, "20", script.ReleaseKeepTurn), int64(0), "s-w1g", []string{w1, w3, w2}, nil)
 }
 
 // A pttlUpTo in a wanted reply stands for a PTTL (the refusing key's)

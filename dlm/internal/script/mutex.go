@@ -182,19 +182,27 @@ const (
 // A failed attempt's release (ReleaseAttempt, ReleaseKeepTurn) frees the
 // keys that hold the secret — or reserves them for the waiter again, with
 // ReleaseKeepTurn — announces nothing, and gives the waiter its place back
-// in every line under its ticket: it still waits. A waiting writer's
+// in every line under its ticket: it still waits. A ReleaseAttempt places it
+// as an attempt does, within the line's bound: a full line takes no more
+// waiters, and a waiter the bound refused gets no place from its attempt's
+// release. (ReleaseKeepTurn restores the turn of a waiter that a release
+// handed the keys to, whatever the bound.) A waiting writer's
 // failed attempt (announce's flag with WriterWaits) keeps its intent: the
 // nodes that granted it must not let new readers in.
 //
 // KEYS: the lock keys, then their lines ([LinesOf]). ARGV: the secret, the
 // waiter's id ("" for none), its ticket, the life of its place (ms), how
 // long a key handed on stays reserved (ms), how (ReleaseLock,
-// ReleaseAttempt or ReleaseKeepTurn), announce's flag. Reply: the number
+// ReleaseAttempt or ReleaseKeepTurn), the bound of a line (optional: none
+// when absent), announce's flag. Reply: the number
 // of keys that held the secret.
 var Release = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 3
 local n = lk
 ` + lineLua + owns + waitsLua + `
 local me, ticket, life, ms, how = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local bound = -1
+if #ARGV >= 8 then bound = tonumber(ARGV[7]) end
+if how == '` + ReleaseKeepTurn + `' then bound = -1 end
 local mark = '` + nextPrefix + `' .. me
 local deleted = 0
 for i = 1, n do
@@ -220,7 +228,7 @@ for i = 1, n do
         if not waits then clearIntent(k) end
       end
     end
-    if me ~= '' then place(i, me, life, ticket, -1, life) end
+    if me ~= '' then place(i, me, life, ticket, bound, life) end
   end
 end
 return deleted
