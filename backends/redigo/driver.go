@@ -118,10 +118,15 @@ func (o connOptions) pool() *redis.Pool {
 }
 
 // dial is the pool's DialContext. It connects, authenticates and selects
-// the database within the dial timeout and ctx; redigo's own DialContext
+// the database within the dial timeout and ctx (for a request on a goroutine
+// of its own, within the node's life rather than the request's: see
+// dialOnOwn); redigo's own DialContext
 // does the TLS handshake, and before v1.8.9 AUTH and SELECT, without the
 // context.
 func (o connOptions) dial(ctx context.Context) (redis.Conn, error) {
+	if own, ok := ctx.Value(dialContextKey{}).(context.Context); ok {
+		ctx = own // a request's own goroutine: see dialOnOwn
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
 	defer cancel()
 	nd := &net.Dialer{KeepAlive: 5 * time.Minute}

@@ -42,6 +42,10 @@ type node struct {
 	// gate keeps calls from starting after Close, which waits for the
 	// goroutines of calls that were given up on.
 	gate adapterkit.Gate
+	// closing ends at Close: it bounds the dials of requests given up on
+	// (see dialOnOwn), with the pool's dial timeout.
+	closing     context.Context
+	closeDialer context.CancelFunc
 }
 
 // NewNode returns a node that runs scripts through connections from p, a
@@ -63,8 +67,22 @@ func NewNode(p *redis.Pool, addr string) driver.Node {
 }
 
 func newNode(p *redis.Pool, addr string, owned bool) *node {
-	return &node{pool: p, addr: addr, owned: owned, grace: driver.DefaultReadTimeout}
+	closing, closeDialer := context.WithCancel(context.Background())
+	return &node{pool: p, addr: addr, owned: owned, grace: driver.DefaultReadTimeout, closing: closing, closeDialer: closeDialer}
 }
+
+// dialOnOwn returns ctx, for waiting for a free connection of the pool, with
+// the context a connection the wait ends in dialing is made within: closing,
+// not ctx. A dial that the caller's deadline cut short after the server
+// accepted it is a connection the server counted and the node threw away,
+// and on a busy machine nearly every request of a slow node would cost one;
+// made to its end, the connection serves the next request. The pool's dial
+// function (connOptions.dial) reads it; a caller's pool ignores it.
+func dialOnOwn(ctx, closing context.Context) context.Context {
+	return context.WithValue(ctx, dialContextKey{}, closing)
+}
+
+type dialContextKey struct{}
 
 // Addr returns the node's host:port.
 func (n *node) Addr() string { return n.addr }
@@ -152,7 +170,7 @@ func (n *node) async(ctx context.Context, req func(c redis.Conn, ctx, late conte
 			if err := ctx.Err(); err != nil {
 				return nil, err // its caller gave up: take no connection
 			}
-			if c, err = n.pool.GetContext(ctx); err != nil {
+			if c, err = n.pool.GetContext(dialOnOwn(ctx, n.closing)); err != nil {
 				return nil, err
 			}
 		}
@@ -248,7 +266,11 @@ func (c lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
 // wait for the goroutines: they end at the connections' read timeouts, or
 // n's grace after their deadlines.
 func (n *node) Close() error {
-	if !n.gate.Close() || !n.owned {
+	if !n.gate.Close() {
+		return nil
+	}
+	n.closeDialer()
+	if !n.owned {
 		return nil
 	}
 	n.open.closeAll()
