@@ -106,22 +106,7 @@ func TestLocalHandOver(t *testing.T) {
 				fs := newFakes(3)
 				m := newManager(t, fs, WithTTL(tc.ttl))
 				ctx := context.Background()
-				first, err := m.Lock(ctx, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
-				res := make(chan *Lock, 1)
-				go func() {
-					l, err := m.Lock(ctx, "k")
-					if err != nil {
-						t.Errorf("next caller's Lock = %v", err)
-					}
-					res <- l
-				}()
-				synctest.Wait()
-				if n := queued(m, rkey("k")); n != 1 {
-					t.Fatalf("%d callers in line; want 1", n)
-				}
+				first, res := holdWithNextInLine(t, m, "k")
 				time.Sleep(tc.before)
 				requests := countAll(fs, "")
 				firstUntil := first.Until() // in the past once unlocked
@@ -174,22 +159,7 @@ func TestNoHandOverAfterFailedExtendOnClock(t *testing.T) {
 				fs := newFakes(3)
 				m := newManager(t, fs, WithTTL(ttl))
 				ctx := context.Background()
-				holder, err := m.Lock(ctx, "k")
-				if err != nil {
-					t.Fatal(err)
-				}
-				res := make(chan *Lock, 1)
-				go func() {
-					l, err := m.Lock(ctx, "k")
-					if err != nil {
-						t.Errorf("next caller's Lock = %v", err)
-					}
-					res <- l
-				}()
-				synctest.Wait()
-				if n := queued(m, rkey("k")); n != 1 {
-					t.Fatalf("%d callers in line; want 1", n)
-				}
+				holder, res := holdWithNextInLine(t, m, "k")
 				fl, delay := loseReply, time.Duration(0)
 				if tc.cancelCtx {
 					fl, delay = lateReply, time.Hour // run at once, answer never
@@ -247,4 +217,30 @@ func keptLongerThan(fs []*fakeNode, key string, ttl time.Duration) int {
 		}
 	}
 	return n
+}
+
+// holdWithNextInLine locks key through m, then starts the next caller's Lock
+// of key and waits, in the bubble, until it is in line; the next caller's
+// lock comes on the channel returned (nil when its Lock failed, which the
+// test reports).
+func holdWithNextInLine(t *testing.T, m *Manager, key string) (*Lock, <-chan *Lock) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := m.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan *Lock, 1)
+	go func() {
+		l, err := m.Lock(ctx, key)
+		if err != nil {
+			t.Errorf("next caller's Lock = %v", err)
+		}
+		res <- l
+	}()
+	synctest.Wait()
+	if n := queued(m, rkey(key)); n != 1 {
+		t.Fatalf("%d callers in line; want 1", n)
+	}
+	return held, res
 }

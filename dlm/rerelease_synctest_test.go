@@ -90,11 +90,7 @@ func TestUnlockRetriesFailedRelease(t *testing.T) {
 		// The outage, then at most a capped backoff (a tenth of the TTL)
 		// and a node timeout.
 		const bound = outage + ttl/10 + 250*time.Millisecond
-		d := goneBy(fs, rkey("k"), start, ttl)
-		if d < 0 || d > bound {
-			t.Errorf("the key was gone from every node %v after Unlock (-1: not within the TTL, %v); want within %v", d, ttl, bound)
-		}
-		t.Logf("the key was gone from every node %v after Unlock, %d releases sent again", d, m.rereleases.resent.Load())
+		checkGone(t, m, fs, start, ttl, bound, "the key was gone from every node", "Unlock")
 	})
 }
 
@@ -108,14 +104,7 @@ func TestAttemptReleaseResentAfterLateAcquire(t *testing.T) {
 		const ttl, late = 10 * time.Second, 2 * time.Second
 		fs := newFakes(5)
 		setUp(fs, "k", "HHH")
-		start := time.Now()
-		nodes := asNodes(fs)
-		nodes[4] = &lateNode{fakeNode: fs[4], landAt: start.Add(late)}
-		m, err := New(nodes, WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m, start := withLateNode(t, fs, late, WithTTL(ttl))
 		if _, err := m.TryLock(context.Background(), "k"); !errors.Is(err, ErrNotObtained) {
 			t.Fatalf("TryLock with 3 of 5 nodes held = %v; want ErrNotObtained", err)
 		}
@@ -125,11 +114,7 @@ func TestAttemptReleaseResentAfterLateAcquire(t *testing.T) {
 			t.Fatalf("node 4 holds %q when the late acquire ran; want the attempt's secret", v)
 		}
 		const bound = late + ttl/10 + 250*time.Millisecond
-		d := goneBy(fs[3:], rkey("k"), start, ttl)
-		if d < 0 || d > bound {
-			t.Errorf("the attempt's key was gone from nodes 3 and 4 %v after the attempt (-1: not within the TTL, %v); want within %v", d, ttl, bound)
-		}
-		t.Logf("the attempt's key was gone %v after the attempt, %d releases sent again", d, m.rereleases.resent.Load())
+		checkGone(t, m, fs[3:], start, ttl, bound, "the attempt's key was gone from nodes 3 and 4", "the attempt")
 	})
 }
 
@@ -141,14 +126,7 @@ func TestUnlockResentAfterLateAcquire(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		const ttl, late = 10 * time.Second, 2 * time.Second
 		fs := newFakes(5)
-		start := time.Now()
-		nodes := asNodes(fs)
-		nodes[4] = &lateNode{fakeNode: fs[4], landAt: start.Add(late)}
-		m, err := New(nodes, WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m, start := withLateNode(t, fs, late, WithTTL(ttl))
 		ctx := context.Background()
 		l, err := m.TryLock(ctx, "k")
 		if err != nil {
@@ -160,11 +138,7 @@ func TestUnlockResentAfterLateAcquire(t *testing.T) {
 		time.Sleep(late)
 		synctest.Wait()
 		const bound = late + ttl/10 + 250*time.Millisecond
-		d := goneBy(fs, rkey("k"), start, ttl)
-		if d < 0 || d > bound {
-			t.Errorf("the key was gone from every node %v after TryLock (-1: not within the TTL, %v); want within %v", d, ttl, bound)
-		}
-		t.Logf("the key was gone from every node %v after TryLock, %d releases sent again", d, m.rereleases.resent.Load())
+		checkGone(t, m, fs, start, ttl, bound, "the key was gone from every node", "TryLock")
 	})
 }
 
@@ -425,14 +399,7 @@ func TestAutoExtendedUnlockResentAfterLateAcquire(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		const ttl, late = 3 * time.Second, 2500 * time.Millisecond
 		fs := newFakes(5)
-		start := time.Now()
-		nodes := asNodes(fs)
-		nodes[4] = &lateNode{fakeNode: fs[4], landAt: start.Add(late)}
-		m, err := New(nodes, WithTTL(ttl), WithNodeTimeout(250*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m, start := withLateNode(t, fs, late, WithTTL(ttl), WithNodeTimeout(250*time.Millisecond))
 		ctx := context.Background()
 		l, err := m.TryLock(ctx, "k", WithAutoExtend(AutoExtend{}))
 		if err != nil {
@@ -455,10 +422,35 @@ func TestAutoExtendedUnlockResentAfterLateAcquire(t *testing.T) {
 			t.Fatalf("node 4 holds nothing when the late acquire ran; want the lock's secret")
 		}
 		const bound = late + 250*time.Millisecond
-		d := goneBy(fs, rkey("k"), start, ttl+late)
-		if d < 0 || d > bound {
-			t.Errorf("the key was gone from every node %v after TryLock (-1: not before it expired, %v); want within %v", d, late+ttl, bound)
-		}
-		t.Logf("the key was gone from every node %v after TryLock, %d releases sent again", d, m.rereleases.resent.Load())
+		checkGone(t, m, fs, start, ttl+late, bound, "the key was gone from every node", "TryLock")
 	})
+}
+
+// withLateNode returns a manager over fs, made with opts, whose last node's
+// requests run only at late from now (see lateNode), and that moment's start.
+// The test's end closes the manager.
+func withLateNode(t *testing.T, fs []*fakeNode, late time.Duration, opts ...ManagerOption) (*Manager, time.Time) {
+	t.Helper()
+	start := time.Now()
+	nodes := asNodes(fs)
+	nodes[len(nodes)-1] = &lateNode{fakeNode: fs[len(fs)-1], landAt: start.Add(late)}
+	m, err := New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, start
+}
+
+// checkGone checks that key k is gone from every node of fs within bound of
+// start (waiting for it up to limit), and logs when it was and how many
+// releases m sent again: what names the key, after names the moment start
+// stands for.
+func checkGone(t *testing.T, m *Manager, fs []*fakeNode, start time.Time, limit, bound time.Duration, what, after string) {
+	t.Helper()
+	d := goneBy(fs, rkey("k"), start, limit)
+	if d < 0 || d > bound {
+		t.Errorf("%s %v after %s (-1: not within %v); want within %v", what, d, after, limit, bound)
+	}
+	t.Logf("%s %v after %s, %d releases sent again", what, d, after, m.rereleases.resent.Load())
 }

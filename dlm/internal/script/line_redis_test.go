@@ -103,28 +103,9 @@ func awaitListeners(t *testing.T, s *redistest.Server, channel string, n int64, 
 
 func TestLine(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	cfg, err := driver.ParseURL("redis://" + s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := resp.NewNode(cfg)
-	t.Cleanup(func() { n.Close() })
+	s, n, h, sub, hang := startLineServer(t)
 	ctx := context.Background()
-	h := &heard{}
-	sub, err := n.Subscribe(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Close() })
-	chA, chB := script.ManagerChannel(lk, mgrA), script.ManagerChannel(lk, mgrB)
-	if err := sub.Subscribe(ctx, chA, chB); err != nil {
-		t.Fatal(err)
-	}
-	// The waits below only keep a lost message from hanging the test.
-	hang := redistest.MeasurePace(t, s).Stretch(5 * time.Second)
-	awaitListeners(t, s, chA, 1, hang)
-	awaitListeners(t, s, chB, 1, hang)
+	chA := script.ManagerChannel(lk, mgrA)
 
 	loud := script.Flag{Mode: script.Loud}.Arg()
 	keys := append([]string{lk}, script.LinesOf([]string{lk})...)
@@ -291,4 +272,34 @@ func equal(a, b any) bool {
 		}
 	}
 	return true
+}
+
+// startLineServer starts a redis-server with a node on it and a
+// subscription of that node listening on the channels of managers A and B,
+// and returns them with how long a wait for a message may take before it
+// counts as lost (the waits only keep a lost message from hanging a test).
+func startLineServer(t *testing.T) (*redistest.Server, *resp.Node, *heard, driver.Subscription, time.Duration) {
+	t.Helper()
+	s := redistest.StartServer(t)
+	cfg, err := driver.ParseURL("redis://" + s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := resp.NewNode(cfg)
+	t.Cleanup(func() { n.Close() })
+	ctx := context.Background()
+	h := &heard{}
+	sub, err := n.Subscribe(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	chA, chB := script.ManagerChannel(lk, mgrA), script.ManagerChannel(lk, mgrB)
+	if err := sub.Subscribe(ctx, chA, chB); err != nil {
+		t.Fatal(err)
+	}
+	hang := redistest.MeasurePace(t, s).Stretch(5 * time.Second)
+	awaitListeners(t, s, chA, 1, hang)
+	awaitListeners(t, s, chB, 1, hang)
+	return s, n, h, sub, hang
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
 	"github.com/dlmgo/redlock/dlm/internal/script"
-	"github.com/dlmgo/redlock/dlm/redistest"
-	"github.com/dlmgo/redlock/internal/resp"
 )
 
 // TestReleaseSentAgain checks, on a redis-server, that a release sent again
@@ -22,28 +19,9 @@ import (
 // left.
 func TestReleaseSentAgain(t *testing.T) {
 	t.Parallel()
-	s := redistest.StartServer(t)
-	cfg, err := driver.ParseURL("redis://" + s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := resp.NewNode(cfg)
-	t.Cleanup(func() { n.Close() })
+	s, n, h, _, hang := startLineServer(t)
 	ctx := context.Background()
-	h := &heard{}
-	sub, err := n.Subscribe(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Close() })
 	chA, chB := script.ManagerChannel(lk, mgrA), script.ManagerChannel(lk, mgrB)
-	if err := sub.Subscribe(ctx, chA, chB); err != nil {
-		t.Fatal(err)
-	}
-	// The waits below only keep a lost message from hanging the test.
-	hang := redistest.MeasurePace(t, s).Stretch(5 * time.Second)
-	awaitListeners(t, s, chA, 1, hang)
-	awaitListeners(t, s, chB, 1, hang)
 
 	loud, quiet := script.Flag{Mode: script.Loud}.Arg(), script.Flag{}.Arg()
 	keys := append([]string{lk}, script.LinesOf([]string{lk})...)

@@ -116,37 +116,12 @@ func TestForgedFloodBound(t *testing.T) {
 		w := testWaker(5)
 		wt := w.Watch([]string{"k"}, testWaiter, 3)
 		ch := script.ManagerChannel("k", testManager)
-		ctx, cancel := context.WithCancel(context.Background())
-		flooding := make(chan struct{})
-		defer func() {
-			cancel()
-			<-flooding
-		}()
-		go func() { // the flood: every node names the waiter every 100 µs
-			defer close(flooding)
-			for ctx.Err() == nil {
-				for i := range 5 {
-					handler{w: w, i: i}.Message(ch, testWaiter)
-				}
-				time.Sleep(100 * time.Microsecond)
+		attempts := floodAttempts(t, wt, span, grace, func() {
+			for i := range 5 { // every node names the waiter
+				handler{w: w, i: i}.Message(ch, testWaiter)
 			}
-		}()
-		timer := time.NewTimer(time.Hour)
-		attempts, woken := 0, false
-		for start := time.Now(); time.Since(start) < span; attempts++ {
-			wt.Drain()
-			time.Sleep(time.Millisecond) // the attempt's round trip, refused
-			var err error
-			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// 1, 2, 4, ... 32 ms and then one per grace.
-		doubling := 0
-		for g := minGap; g < grace; g *= 2 {
-			doubling++
-		}
-		if bound := doubling + int(span/grace) + 1; attempts > bound {
+		})
+		if bound := floodBound(span, grace); attempts > bound {
 			t.Errorf("a flood of forged messages drove %d attempts in %v; want at most %d", attempts, span, bound)
 		}
 	})
@@ -459,37 +434,53 @@ func TestForgedBroadcastFloodBound(t *testing.T) {
 		wt := w.Watch([]string{"k"}, testWaiter, 3)
 		w.Widen(wt, []string{"k"})
 		bc := script.WakeChannel("k")
-		ctx, cancel := context.WithCancel(context.Background())
-		flooding := make(chan struct{})
-		defer func() {
-			cancel()
-			<-flooding
-		}()
-		go func() { // the flood: every node announces a release every 100 µs
-			defer close(flooding)
-			for ctx.Err() == nil {
-				for i := range 5 {
-					handler{w: w, i: i}.Message(bc, "r1")
-				}
-				time.Sleep(100 * time.Microsecond)
+		attempts := floodAttempts(t, wt, span, grace, func() {
+			for i := range 5 { // every node announces a release
+				handler{w: w, i: i}.Message(bc, "r1")
 			}
-		}()
-		timer := time.NewTimer(time.Hour)
-		attempts, woken := 0, false
-		for start := time.Now(); time.Since(start) < span; attempts++ {
-			wt.Drain()
-			time.Sleep(time.Millisecond) // the attempt's round trip, refused
-			var err error
-			if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		doubling := 0
-		for g := minGap; g < grace; g *= 2 {
-			doubling++
-		}
-		if bound := doubling + int(span/grace) + 1; attempts > bound {
+		})
+		if bound := floodBound(span, grace); attempts > bound {
 			t.Errorf("a flood of forged broadcast releases drove %d attempts of a widened waiter in %v; want at most %d", attempts, span, bound)
 		}
 	})
+}
+
+// floodAttempts counts the attempts a waiter watching through wt makes in
+// span, each refused after a millisecond, while flood runs every 100 µs.
+func floodAttempts(t *testing.T, wt *Watcher, span, grace time.Duration, flood func()) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	flooding := make(chan struct{})
+	defer func() {
+		cancel()
+		<-flooding
+	}()
+	go func() {
+		defer close(flooding)
+		for ctx.Err() == nil {
+			flood()
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	attempts, woken := 0, false
+	for start := time.Now(); time.Since(start) < span; attempts++ {
+		wt.Drain()
+		time.Sleep(time.Millisecond) // the attempt's round trip, refused
+		var err error
+		if woken, err = wt.Wait(ctx, nil, timer, Attempt{Took: time.Millisecond, Woken: woken, Grace: grace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return attempts
+}
+
+// floodBound is how many attempts a flood may drive in span: those of a
+// gap doubling from minGap to grace (1, 2, 4, ... ms), then one per grace.
+func floodBound(span, grace time.Duration) int {
+	doubling := 0
+	for g := minGap; g < grace; g *= 2 {
+		doubling++
+	}
+	return doubling + int(span/grace) + 1
 }
