@@ -29,7 +29,7 @@ type replicaAck struct {
 // within timeout: after the script, on the same connection, the node
 // sends WAIT replicas timeout. A node whose write is acknowledged by fewer
 // fails the request with [ErrReplicaAck]. Every node must implement
-// [driver.ReplicaAcker] (the three backends do), or the call fails with
+// [driver.ReplicaAcker] (the four backends do), or the call fails with
 // [ErrInvalid]. timeout must be at least a millisecond and below the node
 // timeout, which bounds the whole request.
 //
