@@ -1,8 +1,6 @@
 package dlm
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -40,67 +38,5 @@ func TestCostMeter(t *testing.T) {
 				t.Errorf("cost = %v; want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestOwedFollowsLocks checks that what the extender owes follows the
-// auto-extended locks it keeps: each adds its renewal rate, and gives it
-// back once unlocked, also across the compaction of the admission order.
-func TestOwedFollowsLocks(t *testing.T) {
-	t.Parallel()
-	fs := newFakes(3)
-	m := newManager(t, fs, WithTTL(3*time.Second))
-	const n = 300
-	locks := make([]*Lock, n)
-	for i := range locks {
-		l, err := m.TryLock(context.Background(), fmt.Sprintf("k%d", i), WithAutoExtend(AutoExtend{}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		locks[i] = l
-	}
-	x := m.extender
-	rate := renewalRate(&locks[0].cfg)
-	owed := func() (float64, float64, int) {
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		return x.owed, x.reserved, len(x.admitted)
-	}
-	if o, r, _ := owed(); math.Abs(o-n*rate) > 1e-6 || r != 0 {
-		t.Fatalf("owed %v, reserved %v with %d locks; want %v, 0", o, r, n, n*rate)
-	}
-	for _, l := range locks {
-		if err := l.Unlock(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if o, r, kept := owed(); math.Abs(o) > 1e-6 || r != 0 || kept > n/2 {
-		t.Errorf("owed %v, reserved %v, %d in the admission order after every unlock; want 0, 0, at most %d", o, r, kept, n/2)
-	}
-}
-
-// TestAdmitsAfterOutage checks that a Manager whose renewals all failed
-// lately, its nodes down rather than itself slow, still admits an
-// auto-extended lock once the nodes answer again: an outage is no
-// overload, and the acquire tells whether the nodes answer.
-func TestAdmitsAfterOutage(t *testing.T) {
-	t.Parallel()
-	fs := newFakes(3)
-	m := newManager(t, fs, WithTTL(3*time.Second))
-	for i := range m.nodes {
-		s := m.nodes[i].sender
-		s.mu.Lock()
-		s.meter.add(time.Now(), 100*time.Millisecond, 0) // a batch that failed
-		s.mu.Unlock()
-	}
-	if c := m.extender.renewalCost(); !math.IsInf(c, 1) {
-		t.Fatalf("renewal cost after every batch failed = %v; want +Inf", c)
-	}
-	l, err := m.TryLock(context.Background(), "k", WithAutoExtend(AutoExtend{}))
-	if err != nil {
-		t.Fatalf("TryLock with auto-extension after an outage = %v; want the lock (an outage is no overload)", err)
-	}
-	if err := l.Unlock(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 }
