@@ -69,7 +69,11 @@
 // wrapped client the node hides the deadline from rueidis), and it dials a
 // broken connection again inside the next call, bounded by the dial timeout
 // only (a node that has not answered lately runs calls on a goroutine of its
-// own, which the caller waits for only as long as its context allows).
+// own, which the caller waits for only as long as its context allows). A
+// node opened from a URL makes a dial that outlasts the call that started
+// it to its end, within the node's life and the dial timeout, so that the
+// connection serves the next calls: a server whose handshake takes longer
+// than the callers' deadlines still answers them once connected.
 //
 // # Client version
 //

@@ -60,7 +60,7 @@ var newRueidisClient = rueidisclient.NewClient
 func clientOption(o *adapterkit.ClientOptions) rueidisclient.ClientOption {
 	opt := rueidisclient.ClientOption{
 		InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.DB, TLSConfig: o.TLS,
-		Dialer: o.Dialer, ConnWriteTimeout: o.WriteTimeout, DialFn: o.DialFn,
+		Dialer: o.Dialer, ConnWriteTimeout: o.WriteTimeout, DialCtxFn: o.DialFn,
 		DisableCache: true, ForceSingleClient: !o.Cluster, AlwaysPipelining: true,
 	}
 	if o.SentinelMaster != "" {

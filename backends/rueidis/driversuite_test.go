@@ -23,3 +23,10 @@ func TestDriverConns(t *testing.T) {
 	t.Parallel()
 	dlmtest.TestDriverConns(t, rueidis.Name)
 }
+
+// TestDriverSlowDial checks that a dial that outlasts its request is made
+// to its end and serves the next requests ([dlmtest.TestDriverSlowDial]).
+func TestDriverSlowDial(t *testing.T) {
+	t.Parallel()
+	dlmtest.TestDriverSlowDial(t, rueidis.Name)
+}

@@ -69,6 +69,7 @@ func TestSuites(t *testing.T) {
 		}},
 		{"Driver", func(t *testing.T) { dlmtest.TestDriver(t, valkeygo.Name) }},
 		{"DriverConns", func(t *testing.T) { dlmtest.TestDriverConns(t, valkeygo.Name) }},
+		{"DriverSlowDial", func(t *testing.T) { dlmtest.TestDriverSlowDial(t, valkeygo.Name) }},
 		{"Security", func(t *testing.T) { dlmtest.TestSecurity(t, valkeygo.Name) }},
 		{"URLErrors", func(t *testing.T) { dlmtest.TestDriverURLErrors(t, valkeygo.Name, valkeygo.Driver{}) }},
 		{"Locker", func(t *testing.T) {

@@ -47,8 +47,11 @@
 // Every call returns when its context is done, with an error that wraps
 // ctx.Err(). A node whose server has not answered lately runs its calls on a
 // goroutine of its own, since valkey-go dials a broken connection again
-// inside the next call, bounded by the dial timeout only; Close waits at
-// most the write timeout for the server's answer to QUIT.
+// inside the next call, bounded by the dial timeout only. A node opened
+// from a URL makes a dial that outlasts the call that started it to its
+// end, within the node's life and the dial timeout, so that the connection
+// serves the next calls. Close waits at most the write timeout for the
+// server's answer to QUIT.
 //
 // valkey-go speaks RESP3, whose replies the node maps to what RESP2 would
 // have sent, so that the core sees the same values from every backend.

@@ -1,6 +1,7 @@
 package adapterkit
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"time"
@@ -43,8 +44,10 @@ type ClientOptions struct {
 	// TLS and Dialer as for the master.
 	SentinelMaster string
 	// DialFn dials every connection of the client, so that the node's
-	// Close can close them (see [Pipelined.Close]).
-	DialFn func(addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
+	// Close can close them (see [Pipelined.Close]), and so that a
+	// connection a call starts is made to its end (see [Pipelined.Eval]).
+	// ctx is the one the library dials within.
+	DialFn func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
 }
 
 // NewClientOptions translates a node URL, as [OpenPipelined] does.

@@ -63,6 +63,11 @@ type Pipelined[C, D comparable] struct {
 	// (conns.go).
 	conns      *conns
 	closeGrace time.Duration
+	// endLife ends the context that the shielded dials of a client the
+	// node made run within (dialshield.go), at Close; dials counts those
+	// under way.
+	endLife context.CancelFunc
+	dials   atomic.Int32
 
 	// Connecting on first use, for nodes whose server was down at Open:
 	// opt is what to connect with, dialing the attempt under way (guarded
@@ -143,13 +148,15 @@ func OpenPipelined[C, D comparable](lib Library[C, D], url string) (driver.Node,
 	if err != nil {
 		return nil, err
 	}
+	life, endLife := context.WithCancel(context.Background())
 	n := &Pipelined[C, D]{
 		lib: lib, addr: cfg.Name(), owned: true, sharded: cfg.Cluster, password: cfg.Password, errs: newErrs(lib.Name()),
-		opt: NewClientOptions(cfg), conns: &conns{replyLimit: ReplyLimit(cfg)}, closeGrace: cfg.WriteTimeout,
+		opt: NewClientOptions(cfg), closeGrace: cfg.WriteTimeout, endLife: endLife,
 		// Half the time after which the client drops a silent
 		// connection (guard.go).
 		born: time.Now(), healthyWindow: cfg.WriteTimeout / 2,
 	}
+	n.conns = &conns{replyLimit: ReplyLimit(cfg), life: life, unsure: func() { n.lastReply.Store(0) }}
 	n.opt.DialFn = n.conns.dial
 	if err := n.open(cfg); err != nil {
 		return nil, err
@@ -175,7 +182,7 @@ func (n *Pipelined[C, D]) open(cfg *driver.Config) error {
 	}
 	n.ref.Store(&c)
 	n.sawReply()
-	do := func(ctx context.Context, args ...string) error { return n.command(ctx, c, args...) }
+	do := func(ctx context.Context, args ...string) error { return n.command(dialHere(ctx), c, args...) }
 	return CheckOpen(cfg, n.lib.Name(), n.addr, do, n.errorReply, n.Close)
 }
 
@@ -234,10 +241,15 @@ func (n *Pipelined[C, D]) Addr() string { return n.addr }
 func (n *Pipelined[C, D]) Sharded() bool { return n.sharded }
 
 // Close closes the client if the node made it, after the calls under way
-// and a connection attempt under way have ended. It waits at most the write
-// timeout for the server to answer the client's QUIT, then closes the
-// connections. Calls after Close fail.
+// and a connection attempt under way have ended; it cuts short the dials of
+// calls whose callers gave up on them. It waits at most the write timeout
+// for the server to answer the client's QUIT, then closes the connections.
+// Calls after Close fail.
 func (n *Pipelined[C, D]) Close() error {
+	if n.endLife != nil {
+		// Before the gate closes, which waits for the calls inside.
+		n.endLife()
+	}
 	if !n.gate.Close() {
 		return nil
 	}

@@ -2,6 +2,7 @@ package adapterkit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dlmgo/redlock/dlm/driver"
@@ -18,21 +19,24 @@ func (n *Pipelined[C, D]) Eval(ctx context.Context, s *driver.Script, keys []str
 		return nil, err
 	}
 	if n.healthy() {
-		return n.eval(ctx, c, s, keys, args)
+		if v, err := n.eval(ctx, n.callContext(ctx), c, s, keys, args); !errors.Is(err, errDialOnCaller) {
+			return v, err
+		}
 	}
-	return n.guarded(ctx, func(ctx context.Context) (any, error) { return n.eval(ctx, c, s, keys, args) })
+	return n.guarded(ctx, func(ctx, lctx context.Context) (any, error) { return n.eval(ctx, lctx, c, s, keys, args) })
 }
 
-func (n *Pipelined[C, D]) eval(ctx context.Context, c C, s *driver.Script, keys, args []string) (_ any, err error) {
+// eval and the other calls below run a call within ctx, handing the client
+// lctx (see guarded).
+func (n *Pipelined[C, D]) eval(ctx, lctx context.Context, c C, s *driver.Script, keys, args []string) (_ any, err error) {
 	defer n.panics().RecoverTo(&err)
 	if !n.gate.Enter() {
 		return nil, n.errs.closed
 	}
 	defer n.gate.Leave()
-	dctx := n.callContext(ctx)
-	v, err := n.lib.Eval(dctx, c, s, keys, args, false)
+	v, err := n.lib.Eval(lctx, c, s, keys, args, false)
 	if driver.IsNoScript(err) {
-		v, err = n.lib.Eval(dctx, c, s, keys, args, true)
+		v, err = n.lib.Eval(lctx, c, s, keys, args, true)
 	}
 	return n.answered(ctx, v, err)
 }
@@ -47,18 +51,20 @@ func (n *Pipelined[C, D]) SetNXGet(ctx context.Context, key, val, ms string) (an
 		return nil, err
 	}
 	if n.healthy() {
-		return n.setNXGet(ctx, c, key, val, ms)
+		if v, err := n.setNXGet(ctx, n.callContext(ctx), c, key, val, ms); !errors.Is(err, errDialOnCaller) {
+			return v, err
+		}
 	}
-	return n.guarded(ctx, func(ctx context.Context) (any, error) { return n.setNXGet(ctx, c, key, val, ms) })
+	return n.guarded(ctx, func(ctx, lctx context.Context) (any, error) { return n.setNXGet(ctx, lctx, c, key, val, ms) })
 }
 
-func (n *Pipelined[C, D]) setNXGet(ctx context.Context, c C, key, val, ms string) (_ any, err error) {
+func (n *Pipelined[C, D]) setNXGet(ctx, lctx context.Context, c C, key, val, ms string) (_ any, err error) {
 	defer n.panics().RecoverTo(&err)
 	if !n.gate.Enter() {
 		return nil, n.errs.closed
 	}
 	defer n.gate.Leave()
-	v, err := n.lib.SetNXGet(n.callContext(ctx), c, key, val, ms)
+	v, err := n.lib.SetNXGet(lctx, c, key, val, ms)
 	return n.answered(ctx, v, err)
 }
 
@@ -72,20 +78,21 @@ func (n *Pipelined[C, D]) Ping(ctx context.Context) error {
 		return err
 	}
 	if n.healthy() {
-		_, err = n.ping(ctx, c)
-	} else {
-		_, err = n.guarded(ctx, func(ctx context.Context) (any, error) { return n.ping(ctx, c) })
+		if _, err = n.ping(ctx, n.callContext(ctx), c); !errors.Is(err, errDialOnCaller) {
+			return err
+		}
 	}
+	_, err = n.guarded(ctx, func(ctx, lctx context.Context) (any, error) { return n.ping(ctx, lctx, c) })
 	return err
 }
 
-func (n *Pipelined[C, D]) ping(ctx context.Context, c C) (_ any, err error) {
+func (n *Pipelined[C, D]) ping(ctx, lctx context.Context, c C) (_ any, err error) {
 	defer n.panics().RecoverTo(&err)
 	if !n.gate.Enter() {
 		return nil, n.errs.closed
 	}
 	defer n.gate.Leave()
-	v, err := n.lib.Do(n.callContext(ctx), c, "PING")
+	v, err := n.lib.Do(lctx, c, "PING")
 	return n.answered(ctx, v, err)
 }
 
@@ -101,11 +108,15 @@ func (n *Pipelined[C, D]) EvalAck(ctx context.Context, s *driver.Script, keys, a
 	if err != nil {
 		return nil, 0, err
 	}
-	call := func(ctx context.Context) (any, error) { return n.evalAck(ctx, c, s, keys, args, replicas, timeout) }
+	call := func(ctx, lctx context.Context) (any, error) {
+		return n.evalAck(ctx, lctx, c, s, keys, args, replicas, timeout)
+	}
 	var v any
-	if n.healthy() {
-		v, err = call(ctx)
-	} else {
+	direct := n.healthy()
+	if direct {
+		v, err = call(ctx, n.callContext(ctx))
+	}
+	if !direct || errors.Is(err, errDialOnCaller) {
 		v, err = n.guarded(ctx, call)
 	}
 	if err != nil {
@@ -122,23 +133,22 @@ type Ack struct {
 	Acked int64
 }
 
-func (n *Pipelined[C, D]) evalAck(ctx context.Context, c C, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (_ any, err error) {
+func (n *Pipelined[C, D]) evalAck(ctx, lctx context.Context, c C, s *driver.Script, keys, args []string, replicas int, timeout time.Duration) (_ any, err error) {
 	defer n.panics().RecoverTo(&err)
 	if !n.gate.Enter() {
 		return nil, n.errs.closed
 	}
 	defer n.gate.Leave()
-	dctx := n.callContext(ctx)
 	var out Ack
 	err = n.lib.Dedicated(c, func(d D) error {
-		v, err := n.lib.EvalOn(dctx, d, s, keys, args, false)
+		v, err := n.lib.EvalOn(lctx, d, s, keys, args, false)
 		if driver.IsNoScript(err) {
-			v, err = n.lib.EvalOn(dctx, d, s, keys, args, true)
+			v, err = n.lib.EvalOn(lctx, d, s, keys, args, true)
 		}
 		if err != nil {
 			return err
 		}
-		acked, err := n.lib.Wait(dctx, d, replicas, timeout)
+		acked, err := n.lib.Wait(lctx, d, replicas, timeout)
 		out = Ack{v, acked}
 		return err
 	})
@@ -147,8 +157,12 @@ func (n *Pipelined[C, D]) evalAck(ctx context.Context, c C, s *driver.Script, ke
 
 // answered returns what a call within ctx got: its value, or an error
 // reply as it is, or, for a call that got no reply, the error made fit by
-// ctxError. It records whether the server answered (guard.go).
+// ctxError (errDialOnCaller as it is: the call goes on as guarded). It
+// records whether the server answered (guard.go).
 func (n *Pipelined[C, D]) answered(ctx context.Context, v any, err error) (any, error) {
+	if errors.Is(err, errDialOnCaller) {
+		return nil, err
+	}
 	if err != nil && !n.isReply(err) {
 		n.sawFailure(ctx)
 		return nil, n.ctxError(ctx, err)

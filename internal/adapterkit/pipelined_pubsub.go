@@ -104,7 +104,7 @@ type shardedSubscription[C, D comparable] struct {
 }
 
 func (n *Pipelined[C, D]) subscribeSharded(ctx context.Context, c C, h driver.PubSubHandler) (driver.Subscription, error) {
-	v, err := n.lib.Do(n.callContext(ctx), c, "CLUSTER", "SLOTS")
+	v, err := n.lib.Do(dialHere(n.callContext(ctx)), c, "CLUSTER", "SLOTS")
 	if err != nil {
 		if !n.isReply(err) {
 			return nil, n.ctxError(ctx, err)
