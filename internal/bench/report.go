@@ -268,11 +268,11 @@ func writeUncontended(b *strings.Builder, r *Results) {
 	for _, g := range r.Config.Goroutines {
 		bu := r.uncontendedOf(base, g)
 		fl := r.uncontendedOf(FloorID, g)
-		libs := append(slices.Clone(r.Libraries), FloorLibrary())
+		libs := slices.Concat(r.Libraries, CostLibraries(), []Library{FloorLibrary()})
 		for _, lib := range libs {
 			u := r.uncontendedOf(lib.ID, g)
 			if u == nil {
-				if lib.ID != FloorID {
+				if lib.ID != FloorID && lib.Mode != "fenced" && lib.Mode != "guard" {
 					t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing, missing, missing)
 				}
 				continue

@@ -98,6 +98,8 @@ func sampleResults() *Results {
 	}
 	// The bare floor at 4,000 cycles/s with one goroutine.
 	r.Uncontended = append(r.Uncontended, UncontendedResult{Lib: FloorID, Goroutines: 1, Cycles: 12000, Elapsed: 3 * time.Second})
+	// Fencing over goredis alone, at 0.9× its default mode.
+	r.Uncontended = append(r.Uncontended, UncontendedResult{Lib: "goredis-fenced", Goroutines: 1, Cycles: 8100, Elapsed: 3 * time.Second})
 	return r
 }
 
@@ -161,6 +163,8 @@ func TestTargets(t *testing.T) {
 		{"servers' CPU per uncontended lock+unlock ≤ redsync's", "1 goroutine", none, NotMeasured},
 		{"client CPU per uncontended lock+unlock ≤ 0.7× redsync's", "1 goroutine", []string{"150 µs (0.75×) MISS", "200 µs (1.00×) MISS", "100 µs (0.50×) PASS", "120 µs (0.60×) PASS"}, Miss},
 		{"fair mode, uncontended: ≥ 0.85 of the default mode's cycles/s", "1 goroutine", none, NotMeasured},
+		{"fencing, uncontended: ≥ 0.85 of the default mode's cycles/s", "dlm.WithFencing()", []string{"0.90× PASS", "—", "—", "—"}, Miss},
+		{"the restart guard, uncontended: ≥ 0.85 of the default mode's cycles/s", "1 goroutine", none, NotMeasured},
 		{"servers' CPU per hand-off ≤ 1.5× an uncontended cycle's", "8 contenders in processes of their own", none, NotMeasured},
 	}
 	if len(rows) != len(want) {

@@ -189,9 +189,10 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 		res.Physical = &r
 		s.logf("physical: %.0f cycles/s (%.0f commands/s over %d nodes)", r.CyclesPerSec(), r.CommandsPerSec(), r.Nodes)
 	}
-	// The bare floor takes its turns with the libraries in the
-	// uncontended cases: the cost of a cycle with no library in between.
-	withFloor := append(slices.Clone(res.Libraries), FloorLibrary())
+	// The bare floor, and redlock with fencing and with the restart
+	// guard, take their turns with the libraries in the uncontended cases:
+	// the cost of a cycle with no library in between, and of each feature.
+	withFloor := slices.Concat(res.Libraries, CostLibraries(), []Library{FloorLibrary()})
 	for _, g := range cfg.Goroutines {
 		acc := map[string]*UncontendedResult{}
 		ran, err := s.rounds(ctx, withFloor, fmt.Sprintf("uncontended/g%d", g), cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {

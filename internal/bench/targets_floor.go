@@ -15,7 +15,7 @@ const (
 	floorBest       = 0.95 // of the floor, on the best backend
 	floorEvery      = 0.85 // of the floor, on every backend
 	clientCPUFactor = 0.7  // of redsync's client CPU per cycle
-	fairWithin      = 0.85 // the fair mode's cycles/s over the default mode's
+	fairWithin      = 0.85 // a mode's cycles/s (fair, fenced, guarded) over the default mode's
 	handoffCPU      = 1.5  // servers' CPU per hand-off over an uncontended cycle's
 	handoffFew      = 8    // the process case a hand-off's cost is judged on
 )
@@ -28,7 +28,9 @@ func (r *Results) floorTargets() []TargetRow {
 		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 1.5, ruleEvery),
 		r.cpuTarget("servers' CPU per uncontended lock+unlock ≤ redsync's", 1, (*UncontendedResult).ServerCPUPerCycle),
 		r.cpuTarget(fmt.Sprintf("client CPU per uncontended lock+unlock ≤ %s× redsync's", trimFloat(clientCPUFactor)), clientCPUFactor, (*UncontendedResult).CPUPerCycle),
-		r.fairCostTarget(),
+		r.modeCostTarget("fair mode", r.fairBackends()),
+		r.modeCostTarget("fencing", costBackends("fenced")),
+		r.modeCostTarget("the restart guard", costBackends("guard")),
 		r.handoffCPUTarget(),
 	}
 }
@@ -92,31 +94,47 @@ func (r *Results) cpuTarget(target string, factor float64, cpu func(*Uncontended
 	return row
 }
 
-// fairCostTarget judges the fair mode's uncontended cycles/s with one
-// goroutine against the default mode's over the same backend.
-func (r *Results) fairCostTarget() TargetRow {
+// modeCostTarget judges a mode's uncontended cycles/s with one goroutine,
+// over each of libs, against the default mode's over the same backend.
+func (r *Results) modeCostTarget(mode string, libs []Library) TargetRow {
 	row := TargetRow{
-		Target:   fmt.Sprintf("fair mode, uncontended: ≥ %v of the default mode's cycles/s", fairWithin),
+		Target:   fmt.Sprintf("%s, uncontended: ≥ %v of the default mode's cycles/s", mode, fairWithin),
 		Scenario: "uncontended, 1 goroutine",
 		Rule:     ruleEvery,
 	}
-	fair := r.fairBackends()
-	if len(fair) == 0 {
-		row.Note = "the run has no fair mode"
+	if len(libs) > 0 && libs[0].Options != "" {
+		row.Scenario += ", " + libs[0].Options
 	}
+	judged := false
 	for _, lib := range r.backends() {
 		cell := TargetCell{Lib: lib.ID, Value: missing}
-		for _, f := range fair {
+		for _, f := range libs {
 			u, fu := r.uncontendedOf(lib.ID, 1), r.uncontendedOf(f.ID, 1)
 			if f.Backend == lib.Backend && u != nil && fu != nil {
 				x := Ratio(fu.PerSec(), u.PerSec())
 				cell.Value, cell.Verdict = fmtRatio(x), atLeast(fairWithin)(x)
+				judged = true
 			}
 		}
 		row.Cells = append(row.Cells, cell)
 	}
+	if !judged {
+		row.Note = "the run did not measure the mode"
+	}
 	row.Overall = combine(row.Rule, row.Cells)
 	return row
+}
+
+// costBackends returns redlock over each backend in the cost mode named
+// mode (costModes).
+func costBackends(mode string) []Library {
+	var out []Library
+	for _, l := range CostLibraries() {
+		if l.Mode == mode {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // handoffCPUTarget judges the servers' CPU per hand-off with handoffFew
