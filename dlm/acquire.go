@@ -216,7 +216,7 @@ func acquireRequest(cfg *config, rkeys []string, secret string, w *waiter, waiti
 		req.Args = append(req.Args, ttlMillis(cfg.restartGuard))
 		mix |= 2
 	}
-	req.Args = append(req.Args, waiterArgs(cfg, w)...)
+	req.Args = waiterArgs(req.Args, cfg, w)
 	req.Announce(script.Flag{WriterWaits: waiting}, 0)
 	req.Script = acquireScripts[mix]
 	return req

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +286,28 @@ func TestFairnessDefaultExpiry(t *testing.T) {
 		if got := c.placeLife(1); got != tc.want {
 			t.Errorf("node timeout %v: a fair place lasts %v; want %v", tc.timeout, got, tc.want)
 		}
+	}
+}
+
+// TestDecimal checks that decimal writes numbers as strconv does, and that
+// the numbers a lock cycle sends, made again, allocate nothing.
+func TestDecimal(t *testing.T) {
+	for _, n := range []int64{0, 1, -1, 9, 10, 250, 500, 1024, 2000, 10000, 1 << 40, -1 << 40} {
+		for range 2 {
+			if got, want := decimal(n), strconv.FormatInt(n, 10); got != want {
+				t.Errorf("decimal(%d) = %q; want %q", n, got, want)
+			}
+		}
+	}
+	cycle := []int64{10000, 2000, 500, 1024}
+	for _, n := range cycle {
+		decimal(n)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		for _, n := range cycle {
+			decimal(n)
+		}
+	}); allocs != 0 {
+		t.Errorf("decimal of %v again: %v allocations; want 0", cycle, allocs)
 	}
 }

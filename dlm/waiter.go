@@ -114,9 +114,9 @@ func (w *waiter) waiterID() string {
 	return w.id
 }
 
-// waiterArgs are the acquire scripts' waiter arguments: the id, the life of
+// waiterArgs appends to dst the acquire scripts' waiter arguments: the id, the life of
 // a place, the ticket, the bound of a line and fairness.
-func waiterArgs(cfg *config, w *waiter) []string {
+func waiterArgs(dst []string, cfg *config, w *waiter) []string {
 	fair := "0"
 	if cfg.fair != nil {
 		fair = "1"
@@ -126,7 +126,7 @@ func waiterArgs(cfg *config, w *waiter) []string {
 	if w != nil {
 		ticket, life = w.ticket, w.life
 	}
-	return []string{w.waiterID(), ttlMillis(life), strconv.FormatInt(ticket, 10), strconv.Itoa(cfg.lineBound()), fair}
+	return append(dst, w.waiterID(), ttlMillis(life), strconv.FormatInt(ticket, 10), decimal(int64(cfg.lineBound())), fair)
 }
 
 // placeLife is how long the place of a waiter's attempt number attempt

@@ -26,6 +26,11 @@ import (
 //	                           (SET NX GET) to take a free key; Open's
 //	                           probe of two nodes that said one run_id
 //	                           GETs and SETs a key under the prefix
+//	+exists                    a release looks up, with one EXISTS, whether
+//	                           anything beside the key (a line, an intent,
+//	                           listeners) needs more than a compare-and-
+//	                           delete; without it every release takes the
+//	                           full way
 //	+strlen                    an election's readers (Election.Observe, Leader)
 //	                           measure the leader's value before they read
 //	                           it, and never read one that is too long
@@ -61,7 +66,7 @@ func LeastPrivilegeRules(prefix string) []string {
 		"resetchannels", "&" + p + "*",
 		"-@all",
 		"+evalsha", "+eval",
-		"+get", "+set", "+del", "+pexpire", "+pttl", "+strlen",
+		"+get", "+set", "+del", "+pexpire", "+pttl", "+exists", "+strlen",
 		"+time", "+info",
 		"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zscore", "+zcard",
 		"+publish", "+pubsub|numsub", "+subscribe", "+unsubscribe",

@@ -50,6 +50,16 @@ func (a announcer) broadcast(key string) {
 	}
 }
 
+// released is announce's released(key): when loud, the mark of listeners
+// on key's broadcast channel deleted and the release broadcast.
+func (a announcer) released(key string) {
+	if !a.loud() {
+		return
+	}
+	delete(a.n.keys, script.ListenKey(key))
+	a.broadcast(key)
+}
+
 // listeners is PUBSUB NUMSUB, or SHARDNUMSUB when sharded, of channel.
 func (a announcer) listeners(channel string) int {
 	if a.sharded() {
@@ -92,6 +102,22 @@ func (a announcer) readersHold(key, v string, ttl string) error {
 		return err
 	}
 	a.n.set(script.IntentKey(key), "1", d)
+	return nil
+}
+
+// heard is announce's heard(key, left): the mark of listeners on key's
+// broadcast channel set for left ms and ttl, the script's ARGV[2], more,
+// whose error it returns as SET's.
+func (a announcer) heard(key string, left int64, ttl string) error {
+	d, err := millis(ttl)
+	if err != nil {
+		return err
+	}
+	d += time.Duration(left) * time.Millisecond
+	if d <= 0 {
+		return errInvalidExpire
+	}
+	a.n.set(script.ListenKey(key), "1", d)
 	return nil
 }
 

@@ -14,19 +14,25 @@ import (
 // readAcquire is the read lock's acquire script (behind [Node.guarded]
 // when guarded): KEYS are the lock key, the readers' set and the
 // writer's intent; ARGV the secret and the TTL. The reader is let in unless
-// a writer holds the key, or waits for it and the reader is not in yet.
-// n.mu is held.
+// a writer holds the key, or waits for it and the reader is not in yet;
+// then the reader is marked listening ([script.ListenKey]). n.mu is held.
 func (n *Node) readAcquire(keys, args []string) (any, error) {
 	ttl, err := number(args[1])
 	if err != nil {
 		return nil, err
 	}
-	now := nowMillis()
+	now, a := nowMillis(), n.announcerOf(args)
 	if v, ok := n.get(keys[0]); ok && v != script.ReadersMark {
+		if err := a.heard(keys[0], max(n.pttl(keys[0]), 0), args[1]); err != nil {
+			return nil, err
+		}
 		return int64(0), nil
 	}
 	if _, ok := n.get(keys[2]); ok {
 		if _, in := n.zset(keys[1])[args[0]]; !in {
+			if err := a.heard(keys[0], max(n.pttl(keys[2]), 0), args[1]); err != nil {
+				return nil, err
+			}
 			return int64(0), nil
 		}
 	}
@@ -69,7 +75,7 @@ func (n *Node) readRelease(keys, args []string) (any, error) {
 			return nil, err
 		}
 		if !handed {
-			a.broadcast(keys[0])
+			a.released(keys[0])
 		}
 	}
 	return removed, nil

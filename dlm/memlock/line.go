@@ -179,7 +179,7 @@ func (n *Node) leaveLines(keys, args []string) (any, error) {
 				return nil, err
 			}
 			if !handed {
-				a.broadcast(k)
+				a.released(k)
 			}
 		}
 	}

@@ -66,7 +66,11 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		case ok || !fair:
 			return true
 		}
-		h, found := n.headOf(lineAt(keys, lk, i), now)
+		l := lineAt(keys, lk, i)
+		if len(n.zset(l.waiters)) == 0 {
+			return true // ZCARD
+		}
+		h, found := n.headOf(l, now)
 		return !found || h == me
 	}
 	for i, k := range keys[:cnt] {
@@ -87,6 +91,9 @@ func (n *Node) acquire(keys, args []string, fenced bool) (any, error) {
 		var open int64
 		if a.listeners(script.WakeChannel(k)) > 0 {
 			open = 1
+			if err := a.heard(k, left, args[1]); err != nil {
+				return nil, err
+			}
 		}
 		keep, err := luaMax(life, tonumber(args[1]))
 		if err != nil {
@@ -152,6 +159,9 @@ func (n *Node) release(keys, args []string) (any, error) {
 	if len(args) < 7 {
 		return nil, errTooFewArgs
 	}
+	if deleted, ok := n.releaseQuick(keys[:cnt], keys[cnt:], args); ok {
+		return deleted, nil
+	}
 	a, now := n.announcerOf(args), nowMillis()
 	me, ticket, life, ms, how := args[1], tonumber(args[2]), tonumber(args[3]), tonumber(args[4]), args[5]
 	bound := luaNumber{-1, true}
@@ -183,7 +193,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 				return nil, err
 			}
 			if !handed && ok {
-				a.broadcast(k)
+				a.released(k)
 			}
 			continue
 		}
@@ -206,6 +216,40 @@ func (n *Node) release(keys, args []string) (any, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// releaseQuick is the Release script's quick path, for the lock keys
+// rkeys, their lines and the script's ARGV: when the lock's release, or a
+// failed attempt's of a caller without an id, finds nothing beside any key
+// to serve (no line, intent, mark of listeners, leader key or line of the
+// previous release), each key that holds the secret, or is reserved for
+// the releasing waiter by the lock's release, is deleted, and nothing else
+// is done. It returns the number of keys that held the secret, and whether
+// it ran. n.mu is held.
+func (n *Node) releaseQuick(rkeys, lines, args []string) (int64, bool) {
+	me, how := args[1], args[5]
+	if how != script.ReleaseLock && me != "" {
+		return 0, false
+	}
+	for i, k := range rkeys {
+		for _, x := range []string{lines[2*i], script.IntentKey(k), script.ListenKey(k), script.LeaderKey(k), k + script.PreviousLineSuffix} {
+			if _, ok := n.get(x); ok {
+				return 0, false
+			}
+		}
+	}
+	var deleted int64
+	for _, k := range rkeys {
+		v, ok := n.get(k)
+		switch {
+		case ok && owns(v, args[0]):
+			deleted++
+			delete(n.keys, k)
+		case ok && me != "" && how == script.ReleaseLock && v == script.ReservedFor(me):
+			delete(n.keys, k)
+		}
+	}
+	return deleted, true
 }
 
 // extend is the Extend script: every key's TTL set to ARGV[2] if all hold

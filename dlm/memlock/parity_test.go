@@ -49,6 +49,7 @@ var (
 var parityKeys = slices.Concat([]string{
 	pk, script.FenceKey(pk), script.GuardKey(pk), readers, script.IntentKey(pk), permits,
 	pk2, script.FenceKey(pk2), script.IntentKey(pk2),
+	script.ListenKey(pk), script.ListenKey(pk2), script.LeaderKey(pk), pk + script.PreviousLineSuffix,
 }, script.LinesOf([]string{pk, pk2}))
 
 // ticketKeys are the parity keys whose sorted sets are scored by tickets,

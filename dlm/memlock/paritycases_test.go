@@ -186,6 +186,7 @@ func otherCases() []parityCase {
 		// ReadRelease: KEYS the lock key, readers, the lock key's line;
 		// ARGV secret, reservation (ms), flag.
 		{name: "read release/last reader", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: readersIn(map[string]int64{secret: 5000})},
+		{name: "read release/last reader, listeners marked", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: append(readersIn(map[string]int64{secret: 5000}), str(script.ListenKey(pk), "1", 5000))},
 		{name: "read release/last reader, quiet", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, quiet}, setup: readersIn(map[string]int64{secret: 5000})},
 		{name: "read release/one of two", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: readersIn(map[string]int64{secret: 9000, other: 5000})},
 		{name: "read release/not in", script: script.ReadRelease, keys: rrkeys, args: []string{secret, reserve, loud}, setup: readersIn(map[string]int64{other: 5000})},

@@ -187,6 +187,7 @@ func lineCases() []parityCase {
 
 		// Leave: KEYS the lock keys, their lines; ARGV the waiter, the
 		// reservation, flag.
+		{name: "leave/reserved, nobody next, listeners marked", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), inLine(spot{w1, 1, 3000}), []preset{str(script.ListenKey(pk), "1", 5000)})},
 		{name: "leave/reserved, handed on", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), inLine(spot{w1, 1, 3000}, spot{w2, 2, 3000}))},
 		{name: "leave/reserved, the next's place ended", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), inLine(spot{w2, 2, -1000}, spot{w3, 3, 3000}))},
 		{name: "leave/reserved, the next without an end", script: script.Leave, keys: mkeys(pk), args: leave(w1, loud), setup: with(reservedFor(w1), lineOrphans(pk, map[string]int64{ghost: 2}, spot{w1, 1, 3000}, spot{w3, 3, 3000}))},

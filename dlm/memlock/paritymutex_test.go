@@ -92,6 +92,10 @@ func mutexCases() []parityCase {
 		{name: "acquire/refused, waiter placed", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud), setup: []preset{held(pk, other)}},
 		{name: "acquire/refused, waiter placed, quiet sharded", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), script.Flag{Mode: script.QuietSharded}.Arg()), setup: []preset{held(pk, other)}},
 		{name: "acquire/granted, waiter", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud)},
+		{name: "acquire/fair, free, no line", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "50"), loud)},
+		{name: "acquire/fair, free, only the ends of places left", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "50"), loud), setup: []preset{zset(script.LineKeys(pk)[1], 5000, map[string]int64{w2: 3000})}},
+		{name: "acquire/fair, free, the waiter heads the line", script: script.Acquire, keys: mkeys(pk), args: acq(plain, fairly(w1, "50"), loud), setup: lineOf(pk, spot{w1, 1, 3000}, spot{w2, 2, 3000})},
+		{name: "acquire/refused, listeners marked again", script: script.Acquire, keys: mkeys(pk), args: acq(plain, waiting(w1, "50"), loud), setup: []preset{held(pk, other), str(script.ListenKey(pk), "1", 100)}},
 
 		// FencedAcquire: KEYS locks, counters, lines; ARGV secret, TTL,
 		// expiry, the waiter's five, flag.
@@ -152,6 +156,21 @@ func mutexCases() []parityCase {
 		{name: "release/failed attempt, writer waits on", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseAttempt, quietWait), setup: []preset{held(pk, secret), intent}},
 		{name: "release/failed attempt, another's key", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseAttempt, quiet), setup: []preset{held(pk, other), intent}},
 		{name: "release/keep turn without a waiter", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseKeepTurn, quiet), setup: []preset{held(pk, secret)}},
+		// The quick release: nothing beside the keys, or one of the marks
+		// that send it the full way.
+		{name: "release/quick, the waiter's lock", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "5", script.ReleaseLock, loud), setup: []preset{held(pk, secret)}},
+		{name: "release/quick, reserved for the waiter", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "5", script.ReleaseLock, loud), setup: []preset{reservedFor(w1)}},
+		{name: "release/quick, reserved for another", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "5", script.ReleaseLock, loud), setup: []preset{reservedFor(w2)}},
+		{name: "release/quick, failed attempt", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseAttempt, loud), setup: []preset{held(pk, secret)}},
+		{name: "release/quick, two keys", script: script.Release, keys: mkeys(pk, pk2), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: []preset{held(pk, secret), held(pk2, secret)}},
+		{name: "release/listeners marked", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: []preset{held(pk, secret), str(script.ListenKey(pk), "1", 5000)}},
+		{name: "release/listeners marked, quiet", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, quiet), setup: []preset{held(pk, secret), str(script.ListenKey(pk), "1", 5000)}},
+		{name: "release/listeners marked, handed on", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: append([]preset{held(pk, secret), str(script.ListenKey(pk), "1", 5000)}, lineOf(pk, spot{w2, 1, 3000})...)},
+		{name: "release/listeners marked, failed attempt", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseAttempt, loud), setup: []preset{held(pk, secret), str(script.ListenKey(pk), "1", 5000)}},
+		{name: "release/an election's leader key", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: []preset{held(pk, secret), str(script.LeaderKey(pk), "v", 5000)}},
+		{name: "release/the previous release's line", script: script.Release, keys: mkeys(pk), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: []preset{held(pk, secret), zset(pk+script.PreviousLineSuffix, 5000, map[string]int64{"old-waiter": 1})}},
+		{name: "release/two keys, the second's line", script: script.Release, keys: mkeys(pk, pk2), args: rel(secret, "", "0", script.ReleaseLock, loud), setup: append([]preset{held(pk, secret), held(pk2, secret)}, lineOf(pk2, spot{w2, 1, 3000})...)},
+		{name: "release/waiter's failed attempt, no line", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "5", script.ReleaseAttempt, loud), setup: []preset{held(pk, secret)}},
 		{name: "release/an unknown how, as a failed attempt", script: script.Release, keys: mkeys(pk), args: rel(secret, w1, "2", "x", loud), setup: []preset{held(pk, secret)}},
 	}
 }

@@ -77,6 +77,27 @@ var redlockModes = []redlockMode{
 	{name: "fair", fair: true, opts: []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}, desc: "dlm.WithFairness(dlm.Fairness{})"},
 }
 
+// costModes are configurations of redlock measured in the uncontended
+// cases only, beside the default mode, for what each feature costs a
+// caller that uses it: fencing and the restart guard.
+var costModes = []redlockMode{
+	{name: "fenced", opts: []dlm.ManagerOption{dlm.WithFencing()}, desc: "dlm.WithFencing()"},
+	{name: "guard", opts: []dlm.ManagerOption{dlm.WithRestartGuard(time.Minute)}, desc: "dlm.WithRestartGuard(time.Minute)"},
+}
+
+// CostLibraries returns redlock over each backend in each of costModes,
+// measured in the uncontended cases only, as the bare floor is.
+func CostLibraries() []Library {
+	var libs []Library
+	for _, mode := range costModes {
+		for _, b := range redlockBackends {
+			libs = append(libs, Library{ID: b + "-" + mode.name, Name: "redlock+" + b + " " + mode.name, Backend: b, Mode: mode.name,
+				Options: mode.desc, Open: openRedlock(b, mode.opts...)})
+		}
+	}
+	return libs
+}
+
 // Libraries returns the libraries of a run: redlock over each backend in
 // each mode, then redsync, the baseline.
 func Libraries() []Library {

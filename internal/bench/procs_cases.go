@@ -100,6 +100,9 @@ func (s *suite) procCases(ctx context.Context, res *Results) error {
 				}
 				res.Hot = append(res.Hot, r)
 				s.logf("%s: %v; %s %s", procCaseName(c, w, lib.ID), &r, r.procSummary(), r.FirstError)
+				if r.Handoffs > 0 && len(r.Commands) > 0 {
+					s.logf("%s: commands per hand-off: %s", procCaseName(c, w, lib.ID), commandsPer(r.Commands, r.Handoffs))
+				}
 			}
 		}
 	}

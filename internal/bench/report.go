@@ -263,13 +263,18 @@ func writeUncontended(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "## 1. Uncontended lock+unlock\n\n")
 	fmt.Fprintf(b, "Goroutines each lock and unlock a key of their own, back to back, for %v. A cycle is a Lock and an Unlock, each on all %d nodes. **Client CPU** is the CPU time, user and system, the client process used per cycle over the case (getrusage; the servers are other processes), **server CPU** the CPU time the %d servers used per cycle (their INFO cpu): both hardly depend on how much of the machine other work takes, unlike cycles/s, and on %d CPUs shared by the client and the servers their sum bounds the rate.\n\n", r.Config.Duration, r.Nodes, r.Nodes, r.Machine.Cores)
 	base := r.baseline()
-	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "client CPU/cycle", "server CPU/cycle", "of the physical limit", "errors")
+	fmt.Fprintf(b, "The **%s** row is no library: each goroutine writes `SET key token NX PX` to the %d nodes over plain connections, then reads the replies, and releases the same way with `EVALSHA` of a compare-and-delete, taking its turns with the libraries in the same rounds; **of the floor** is a library's cycles/s over it.\n\n", floorName, r.Nodes)
+	t := newTable(b, "l", "library", "goroutines", "cycles/s", "vs redsync", "of the floor", "client CPU/cycle", "server CPU/cycle", "of the physical limit", "errors")
 	for _, g := range r.Config.Goroutines {
 		bu := r.uncontendedOf(base, g)
-		for _, lib := range r.Libraries {
+		fl := r.uncontendedOf(FloorID, g)
+		libs := slices.Concat(r.Libraries, CostLibraries(), []Library{FloorLibrary()})
+		for _, lib := range libs {
 			u := r.uncontendedOf(lib.ID, g)
 			if u == nil {
-				t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing, missing)
+				if lib.ID != FloorID && lib.Mode != "fenced" && lib.Mode != "guard" {
+					t.row(lib.Name, fmt.Sprint(g), missing, missing, missing, missing, missing, missing, missing)
+				}
 				continue
 			}
 			cpu, scpu := missing, missing
@@ -279,15 +284,18 @@ func writeUncontended(b *strings.Builder, r *Results) {
 			if c := u.ServerCPUPerCycle(); c > 0 {
 				scpu = fmtDur(c)
 			}
-			vs := missing
+			vs, floor := missing, missing
 			if bu != nil {
 				vs = fmtRatio(Ratio(u.PerSec(), bu.PerSec()))
+			}
+			if fl != nil {
+				floor = fmtRatio(Ratio(u.PerSec(), fl.PerSec()))
 			}
 			limit := missing
 			if r.Physical != nil {
 				limit = fmtPercent(Ratio(u.PerSec(), r.Physical.CyclesPerSec()))
 			}
-			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, cpu, scpu, limit, errorsCell(u.Errors, u.FirstError))
+			t.row(lib.Name, fmt.Sprint(g), fmtRate(u.PerSec()), vs, floor, cpu, scpu, limit, errorsCell(u.Errors, u.FirstError))
 		}
 	}
 	b.WriteString("\n")
@@ -444,7 +452,7 @@ func writePhysical(b *strings.Builder, r *Results) {
 	t.row(fmt.Sprint(ph.Nodes), fmtRate(ph.CyclesPerSec()), fmtRate(ph.CommandsPerSec()), fmt.Sprint(ph.Failed))
 	best, bestName := 0.0, ""
 	for _, u := range r.Uncontended {
-		if u.PerSec() > best {
+		if u.Lib != FloorID && u.PerSec() > best {
 			best, bestName = u.PerSec(), u.Lib
 			for _, l := range r.Libraries {
 				if l.ID == u.Lib {

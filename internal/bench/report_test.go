@@ -96,6 +96,10 @@ func sampleResults() *Results {
 				SharedAllocResult{Kind: KindSemaphore, AllocResult: AllocResult{Lib: lib.ID, Cycles: 2000, Allocs: 110.5}})
 		}
 	}
+	// The bare floor at 4,000 cycles/s with one goroutine.
+	r.Uncontended = append(r.Uncontended, UncontendedResult{Lib: FloorID, Goroutines: 1, Cycles: 12000, Elapsed: 3 * time.Second})
+	// Fencing over goredis alone, at 0.9× its default mode.
+	r.Uncontended = append(r.Uncontended, UncontendedResult{Lib: "goredis-fenced", Goroutines: 1, Cycles: 8100, Elapsed: 3 * time.Second})
 	return r
 }
 
@@ -152,6 +156,16 @@ func TestTargets(t *testing.T) {
 		{"allocations per uncontended lock+unlock", "one goroutine", []string{"100 PASS", "100 PASS", "100 PASS", "100 PASS"}, Pass},
 		{"client CPU per uncontended lock+unlock (reported)", "1 goroutine", []string{"150 µs (0.75×)", "200 µs (1.00×)", "100 µs (0.50×)", "120 µs (0.60×)"}, NotMeasured},
 		{"client CPU per uncontended lock+unlock (reported)", "64 goroutines", []string{"—", "—", "—", "—"}, NotMeasured},
+		// The light path's targets: the floor at 4,000 cycles/s.
+		{"uncontended, 1 goroutine: ≥ 0.95 of the bare floor's cycles/s on the best backend", "the floor measured in the same rounds", []string{"0.75× MISS", "0.50× MISS", "1.50× PASS", "1.00× PASS"}, Pass},
+		{"uncontended, 1 goroutine: ≥ 0.85 of the bare floor's cycles/s", "the floor measured in the same rounds", []string{"0.75× MISS", "0.50× MISS", "1.50× PASS", "1.00× PASS"}, Miss},
+		{"uncontended, 32–64 goroutines: ≥ 1.5× redsync's cycles/s", "64 goroutines", []string{"1.50× PASS", "1.00× MISS", "3.00× PASS", "2.00× PASS"}, Miss},
+		{"servers' CPU per uncontended lock+unlock ≤ redsync's", "1 goroutine", none, NotMeasured},
+		{"client CPU per uncontended lock+unlock ≤ 0.7× redsync's", "1 goroutine", []string{"150 µs (0.75×) MISS", "200 µs (1.00×) MISS", "100 µs (0.50×) PASS", "120 µs (0.60×) PASS"}, Miss},
+		{"fair mode, uncontended: ≥ 0.85 of the default mode's cycles/s", "1 goroutine", none, NotMeasured},
+		{"fencing, uncontended: ≥ 0.85 of the default mode's cycles/s", "dlm.WithFencing()", []string{"0.90× PASS", "—", "—", "—"}, Miss},
+		{"the restart guard, uncontended: ≥ 0.85 of the default mode's cycles/s", "1 goroutine", none, NotMeasured},
+		{"servers' CPU per hand-off ≤ 1.5× an uncontended cycle's", "8 contenders in processes of their own", none, NotMeasured},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d target rows, want %d", len(rows), len(want))
@@ -305,8 +319,9 @@ func TestMarkdown(t *testing.T) {
 		"github.com/go-redsync/redsync/v4 v4.18.1",
 		"| target | judged on | redsync | redlock+goredis | redlock+redigo | redlock+rueidis | redlock+valkey | overall |",
 		"| allocations per uncontended lock+unlock: fewer than redsync's | one goroutine, lock+unlock back to back | 142 allocs | 100 PASS | 100 PASS | 100 PASS | 100 PASS | **PASS** |",
-		"| redlock+goredis | 1 | 3,000 | 1.50× | 150 µs | — | 5.0 % | 0 |",
-		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | — | — | 13.3 % | 0 |",
+		"| redlock+goredis | 1 | 3,000 | 1.50× | 0.75× | 150 µs | — | 5.0 % | 0 |",
+		"| bare floor (RESP by hand) | 1 | 4,000 | 2.00× | 1.00× | — | — | 6.7 % | 0 |",
+		"| redsync v4 (go-redis v9) | 64 | 8,000 | 1.00× | — | — | — | 13.3 % | 0 |",
 		"| uncontended, 1 goroutine: ≥ 1× redsync's cycles/s | uncontended, 1 goroutine on keys of their own | 2,000 cycles/s | 1.50× PASS | 1.00× PASS | 3.00× PASS | 2.00× PASS | **PASS** |",
 		"| uncontended, 32–64 goroutines: redlock+goredis ≥ 1.3× redsync's cycles/s | uncontended, 64 goroutines on keys of their own | 8,000 cycles/s | 1.50× PASS | 1.00× | 3.00× | 2.00× | **PASS** (goredis) |",
 		"| client CPU per uncontended lock+unlock (reported) | uncontended, 1 goroutine on keys of their own; getrusage of the client process over the case | 200 µs | 150 µs (0.75×) | 200 µs (1.00×) | 100 µs (0.50×) | 120 µs (0.60×) | — |",

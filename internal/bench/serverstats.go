@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,4 +140,16 @@ func sumCommands(commands map[string]int64) int64 {
 		n += c
 	}
 	return n
+}
+
+// commandsPer lists commands by name, each count over n, the most first:
+// "evalsha 2.1, get 2.0, …".
+func commandsPer(commands map[string]int64, n int) string {
+	names := slices.Collect(maps.Keys(commands))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(commands[b], commands[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", name, float64(commands[name])/float64(n))
+	}
+	return strings.Join(parts, ", ")
 }

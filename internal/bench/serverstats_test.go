@@ -60,3 +60,10 @@ func TestPerHandoff(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandsPer(t *testing.T) {
+	got := commandsPer(map[string]int64{"get": 20, "evalsha": 30, "del": 10, "set": 20}, 10)
+	if want := "evalsha 3.00, get 2.00, set 2.00, del 1.00"; got != want {
+		t.Errorf("commandsPer = %q; want %q", got, want)
+	}
+}

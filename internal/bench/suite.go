@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -188,9 +189,13 @@ func Run(ctx context.Context, cfg Config, addrs []string, redisVersion string) (
 		res.Physical = &r
 		s.logf("physical: %.0f cycles/s (%.0f commands/s over %d nodes)", r.CyclesPerSec(), r.CommandsPerSec(), r.Nodes)
 	}
+	// The bare floor, and redlock with fencing and with the restart
+	// guard, take their turns with the libraries in the uncontended cases:
+	// the cost of a cycle with no library in between, and of each feature.
+	withFloor := slices.Concat(res.Libraries, CostLibraries(), []Library{FloorLibrary()})
 	for _, g := range cfg.Goroutines {
 		acc := map[string]*UncontendedResult{}
-		ran, err := s.rounds(ctx, res.Libraries, fmt.Sprintf("uncontended/g%d", g), cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
+		ran, err := s.rounds(ctx, withFloor, fmt.Sprintf("uncontended/g%d", g), cfg.Rounds, func(lib Library, lk Locker, name string, round int) error {
 			scpu := serversCPU(ctx, addrs)
 			r, err := runUncontended(ctx, lk, fmt.Sprintf("%s/r%d", name, round), g, share(cfg.Duration))
 			if after := serversCPU(ctx, addrs); scpu > 0 && after > scpu {

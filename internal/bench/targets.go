@@ -114,7 +114,7 @@ func Targets(r *Results) []TargetRow {
 		ratio(grants), atLeast(1.5))
 	rows = append(rows, r.contentionTargets()...)
 	rows = append(rows, r.burstTargets()...)
-	return append(rows,
+	rows = append(rows,
 		r.fairTarget(),
 		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),
 		r.uncontendedTarget("32–64 goroutines", targetGoroutines, 4, ruleBest),
@@ -125,6 +125,7 @@ func Targets(r *Results) []TargetRow {
 		r.cpuRow(1),
 		r.cpuRow(targetGoroutines),
 	)
+	return append(rows, r.floorTargets()...)
 }
 
 // targetDefaultBackend is the backend a target names on its own: the one

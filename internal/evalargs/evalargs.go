@@ -27,17 +27,26 @@ var (
 		return a
 	}()
 	hashes sync.Map // *driver.Script -> any(its Hash)
-	flags  = [2]any{"0", "1"}
+	// common are the arguments the scripts take that nearly always hold
+	// one of a few short values: the flags "0" and "1", announce's flag of
+	// each mode, with or without a writer's wait, and how a release runs.
+	common = func() map[string]any {
+		m := map[string]any{}
+		for _, a := range []string{"0", "1", "2", "3", "0w", "1w", "2w", "3w", "r", "f", "k"} {
+			m[a] = a
+		}
+		return m
+	}()
 )
 
 // Arg returns a as an argument, without allocating for the flags "0" and
-// "1".
+// "1", announce's flags ("0" to "3", each also followed by "w") and a
+// release's how ("r", "f", "k").
 func Arg(a string) any {
-	switch a {
-	case "0":
-		return flags[0]
-	case "1":
-		return flags[1]
+	if len(a) <= 2 {
+		if v, ok := common[a]; ok {
+			return v
+		}
 	}
 	return a
 }

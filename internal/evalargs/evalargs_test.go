@@ -8,7 +8,7 @@ import (
 )
 
 func TestValues(t *testing.T) {
-	for _, a := range []string{"0", "1", "", "10", "token"} {
+	for _, a := range []string{"0", "1", "", "10", "token", "r", "1w", "3", "x"} {
 		if got := Arg(a); got != a {
 			t.Errorf("Arg(%q) = %#v; want %q", a, got, a)
 		}
@@ -37,13 +37,19 @@ func TestValues(t *testing.T) {
 func TestNoAllocs(t *testing.T) {
 	s := driver.NewScript("return 1")
 	Hash(s)
-	keys, args := []string{"{k}a", "{k}b"}, []string{"0", "1"} // not constants, as in a call
-	sink := make([]any, 0, 4)
+	keys := []string{"{k}a", "{k}b"}
+	// Not constants, as in a call: the flags, announce's flags and a
+	// release's how.
+	args := []string{string([]byte("0")), string([]byte("1")), string([]byte("1w")), string([]byte("r")), string([]byte("f")), string([]byte("k"))}
+	sink := make([]any, 0, 2+len(args))
 	allocs := testing.AllocsPerRun(100, func() {
-		sink = append(sink[:0], Hash(s), NumKeys(len(keys)), Arg(args[0]), Arg(args[1]))
+		sink = append(sink[:0], Hash(s), NumKeys(len(keys)))
+		for _, a := range args {
+			sink = append(sink, Arg(a))
+		}
 	})
 	if allocs != 0 {
-		t.Errorf("Hash, NumKeys(2), Arg(\"0\"), Arg(\"1\"): %v allocations; want 0", allocs)
+		t.Errorf("Hash, NumKeys(2), Arg of %q: %v allocations; want 0", args, allocs)
 	}
 }
 

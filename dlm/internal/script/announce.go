@@ -120,6 +120,15 @@ func ParseFlag(arg string) Flag {
 //     readers out for the writer's TTL or until a writer's release (a grant
 //     leaves it; set by an earlier attempt with the same TTL, it ends before
 //     the grant's TTL does);
+//   - heard(key, left), which a refusal that found listeners on key's
+//     broadcast channel, or a reader's, calls to mark them
+//     ([ListenKey]) for left ms, the PTTL of the key that refused, and
+//     ARGV[2], the caller's TTL, more: while the mark lives a release of
+//     the key announces itself there ([Release]);
+//   - released(key), which a release that freed key and handed it to
+//     nobody calls: when the flag is loud, it deletes the mark of
+//     listeners (they are woken, and a refused one marks itself again)
+//     and broadcasts the release;
 //   - clearIntent(key), which a release calls to delete that intent
 //     (reading it first, so that a mutex without read locks needs no DEL
 //     to be released), but not the release of a waiting writer's failed
@@ -144,6 +153,9 @@ local function readersHold(k, v)
     redis.call('SET', k .. '` + IntentSuffix + `', '1', 'PX', ARGV[2])
   end
 end
+local function heard(k, left)
+  redis.call('SET', k .. '` + ListenSuffix + `', '1', 'PX', left + tonumber(ARGV[2]))
+end
 local function clearIntent(k)
   if redis.call('GET', k .. '` + IntentSuffix + `') then
     redis.call('DEL', k .. '` + IntentSuffix + `')
@@ -160,6 +172,11 @@ local function broadcast(k, payload)
   local listening = type(subs) == 'table' and tonumber(subs[2]) or nil
   if listening == 0 then return end
   redis.pcall(pub, ch, '` + WakeRelease + `' .. (listening or 0))
+end
+local function released(k)
+  if not loud then return end
+  redis.call('DEL', k .. '` + ListenSuffix + `')
+  broadcast(k, nil)
 end
 local function listeners(k)
   local subs = redis.pcall('PUBSUB', numsub, k .. '` + WakeSuffix + `')

@@ -29,10 +29,11 @@ import "strconv"
 // never counts a node sooner than without the TTL.
 var guardPrelude = announce + nodeNow + guardCheck(3)
 
-// guardCheck is the guard's check, for a script that has set now, with the
-// window in ARGV[i].
+// guardCheck is the guard's check, for a script that has defined clock()
+// ([nodeNow], [lazyNow]), with the window in ARGV[i].
 func guardCheck(i int) string {
-	return `local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
+	return `clock()
+local window = tonumber(ARGV[` + strconv.Itoa(i) + `])
 local safe = tonumber(redis.call('GET', KEYS[#KEYS]) or '-1')
 if safe < 0 then
   local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))

@@ -25,6 +25,13 @@ const (
 	// PlacesSuffix names the end of each place in a lock key's line (node
 	// time, ms), by waiter.
 	PlacesSuffix = ":waiters:end"
+	// ListenSuffix names the mark that someone may listen on a lock key's
+	// broadcast channel ([WakeChannel]): a refused reader, or a waiter
+	// whose refusal found listeners there (see [Release]).
+	ListenSuffix = ":listen"
+	// PreviousLineSuffix names the line of the previous release's fair
+	// waiters, which listen on the broadcast channel.
+	PreviousLineSuffix = ":line"
 )
 
 // ReadersMark is the value of a lock key held by readers. A writer's secret
@@ -54,6 +61,10 @@ func GuardKey(k string) string { return k + GuardSuffix }
 
 // IntentKey returns the key of a waiting writer's intent on lock key k.
 func IntentKey(k string) string { return k + IntentSuffix }
+
+// ListenKey returns the mark of listeners on lock key k's broadcast
+// channel.
+func ListenKey(k string) string { return k + ListenSuffix }
 
 // WakeChannel returns the broadcast wake channel of lock key k.
 func WakeChannel(k string) string { return k + WakeSuffix }

@@ -49,15 +49,31 @@ local function zremAll(set, members)
 end
 `
 
-// nodeNow sets now to the node's time in ms.
+// nodeNow sets now to the node's time in ms, and tn to the node's TIME, and
+// defines clock(), which returns now.
 const nodeNow = `
 local tn = redis.call('TIME')
 local now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
+local function clock() return now end
+`
+
+// lazyNow defines clock(), which returns the node's time in ms, reading
+// TIME on its first call only, and sets now and tn then: a script that
+// reads the time only on some paths pays for TIME only on those.
+const lazyNow = `
+local tn, now
+local function clock()
+  if not now then
+    tn = redis.call('TIME')
+    now = tonumber(tn[1]) * 1000 + math.floor(tonumber(tn[2]) / 1000)
+  end
+  return now
+end
 `
 
 // lineLua defines the line's functions, for a script that has set lk (the
-// number of KEYS before the first line's keys), now and announce's
-// functions:
+// number of KEYS before the first line's keys), and defined clock()
+// ([nodeNow], [lazyNow]) and announce's functions:
 //
 //   - place(i, id, life, ticket, bound, keep) gives waiter id a place in
 //     lock key i's line under ticket, or renews it, for life ms. It returns
@@ -89,19 +105,19 @@ local function lineOf(i)
   return KEYS[b + 1], KEYS[b + 2]
 end
 local function dropLeft(ws, ends)
-  local gone = redis.call('ZRANGEBYSCORE', ends, '-inf', now)
+  local gone = redis.call('ZRANGEBYSCORE', ends, '-inf', clock())
   zremAll(ws, gone)
   zremAll(ends, gone)
 end
 local function place(i, id, life, ticket, bound, keep)
   local ws, ends = lineOf(i)
-  if not ticket or not (ticket >= 1 and ticket < ` + fenceLimitLua + `) then ticket = now * 1000 end
+  if not ticket or not (ticket >= 1 and ticket < ` + fenceLimitLua + `) then ticket = clock() * 1000 end
   if bound >= 0 and not redis.call('ZSCORE', ws, id) and redis.call('ZCARD', ws) >= bound then
     dropLeft(ws, ends)
     if redis.call('ZCARD', ws) >= bound then return -1 end
   end
   redis.call('ZADD', ws, ticket, id)
-  redis.call('ZADD', ends, now + life, id)
+  redis.call('ZADD', ends, clock() + life, id)
   redis.call('PEXPIRE', ws, keep)
   redis.call('PEXPIRE', ends, keep)
   return ticket
@@ -148,7 +164,7 @@ for i = 1, lk do
   leave(i, me)
   if redis.call('GET', KEYS[i]) == '` + nextPrefix + `' .. me then
     redis.call('DEL', KEYS[i])
-    if not handOn(i, tonumber(ARGV[2])) then broadcast(KEYS[i], nil) end
+    if not handOn(i, tonumber(ARGV[2])) then released(KEYS[i]) end
   end
 end
 return 1

@@ -49,8 +49,14 @@ var reservedPrefixLen = strconv.Itoa(len(ReservedPrefix))
 // so that a waiter knows when a holder that never releases lets go; and,
 // for a waiter with an id, a fourth: 1 when anyone listens on the key's
 // broadcast channel (a lease's waiter, an observer, or a process of the
-// previous release, whose releases name nobody), else 0. The guarded forms
-// reply -1 while the node may not count yet.
+// previous release, whose releases name nobody), else 0; such a refusal
+// marks the listeners ([ListenKey]), so that the release announces itself
+// there ([Release]). The guarded forms reply -1 while the node may not
+// count yet.
+//
+// The common case stays as cheap as SET NX PX: a free key is taken without
+// reading the clock, and, with fairness, after one lookup of its line's
+// existence; the line is read only when it exists.
 var (
 	Acquire              = acquireScript(false, 0)
 	FencedAcquire        = acquireScript(true, 0)
@@ -68,7 +74,7 @@ func acquireScript(fenced bool, guardArg int) *driver.Script {
 	if guardArg > 0 {
 		g = 1
 	}
-	src := announce + nodeNow + fmt.Sprintf("local n = (#KEYS - %d) / %d\nlocal lk = n * %d\n", g, 3+f, 1+f)
+	src := announce + lazyNow + fmt.Sprintf("local n = (#KEYS - %d) / %d\nlocal lk = n * %d\n", g, 3+f, 1+f)
 	if guardArg > 0 {
 		src += guardCheck(guardArg)
 	}
@@ -100,6 +106,7 @@ for i = n + 1, 2 * n do
   if c then
     c = tonumber(c)
   elseif fx > 0 then
+    clock()
     c = tonumber(tn[1]) * 1000000 + tonumber(tn[2])
   else
     c = 0
@@ -129,6 +136,7 @@ local function mayTake(i, v)
   if me ~= '' and v == mark then return true end
   if v and not owns(v) then return false end
   if v or not fair then return true end
+  if redis.call('ZCARD', (lineOf(i))) == 0 then return true end
   local h = headOf(i)
   return h == nil or h == me
 end
@@ -140,7 +148,10 @@ for i = 1, n do
     if v then left = math.max(redis.call('PTTL', KEYS[i]), 0) end
     if me == '' then return {0, 0, left} end
     local open = 0
-    if listeners(KEYS[i]) > 0 then open = 1 end
+    if listeners(KEYS[i]) > 0 then
+      open = 1
+      heard(KEYS[i], left)
+    end
     local keep = math.max(life, tonumber(ARGV[2]))
     local t = 0
     for j = 1, n do
@@ -168,6 +179,45 @@ const (
 	ReleaseKeepTurn = "k"
 )
 
+// releaseQuick is the release of keys with nothing beside them to serve:
+// no line, no writer's intent, no mark of listeners ([ListenKey]), no
+// election's leader key (its observers listen) and no line of the
+// previous release's fair waiters, all found by one EXISTS per key. There
+// the full release would delete each key that holds the secret (or is
+// reserved for the releasing waiter, by the lock's release), hand nothing
+// on and announce nothing to anyone, and so does this, without reading
+// the clock: a compare-and-delete. A failed attempt's release takes it
+// only for a caller without an id, which has no place to give back. Where
+// EXISTS fails (an ACL written for an earlier release, without +exists),
+// the release takes the full way.
+const releaseQuick = `
+local function quiet(k, ws)
+  return redis.pcall('EXISTS', ws, k .. '` + IntentSuffix + `', k .. '` + ListenSuffix + `', k .. '` + LeaderSuffix + `', k .. '` + PreviousLineSuffix + `') == 0
+end
+if ARGV[6] == '` + ReleaseLock + `' or ARGV[2] == '' then
+  local n, quick = #KEYS / 3, true
+  for i = 1, n do
+    if not quiet(KEYS[i], KEYS[n + 2 * i - 1]) then
+      quick = false
+      break
+    end
+  end
+  if quick then
+    local deleted = 0
+    for i = 1, n do
+      local v = redis.call('GET', KEYS[i])
+      if owns(v) then
+        deleted = deleted + 1
+        redis.call('DEL', KEYS[i])
+      elseif v and ARGV[2] ~= '' and ARGV[6] == '` + ReleaseLock + `' and v == '` + nextPrefix + `' .. ARGV[2] then
+        redis.call('DEL', KEYS[i])
+      end
+    end
+    return deleted
+  end
+end
+`
+
 // Release releases a lock, or a failed attempt, on one node.
 //
 // The lock's release (ReleaseLock) frees each key that holds the secret,
@@ -178,6 +228,20 @@ const (
 // number of listeners: [WakeRelease] and "5". A key held by another holder
 // is never touched. It deletes a writer's intent with each key that held
 // the secret, and takes the releasing waiter out of the lines.
+//
+// What a release serves beside the keys costs only those who use it: the
+// release first looks up, with one EXISTS per key, whether anything is
+// there to serve — a line, a writer's intent, the mark of listeners on
+// the broadcast channel ([ListenKey], left by a refused reader or by a
+// refusal that counted listeners), an election's leader key (whose
+// observers listen), the previous release's line — and where nothing is,
+// it is a compare-and-delete: it reads no clock, scans no line, counts no
+// listeners and announces nothing (releaseQuick). A listener that left no
+// mark (a process of the previous release that no refusal of this one
+// counted, or one whose mark expired while the holder extended its lock)
+// then hears nothing, and finds the key free by its own retry pace: a
+// wake-up is a hint, never a grant, and the lock key alone decides who
+// holds it.
 //
 // A failed attempt's release (ReleaseAttempt, ReleaseKeepTurn) frees the
 // keys that hold the secret — or reserves them for the waiter again, with
@@ -196,9 +260,9 @@ const (
 // ReleaseAttempt or ReleaseKeepTurn), the bound of a line (optional: none
 // when absent), announce's flag. Reply: the number
 // of keys that held the secret.
-var Release = driver.NewScript(announce + nodeNow + `local lk = #KEYS / 3
+var Release = driver.NewScript(announce + owns + releaseQuick + lazyNow + `local lk = #KEYS / 3
 local n = lk
-` + lineLua + owns + waitsLua + `
+` + lineLua + waitsLua + `
 local me, ticket, life, ms, how = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local bound = -1
 if #ARGV >= 8 then bound = tonumber(ARGV[7]) end
@@ -217,7 +281,7 @@ for i = 1, n do
         redis.call('DEL', k)
         clearIntent(k)
       end
-      if not handOn(i, ms) and v then broadcast(k, nil) end
+      if not handOn(i, ms) and v then released(k) end
     end
   else
     if mine then

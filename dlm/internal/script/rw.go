@@ -17,12 +17,21 @@ import "github.com/dlmgo/redlock/dlm/driver"
 
 // readAcquireBody lets the reader with secret ARGV[1] in for ARGV[2] ms when
 // no writer holds KEYS[1] and none waits (KEYS[3]), and returns 1;
-// otherwise it returns 0 and changes nothing. KEYS[2] is the readers' set.
+// otherwise it returns 0 and marks that a reader listens on the key's
+// broadcast channel (heard, [ListenKey]) until the writer's key, or its
+// intent, has expired and a TTL more, so that the writer's release
+// announces itself there. KEYS[2] is the readers' set.
 // A reader already in counts as free, so the script is safe to run twice.
 const readAcquireBody = leases + `
 local v = redis.call('GET', KEYS[1])
-if v and v ~= '` + ReadersMark + `' then return 0 end
-if redis.call('GET', KEYS[3]) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+if v and v ~= '` + ReadersMark + `' then
+  heard(KEYS[1], math.max(redis.call('PTTL', KEYS[1]), 0))
+  return 0
+end
+if redis.call('GET', KEYS[3]) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  heard(KEYS[1], math.max(redis.call('PTTL', KEYS[3]), 0))
+  return 0
+end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('SET', KEYS[1], '` + ReadersMark + `')
 spanLeases(KEYS[2], {KEYS[1]})
@@ -36,7 +45,7 @@ return 1
 //
 // KEYS: the lock key, the readers' set, the writer's intent. ARGV: the
 // secret, the TTL (ms), announce's flag (a grant announces nothing). Reply:
-// 1 when let in, 0 otherwise. A key a release handed to a writer of its
+// 1 when let in, 0 otherwise (marking the listener). A key a release handed to a writer of its
 // line (see [Release]) keeps readers out, as the writer's key would.
 var ReadAcquire = driver.NewScript(announce + readAcquireBody)
 
@@ -70,6 +79,6 @@ var ReadRelease = driver.NewScript(announce + leases + `local lk = 2
 ` + lineLua + `
 local n = redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= '` + ReadersMark + `' then return n end
-if spanLeases(KEYS[2], {KEYS[1]}) and not handOn(1, tonumber(ARGV[2])) then broadcast(KEYS[1], nil) end
+if spanLeases(KEYS[2], {KEYS[1]}) and not handOn(1, tonumber(ARGV[2])) then released(KEYS[1]) end
 return n
 `)
