@@ -63,7 +63,7 @@ func releaseRequest(cfg *config, rkeys []string, secret string, w *waiter, how s
 	req := &round.Request{
 		Op: opUnlock, Script: script.Release, Keys: append(rkeys[:len(rkeys):len(rkeys)], script.LinesOf(rkeys)...),
 		Args: append(make([]string, 0, 8), secret, w.waiterID(), strconv.FormatInt(ticket, 10), ttlMillis(life),
-			ttlMillis(cfg.reservation()), how, strconv.Itoa(cfg.lineBound())),
+			ttlMillis(cfg.reservation()), how, decimal(int64(cfg.lineBound()))),
 		Want: int64(len(rkeys)), Timeout: cfg.timeout(), Cap: cfg.timeoutCap(),
 	}
 	if how == script.ReleaseLock {
