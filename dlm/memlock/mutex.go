@@ -222,7 +222,7 @@ func (n *Node) release(keys, args []string) (any, error) {
 // rkeys, their lines and the script's ARGV: when the lock's release, or a
 // failed attempt's of a caller without an id, finds nothing beside any key
 // to serve (no line, intent, mark of listeners, leader key or line of the
-// previous release), each key that holds the secret, or is reserved for
+// previous release, nobody on the broadcast channel), each key that holds the secret, or is reserved for
 // the releasing waiter by the lock's release, is deleted, and nothing else
 // is done. It returns the number of keys that held the secret, and whether
 // it ran. n.mu is held.
@@ -231,11 +231,15 @@ func (n *Node) releaseQuick(rkeys, lines, args []string) (int64, bool) {
 	if how != script.ReleaseLock && me != "" {
 		return 0, false
 	}
+	a := n.announcerOf(args)
 	for i, k := range rkeys {
 		for _, x := range []string{lines[2*i], script.IntentKey(k), script.ListenKey(k), script.LeaderKey(k), k + script.PreviousLineSuffix} {
 			if _, ok := n.get(x); ok {
 				return 0, false
 			}
+		}
+		if a.listeners(script.WakeChannel(k)) > 0 {
+			return 0, false
 		}
 	}
 	var deleted int64

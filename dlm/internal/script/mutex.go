@@ -182,7 +182,9 @@ const (
 // releaseQuick is the release of keys with nothing beside them to serve:
 // no line, no writer's intent, no mark of listeners ([ListenKey]), no
 // election's leader key (its observers listen) and no line of the
-// previous release's fair waiters, all found by one EXISTS per key. There
+// previous release's fair waiters, all found by one EXISTS per key, and
+// nobody on the key's broadcast channel (one PUBSUB NUMSUB: the waiters of
+// the previous release's processes, which leave no mark, listen there). There
 // the full release would delete each key that holds the secret (or is
 // reserved for the releasing waiter, by the lock's release), hand nothing
 // on and announce nothing to anyone, and so does this, without reading
@@ -193,6 +195,7 @@ const (
 const releaseQuick = `
 local function quiet(k, ws)
   return redis.pcall('EXISTS', ws, k .. '` + IntentSuffix + `', k .. '` + ListenSuffix + `', k .. '` + LeaderSuffix + `', k .. '` + PreviousLineSuffix + `') == 0
+    and listeners(k) == 0
 end
 if ARGV[6] == '` + ReleaseLock + `' or ARGV[2] == '' then
   local n, quick = #KEYS / 3, true
@@ -234,14 +237,12 @@ end
 // there to serve — a line, a writer's intent, the mark of listeners on
 // the broadcast channel ([ListenKey], left by a refused reader or by a
 // refusal that counted listeners), an election's leader key (whose
-// observers listen), the previous release's line — and where nothing is,
-// it is a compare-and-delete: it reads no clock, scans no line, counts no
-// listeners and announces nothing (releaseQuick). A listener that left no
-// mark (a process of the previous release that no refusal of this one
-// counted, or one whose mark expired while the holder extended its lock)
-// then hears nothing, and finds the key free by its own retry pace: a
-// wake-up is a hint, never a grant, and the lock key alone decides who
-// holds it.
+// observers listen), the previous release's line — and one PUBSUB NUMSUB
+// whether anyone listens on the key's broadcast channel (a process of the
+// previous release, which leaves no mark, or a listener whose mark expired
+// while the holder extended its lock); where nothing is, it is a
+// compare-and-delete: it reads no clock, scans no line and announces
+// nothing (releaseQuick).
 //
 // A failed attempt's release (ReleaseAttempt, ReleaseKeepTurn) frees the
 // keys that hold the secret — or reserves them for the waiter again, with
