@@ -17,7 +17,7 @@ import (
 type config struct {
 	// For every command that talks to the nodes.
 	nodes       []string
-	backend     string // for plain redis:// and rediss:// URLs; "" for none
+	backend     string // for plain redis:// and rediss:// URLs; "" for defaultBackend
 	keyPrefix   string
 	nodeTimeout time.Duration // 0: derived from the TTL by package dlm
 	logFormat   string        // "text" or "json"
@@ -83,8 +83,7 @@ func nodeOptions(c *config) []option {
 	return []option{
 		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; a password may hold commas, as written or as %2C; repeatable", "",
 			&nodesValue{p: &c.nodes}},
-		{"backend", "REDLOCK_BACKEND", "NAME", "client library of the URLs that name none (redis://, rediss://, HOST:PORT): " + strings.Join(dlm.Drivers(), ", ") +
-			"; without it such a URL is refused, as the library refuses it with several backends", "",
+		{"backend", "REDLOCK_BACKEND", "NAME", "client library of the URLs that name none (redis://, rediss://, HOST:PORT): " + strings.Join(dlm.Drivers(), ", "), defaultBackend,
 			&choiceValue{p: &c.backend, choices: dlm.Drivers()}},
 		{"key-prefix", "REDLOCK_KEY_PREFIX", "PREFIX", "prefix of the Redis keys", dlm.DefaultKeyPrefix,
 			&stringValue{p: &c.keyPrefix}},

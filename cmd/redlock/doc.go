@@ -96,11 +96,12 @@
 // Nodes come from --nodes or REDLOCK_NODES, comma-separated: node URLs as
 // package dlm reads them (redis[s][+BACKEND]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAMS])
 // or bare HOST:PORT addresses. redlock includes the goredis, redigo,
-// rueidis and valkey (valkey-go) backends; a plain redis:// or rediss:// URL, or a bare address,
-// names none, and is refused (exit 78) unless --backend names the backend
-// of every such URL, as package dlm refuses one where several backends are
-// registered; redis+rueidis://, redis+valkey:// and the like name their own. A URL without
-// a host is refused too. Passwords are never printed: URLs are shown
+// rueidis and valkey (valkey-go) backends; a plain redis:// or rediss://
+// URL, or a bare address, names none and connects through goredis, or
+// through the backend --backend names (package dlm itself refuses such a
+// URL where several backends are registered: redlock names one for it);
+// redis+rueidis://, redis+valkey:// and the like name their own. A URL
+// without a host is refused (exit 78). Passwords are never printed: URLs are shown
 // redacted.
 // A comma in a password needs no escaping (%2C also works): a comma
 // followed by a scheme starts a new URL, and in a URL the user information

@@ -23,14 +23,14 @@ Usage:
 
 The nodes come from --nodes or REDLOCK_NODES: comma-separated URLs such as
 redis://HOST:PORT, rediss://HOST:PORT for TLS, redis://:PASSWORD@HOST:PORT,
-or bare HOST:PORT addresses. Those name no client library: --backend
-(REDLOCK_BACKEND) names it, or the URL does, as redis+goredis://HOST:PORT.
-Use 3 or 5 independent masters, not replicas. Every option can also be set
-by an environment variable; flags win.
+or bare HOST:PORT addresses. They connect through the goredis client
+library; --backend (REDLOCK_BACKEND) picks another for them, and a URL may
+name its own, as redis+rueidis://HOST:PORT. Use 3 or 5 independent
+masters, not replicas. Every option can also be set by an environment
+variable; flags win.
 
 Examples:
   export REDLOCK_NODES=redis://r1:6379,redis://r2:6379,redis://r3:6379
-  export REDLOCK_BACKEND=goredis
   redlock run --no-wait nightly-report -- ./report.sh
   redlock status nightly-report
 
