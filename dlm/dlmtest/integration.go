@@ -54,6 +54,7 @@ func TestManager(t *testing.T, dial Dial) {
 				{"DoOutlivesTTL", testDoOutlivesTTL},
 				{"CallerCancelReleases", testCallerCancelReleases},
 				{"WakeOnRelease", testWakeOnRelease},
+				{"List", testList},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()

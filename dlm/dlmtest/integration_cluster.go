@@ -44,6 +44,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"Fencing", testClusterFencing, []dlm.ManagerOption{dlm.WithFencing()}},
 		{"Fairness", testClusterFairness, []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}},
 		{"RestartGuard", testClusterGuard, nil},
+		{"List", testClusterList, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

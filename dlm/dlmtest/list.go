@@ -1,0 +1,146 @@
+package dlmtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlmgo/redlock/dlm"
+)
+
+// testList checks [dlm.Manager.List] on real servers: a writer's lock held
+// with fencing, a read lock held by two readers, a lock whose key names
+// hold control characters, all listed with the nodes holding them, a TTL
+// and the fencing counter; a waiter of a held lock counted in its line;
+// the pattern selecting the keys; the limit truncating the listing; names
+// under the prefix that are no lock keys left out; and bad input refused
+// with ErrInvalid before any request.
+func testList(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	n := len(c.servers)
+	q := n/2 + 1
+	hostile := "job\x1b[2J\n\u202e"
+	w, err := c.m.TryLock(ctx, "job-a", dlm.WithFencing(), dlm.WithAutoExtend(dlm.AutoExtend{}))
+	if err != nil {
+		t.Fatalf("TryLock(job-a): %v", err)
+	}
+	defer w.Unlock(ctx)
+	h, err := c.m.TryLock(ctx, hostile, dlm.WithAutoExtend(dlm.AutoExtend{}))
+	if err != nil {
+		t.Fatalf("TryLock(%q): %v", hostile, err)
+	}
+	defer h.Unlock(ctx)
+	for range 2 {
+		r, err := c.client(t).TryRLock(ctx, "shared", dlm.WithAutoExtend(dlm.AutoExtend{}))
+		if err != nil {
+			t.Fatalf("TryRLock(shared): %v", err)
+		}
+		defer r.Unlock(ctx)
+	}
+	// Names under the prefix that are no lock keys.
+	for _, s := range c.servers {
+		if _, err := s.Do("HSET", suitePrefix+"{hash}", "f", "v"); err != nil {
+			t.Fatalf("HSET: %v", err)
+		}
+		if _, err := s.Do("SET", suitePrefix+"{plain}:extra", "v"); err != nil {
+			t.Fatalf("SET: %v", err)
+		}
+	}
+	// A waiter for job-a, in the nodes' lines.
+	wctx, stop := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := c.client(t).Lock(wctx, "job-a", dlm.WithFairness(dlm.Fairness{}))
+		waited <- err
+	}()
+	deadline := time.Now().Add(20 * c.timeout)
+	var ls *dlm.Listing
+	for {
+		if ls, err = c.m.List(ctx, "", 0); err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if a := find(ls, "job-a"); a != nil && a.Waiters > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(c.timeout / 10)
+	}
+	stop()
+	<-waited
+	var got []string
+	for _, li := range ls.Locks {
+		got = append(got, li.Key)
+	}
+	if want := []string{hostile, "job-a", "shared"}; strings.Join(got, "|") != strings.Join(want, "|") || ls.Truncated {
+		t.Fatalf("List() keys = %q, truncated %v; want %q, not truncated", got, ls.Truncated, want)
+	}
+	for i, st := range ls.Nodes {
+		if st.Err != nil || st.Node != c.nodes[i].Addr() {
+			t.Errorf("List() node %d = %+v; want %s answering", i, st, c.nodes[i].Addr())
+		}
+	}
+	hl, a, sh := ls.Locks[0], ls.Locks[1], ls.Locks[2]
+	if !a.Held || a.HeldOn != n || a.TTL <= 0 || a.Counter == 0 || a.Counter != w.Token() || a.Waiters != 1 || a.Readers != 0 {
+		t.Errorf("List() job-a = %+v; want held on %d nodes, a TTL, counter %d, 1 waiter", a, n, w.Token())
+	}
+	if !hl.Held || hl.HeldOn != n || hl.Counter != 0 || hl.Waiters != 0 {
+		t.Errorf("List() %q = %+v; want held on %d nodes, no counter, no waiters", hostile, hl, n)
+	}
+	if !sh.Held || sh.HeldOn != n || sh.Readers != 2 {
+		t.Errorf("List() shared = %+v; want held on %d nodes by 2 readers", sh, n)
+	}
+	for _, st := range a.Nodes {
+		if !st.Held || st.TTL < a.TTL && q == n {
+			t.Errorf("List() job-a on %s = %+v; want held, TTL at least %v", st.Node, st, a.TTL)
+		}
+	}
+	// The pattern, and the limit.
+	if ls, err := c.m.List(ctx, "job-*", 0); err != nil || len(ls.Locks) != 1 || ls.Locks[0].Key != "job-a" {
+		t.Errorf("List(job-*) = %+v, %v; want job-a alone", ls, err)
+	}
+	if ls, err := c.m.List(ctx, "nothing*", 0); err != nil || len(ls.Locks) != 0 {
+		t.Errorf("List(nothing*) = %+v, %v; want no locks", ls, err)
+	}
+	if ls, err := c.m.List(ctx, "", 1); err != nil || len(ls.Locks) == 0 || len(ls.Locks) > n || !ls.Truncated {
+		t.Errorf("List(limit 1) = %+v, %v; want a lock per node at most, truncated", ls, err)
+	}
+	// Once released, nothing is listed.
+	w.Unlock(ctx)
+	h.Unlock(ctx)
+	if ls, err := c.m.List(ctx, "job*", 0); err != nil || len(ls.Locks) != 0 {
+		t.Errorf("List(job*) after Unlock = %+v, %v; want no locks", ls, err)
+	}
+	for _, bad := range []struct {
+		pattern string
+		limit   int
+	}{{strings.Repeat("x", dlm.MaxKeyLen+1), 0}, {"*", -1}, {"*", dlm.MaxListLimit + 1}} {
+		if ls, err := c.m.List(ctx, bad.pattern, bad.limit); !errors.Is(err, dlm.ErrInvalid) {
+			t.Errorf("List(%d-byte pattern, limit %d) = %v, %v; want ErrInvalid", len(bad.pattern), bad.limit, ls, err)
+		}
+	}
+}
+
+// testClusterList checks that [dlm.Manager.List] reports a Redis Cluster
+// node as failed with ErrInvalid, which the listing does not cover.
+func testClusterList(t *testing.T, c *cluster) {
+	ls, err := c.m.List(context.Background(), "", 0)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for i, st := range ls.Nodes {
+		if !errors.Is(st.Err, dlm.ErrInvalid) {
+			t.Errorf("List() on cluster node %d = %+v; want ErrInvalid", i, st)
+		}
+	}
+}
+
+// find returns the lock of ls named key, or nil.
+func find(ls *dlm.Listing, key string) *dlm.LockInfo {
+	for i := range ls.Locks {
+		if ls.Locks[i].Key == key {
+			return &ls.Locks[i]
+		}
+	}
+	return nil
+}
