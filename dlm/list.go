@@ -261,3 +261,49 @@ func globEscape(s string) string {
 	}
 	return b.String()
 }
+
+// ForcedNode is what [Manager.ForceUnlock] did on one node.
+type ForcedNode struct {
+	// Node is the node's address.
+	Node string
+	// Deleted counts the keys the node deleted: 0 where it held nothing.
+	Deleted int
+	// Err is the node's failure, if it did not answer.
+	Err error
+}
+
+// ForceUnlock breaks the lock named key, whoever holds it, for an operator
+// removing a stale lock: every node deletes the lock's key, a read lock's
+// readers and a waiting writer's intent, and a semaphore's permits named
+// key. The holder's next extension then finds the lock gone on a quorum
+// and it is lost ([Lock.Lost], Do's context cancelled); until then, and if
+// it is paused or not extending, the holder may still act as if it held
+// the lock while another takes it. Only fencing ([WithFencing]) protects
+// the resource from such a late write: the fencing counter is kept, so the
+// next holder's token is greater. Waiters find the key free at their next
+// attempt.
+//
+// Node failures are reported per node; the error is only for bad input or
+// a closed manager.
+func (m *Manager) ForceUnlock(ctx context.Context, key string, opts ...Option) ([]ForcedNode, error) {
+	cfg, rkeys, err := m.prepare(ctx, []string{key}, opts)
+	if err != nil {
+		return nil, err
+	}
+	k := rkeys[0]
+	out := make([]ForcedNode, len(m.nodes))
+	req := &round.Request{Op: "force unlock", Script: script.ForceRelease,
+		Keys: []string{k, k + script.ReadersSuffix, script.IntentKey(k), k + script.PermitsSuffix}, Timeout: cfg.timeout()}
+	m.rounds.Each(ctx, req, func(i int, res any, err error) {
+		out[i] = ForcedNode{Node: m.nodes[i].addr, Err: err}
+		if err == nil {
+			n, ok := res.(int64)
+			if !ok || n < 0 || n > 4 {
+				out[i].Err = &NodeError{Node: m.nodes[i].addr, Err: fmt.Errorf("force unlock script: unexpected reply %T", res)}
+				return
+			}
+			out[i].Deleted = int(n)
+		}
+	})
+	return out, nil
+}

@@ -36,8 +36,12 @@ type config struct {
 	lostCode     int
 	passNodes    bool // REDLOCK_NODES is passed on to the command
 
-	// For status.
+	// For status and ls.
 	json bool
+	// For ls.
+	max int // 0: dlm.DefaultListLimit
+	// For unlock.
+	force, yes bool
 }
 
 // Defaults of the options that package dlm does not define.
@@ -131,6 +135,29 @@ func runOptions(c *config) []option {
 func statusOptions(c *config) []option {
 	return append([]option{
 		{"json", "REDLOCK_JSON", "", "print JSON instead of a table", "",
+			&boolValue{p: &c.json}},
+	}, nodeOptions(c)...)
+}
+
+// lsOptions are the options of ls: its own, then those of every command.
+func lsOptions(c *config) []option {
+	return append([]option{
+		{"json", "REDLOCK_JSON", "", "print JSON instead of a table", "",
+			&boolValue{p: &c.json}},
+		{"max", "REDLOCK_MAX", "N", "list at most N locks", fmt.Sprint(dlm.DefaultListLimit),
+			&maxValue{p: &c.max}},
+	}, nodeOptions(c)...)
+}
+
+// unlockOptions are the options of unlock: its own, then those of every
+// command.
+func unlockOptions(c *config) []option {
+	return append([]option{
+		{"force", "REDLOCK_FORCE", "", "break the lock, whoever holds it (required)", "",
+			&boolValue{p: &c.force}},
+		{"yes", "REDLOCK_YES", "", "do not ask for confirmation", "",
+			&boolValue{p: &c.yes}},
+		{"json", "REDLOCK_JSON", "", "print the lock's status as JSON instead of a table", "",
 			&boolValue{p: &c.json}},
 	}, nodeOptions(c)...)
 }

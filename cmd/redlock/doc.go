@@ -7,6 +7,8 @@
 //
 //	redlock run [OPTIONS] KEY [--] COMMAND [ARG...]
 //	redlock status [OPTIONS] KEY
+//	redlock ls [OPTIONS] [PATTERN]
+//	redlock unlock --force [OPTIONS] KEY
 //	redlock elect [OPTIONS] NAME VALUE [--] COMMAND [ARG...]
 //	redlock elect --observe [OPTIONS] NAME
 //	redlock version
@@ -73,6 +75,25 @@
 // column ("reserved": true in the JSON, held by no one): that client's next
 // attempt takes it, and the reservation lasts two node timeouts at most. A
 // node that did not answer has "error" set.
+//
+// # ls
+//
+// ls lists the locks under the key prefix on every node, found with SCAN
+// (never KEYS), PATTERN selecting keys as Redis MATCH patterns do: for
+// each, on how many nodes it is held, how long its keys live on a quorum,
+// its fencing counter, the waiters in its line and a read lock's readers,
+// as a table or, with --json, a JSON object. --max N (1000) bounds the
+// list. Keys are shown with the characters that do not print escaped.
+//
+// # unlock
+//
+// unlock --force KEY breaks the lock named KEY, whoever holds it: it shows
+// the lock's status, asks for a "y" on stdin unless --yes (anything else
+// deletes nothing and exits 1), deletes the lock's keys on every node and
+// logs what it deleted. The holder is not stopped: its next extension
+// fails and it loses the lock (a run exits 70), but until then it may
+// still write; only fencing keeps that late write out, and the fencing
+// counter is kept.
 //
 // # elect
 //
@@ -158,11 +179,11 @@
 //	N      run: COMMAND ran and exited with N
 //	128+N  run: COMMAND was killed by signal N; or signal N stopped redlock
 //	       while it waited for the lock
-//	0      status: every node answered
-//	1      any other failure of redlock
+//	0      status, ls, unlock: every node answered
+//	1      unlock: not confirmed; any other failure of redlock
 //	64     EX_USAGE: bad command line or environment variable
 //	69     EX_UNAVAILABLE: run: too many nodes unavailable for a quorum;
-//	       status: a node did not answer
+//	       status, ls, unlock: a node did not answer
 //	70     EX_SOFTWARE: run: the lock was lost while COMMAND ran, and COMMAND
 //	       was terminated (--lost-exit-code changes it)
 //	75     EX_TEMPFAIL: run: someone else holds the lock, with --no-wait or

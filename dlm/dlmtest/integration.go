@@ -55,6 +55,7 @@ func TestManager(t *testing.T, dial Dial) {
 				{"CallerCancelReleases", testCallerCancelReleases},
 				{"WakeOnRelease", testWakeOnRelease},
 				{"List", testList},
+				{"ForceUnlock", testForceUnlock},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()

@@ -45,6 +45,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"Fairness", testClusterFairness, []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}},
 		{"RestartGuard", testClusterGuard, nil},
 		{"List", testClusterList, nil},
+		{"ForceUnlock", testForceUnlock, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

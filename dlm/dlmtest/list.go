@@ -144,3 +144,67 @@ func find(ls *dlm.Listing, key string) *dlm.LockInfo {
 	}
 	return nil
 }
+
+// testForceUnlock checks [dlm.Manager.ForceUnlock] on real servers: it
+// deletes a held lock's keys on every node; the holder, auto-extended in
+// Do, loses it by its next extension, which the nodes refuse (a quorum
+// against, not the validity running out); another client then takes the
+// lock with a greater fencing token, the counter being kept; readers of a
+// read lock are broken too; and a free key is left as it is.
+func testForceUnlock(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	n := len(c.servers)
+	held := make(chan uint64, 1)
+	cause := make(chan error, 1)
+	go func() {
+		err := c.m.Do(ctx, "stale", func(ctx context.Context) error {
+			held <- dlm.LockFromContext(ctx).Token()
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil
+		}, dlm.WithFencing())
+		if !errors.Is(err, dlm.ErrLockLost) {
+			t.Errorf("Do(stale) broken by ForceUnlock = %v; want ErrLockLost", err)
+		}
+	}()
+	token := <-held
+	operator := c.client(t)
+	res, err := operator.ForceUnlock(ctx, "stale")
+	if err != nil {
+		t.Fatalf("ForceUnlock(stale): %v", err)
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Deleted != 1 {
+			t.Errorf("ForceUnlock(stale) on %s = %+v; want 1 key deleted", r.Node, r)
+		}
+	}
+	lost := <-cause
+	var qerr *dlm.QuorumError
+	if !errors.Is(lost, dlm.ErrLockLost) || !errors.As(lost, &qerr) || qerr.Op != "extend" || qerr.Against < n/2+1 {
+		t.Errorf("holder's loss after ForceUnlock = %v; want ErrLockLost from an extension a quorum refused", lost)
+	}
+	l, err := operator.TryLock(ctx, "stale", dlm.WithFencing())
+	if err != nil || l.Token() <= token {
+		t.Fatalf("TryLock(stale) after ForceUnlock = %v, %v; want a lock with a token above %d", l, err, token)
+	}
+	l.Unlock(ctx)
+	// Readers.
+	for range 2 {
+		r, err := c.client(t).TryRLock(ctx, "read", dlm.WithAutoExtend(dlm.AutoExtend{}))
+		if err != nil {
+			t.Fatalf("TryRLock(read): %v", err)
+		}
+		defer r.Unlock(ctx)
+	}
+	if res, err := operator.ForceUnlock(ctx, "read"); err != nil || res[0].Deleted != 2 {
+		t.Errorf("ForceUnlock(read) = %+v, %v; want the key and its readers deleted", res, err)
+	}
+	w, err := operator.TryLock(ctx, "read")
+	if err != nil {
+		t.Fatalf("TryLock(read) after ForceUnlock = %v; want the lock", err)
+	}
+	w.Unlock(ctx)
+	if res, err := operator.ForceUnlock(ctx, "free"); err != nil || res[0].Deleted != 0 || res[0].Err != nil {
+		t.Errorf("ForceUnlock(free) = %+v, %v; want nothing deleted", res, err)
+	}
+}

@@ -48,3 +48,14 @@ for _, k in ipairs(r[2]) do
 end
 return out
 `)
+
+// ForceRelease deletes a lock key's keys, whoever holds them, for an
+// operator breaking a stale lock: the key itself, a read lock's readers
+// and a waiting writer's intent, and a semaphore's permits. It leaves the
+// fencing counter, which alone keeps a late write of the broken holder out
+// of a fenced store, the restart guard and the line of waiters. No acquire
+// or release path runs it.
+//
+// KEYS: the lock key, its readers, its intent, its permits. ARGV: none.
+// Reply: the number of keys deleted.
+var ForceRelease = driver.NewScript(`return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])`)
