@@ -72,6 +72,10 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	// An auto-extended lock the Manager could not keep extended is
 	// refused before any request is sent (admission.go).
 	unreserve, err := m.admitAuto(cfg)
+	waiting := wait && err == nil // ended by the lock's event, with Waited
+	if waiting && cfg.wants(ctx, EventWaiting, nil) {
+		cfg.emit(ctx, &Event{Kind: EventWaiting, Op: opLock, Key: keyName(c.keys), Start: start})
+	}
 	wctx := ctx // the wait's context; ctx goes on with the lock
 	if cfg.retry.wait > 0 && wait && err == nil {
 		var cancel context.CancelFunc
@@ -102,13 +106,14 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		kind = EventNotObtained
 	}
 	if cfg.wants(ctx, kind, err) {
-		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
+		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err, Waited: waiting}
 		if l != nil {
 			ev.Token = l.token
 		}
 		cfg.emit(ctx, ev)
 	}
 	if err == nil {
+		l.obtained = time.Now()
 		l.autoExtend(ctx)
 	}
 	if unreserve != nil {

@@ -253,6 +253,6 @@ func (l *Lock) reportLoss(at time.Time, err error) {
 		return
 	}
 	if err != nil {
-		l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err})
+		l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err, Held: l.heldFor(at)})
 	}
 }
