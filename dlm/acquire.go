@@ -2,6 +2,7 @@ package dlm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 // its auto-extension when asked to: the part every kind of lock shares once
 // its call was checked.
 func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*Lock, error) {
+	if cfg.owner != nil && (c.kind != nil || len(c.keys) != 1 || cfg.leader != nil) {
+		return nil, fmt.Errorf("%w: WithOwner labels locks over one key (Lock, TryLock, Do), not this call's", ErrInvalid)
+	}
 	start := time.Now()
 	var (
 		l        *Lock
@@ -113,7 +117,6 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		cfg.emit(ctx, ev)
 	}
 	if err == nil {
-		l.obtained = time.Now()
 		l.autoExtend(ctx)
 	}
 	if unreserve != nil {
@@ -129,7 +132,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	t, h, err := m.waits.local.enter(ctx, m.life.done, cfg, keyName(keys), rkeys)
 	switch {
 	case h != nil:
-		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}}
+		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}, obtained: time.Now()}
 		t.hold(l, true)
 		if err != nil { // handed over as the caller gave up
 			l.Unlock(context.WithoutCancel(ctx))

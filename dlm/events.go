@@ -105,8 +105,9 @@ type Event struct {
 	Token uint64
 	Err   error
 	// Held is how long the lock was held, for EventReleased (until Unlock
-	// was called) and EventLost (until the loss): from when the call that
-	// took it returned. 0 for a lock from [Manager.Resume].
+	// was called) and EventLost (until the loss): from its grant to the
+	// caller (or its hand-over, within the Manager). 0 for a lock from
+	// [Manager.Resume].
 	Held time.Duration
 	// Waited reports, for EventObtained and EventNotObtained, that the
 	// call waited for the lock, and sent an EventWaiting when it began

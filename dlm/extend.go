@@ -77,6 +77,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.extended = true
 	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
 	err := l.settleExtension(ctx, &v, ttl, start, false)
+	if err == nil && l.cfg.owner != nil {
+		l.touchOwner(ctx)
+	}
 	if l.auto != nil {
 		l.m.extender.moved(l) // with op held: see there
 	}

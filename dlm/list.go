@@ -22,6 +22,9 @@ const (
 	// listScanCount is the COUNT of each SCAN step: the keys a node looks
 	// at per request, whatever the pattern matches.
 	listScanCount = 500
+	// listFields is the number of values per lock key in a reply of
+	// [script.List].
+	listFields = 8
 )
 
 // LockInfo is what the nodes know of one lock key: an entry of
@@ -47,6 +50,11 @@ type LockInfo struct {
 	// node: the callers of every process waiting for it, as far as the
 	// nodes know them.
 	Waiters int
+	// Owner and Since are the holder's label and the earliest grant time
+	// among the nodes that hold it with that label, when it took the lock
+	// [WithOwner] (see [NodeStatus]).
+	Owner Owner
+	Since time.Time
 	// Nodes has an entry per node, in the manager's order: Held, Reserved,
 	// TTL and Counter of this key there, and Err for a node that did not
 	// answer in full.
@@ -82,7 +90,7 @@ type Listing struct {
 // A Redis Cluster node ([driver.Sharded]) is reported as failed with
 // [ErrInvalid]: its keys are spread over masters a script does not reach.
 // Semaphores' permits are not listed. The caller's ACL needs SCAN, TYPE,
-// TIME, GET, PTTL and ZCOUNT on the prefix's keys.
+// TIME, GET, STRLEN, PTTL and ZCOUNT on the prefix's keys.
 func (m *Manager) List(ctx context.Context, pattern string, limit int, opts ...Option) (*Listing, error) {
 	cfg, _, err := m.prepare(ctx, []string{"*"}, opts)
 	if err != nil {
@@ -163,20 +171,20 @@ func (m *Manager) scanNode(ctx context.Context, i int, timeout time.Duration, ma
 // malformed one is an error, never a panic.
 func parseListReply(v any, addr, prefix string) (string, []listEntry, error) {
 	vals, ok := v.([]any)
-	if !ok || len(vals) == 0 || (len(vals)-1)%6 != 0 {
+	if !ok || len(vals) == 0 || (len(vals)-1)%listFields != 0 {
 		return "", nil, fmt.Errorf("list script: unexpected reply of type %T", v)
 	}
 	next, ok := vals[0].(string)
 	if !ok || next == "" || len(next) > 20 || strings.Trim(next, "0123456789") != "" {
 		return "", nil, errors.New("list script: bad cursor in the reply")
 	}
-	out := make([]listEntry, 0, (len(vals)-1)/6)
-	for j := 1; j < len(vals); j += 6 {
+	out := make([]listEntry, 0, (len(vals)-1)/listFields)
+	for j := 1; j < len(vals); j += listFields {
 		k, _ := vals[j].(string)
 		if len(k) < len(prefix)+2 || !strings.HasPrefix(k, prefix+"{") || !strings.HasSuffix(k, "}") {
 			return "", nil, fmt.Errorf("list script: key of %d bytes outside the prefix in the reply", len(k))
 		}
-		var n [5]int64
+		var n [listFields - 2]int64 // state, PTTL, counter, waiters, readers, grant time
 		for f := range n {
 			x, ok := vals[j+1+f].(int64)
 			if !ok {
@@ -184,12 +192,19 @@ func parseListReply(v any, addr, prefix string) (string, []listEntry, error) {
 			}
 			n[f] = x
 		}
+		label, ok := vals[j+listFields-1].(string)
+		if !ok {
+			return "", nil, fmt.Errorf("list script: unexpected %T in the reply", vals[j+listFields-1])
+		}
 		st := NodeStatus{Node: addr, Reserved: n[0] == 3, Held: n[0] == 1 || n[0] == 2}
 		if st.Held && n[1] > 0 {
 			st.TTL = time.Duration(n[1]) * time.Millisecond
 		}
 		if n[2] > 0 {
 			st.Counter = uint64(n[2])
+		}
+		if o := parseOwner(label); st.Held && n[5] > 0 && o != (Owner{}) {
+			st.Owner, st.Since = o, nodeTime(n[5])
 		}
 		out = append(out, listEntry{key: k[len(prefix)+1 : len(k)-1], st: st, waiters: int(max(n[3], 0)), readers: int(max(n[4], 0))})
 	}
@@ -221,6 +236,9 @@ func mergeListing(found [][]listEntry, nodes []NodeStatus, truncated bool, q int
 				li.HeldOn++
 			}
 			li.Counter = max(li.Counter, e.st.Counter)
+			if e.st.Owner != (Owner{}) && (li.Owner == Owner{} || li.Owner == e.st.Owner && e.st.Since.Before(li.Since)) {
+				li.Owner, li.Since = e.st.Owner, e.st.Since
+			}
 			li.Readers = max(li.Readers, e.readers)
 			li.Waiters = max(li.Waiters, e.waiters)
 		}

@@ -38,9 +38,9 @@ type Lock struct {
 	// came of it: the keys may live by its TTL rather than the grant's, so
 	// the lock is never handed over (see [Lock.handOver]). Guarded by op.
 	extended bool
-	// obtained is when the call that took the lock returned it (zero for
-	// a lock from Resume): the start of the hold the events report
-	// ([Event.Held]).
+	// obtained is when the lock was granted to its caller, or handed to it
+	// (zero for a lock from Resume): the start of the hold the events
+	// report ([Event.Held]). Set before the lock is shared, never after.
 	obtained time.Time
 
 	validity // the end of the validity and the signal of the loss

@@ -34,7 +34,8 @@ type config struct {
 	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
 	lostCode     int
-	passNodes    bool // REDLOCK_NODES is passed on to the command
+	passNodes    bool   // REDLOCK_NODES is passed on to the command
+	owner        string // the holder's label's name (dlm.WithOwner); "" for none
 
 	// For status and ls.
 	json bool
@@ -127,6 +128,8 @@ func runOptions(c *config) []option {
 			&codeValue{p: &c.lostCode}},
 		{"pass-nodes", "REDLOCK_PASS_NODES", "", "pass REDLOCK_NODES, with its passwords, on to COMMAND, which does not get it otherwise", "",
 			&boolValue{p: &c.passNodes}},
+		{"owner", "REDLOCK_OWNER", "NAME", "label the lock with this host, the process id and NAME, which status and ls show (not with --shared or --limit)", "",
+			&stringValue{p: &c.owner}},
 	}, nodeOptions(c)...)
 }
 
@@ -204,7 +207,7 @@ func parse(cmd string, opts []option, args []string, npos int, getenv func(strin
 			break
 		}
 	}
-	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}, {"shared", "fair"}, {"limit", "fair"}} {
+	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}, {"shared", "fair"}, {"limit", "fair"}, {"shared", "owner"}, {"limit", "owner"}} {
 		if err := exclusive(fs, pair...); err != nil {
 			return nil, nil, err
 		}

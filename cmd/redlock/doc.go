@@ -64,7 +64,8 @@
 // # status
 //
 // status asks every node about the lock named KEY: whether it holds it,
-// the time left to live, and the fencing counter, as a table or, with
+// the time left to live, the fencing counter, and the holder's label and
+// grant time when it ran with --owner, as a table or, with
 // --json, as a JSON object:
 //
 //	{"key": "job", "held": true, "held_on": 3, "failed": 0, "quorum": 2,
@@ -155,6 +156,7 @@
 //	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
 //	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
 //	--pass-nodes            pass REDLOCK_NODES to COMMAND      REDLOCK_PASS_NODES
+//	--owner NAME            label the lock: host, pid, NAME    REDLOCK_OWNER
 //
 // Options of status:
 //

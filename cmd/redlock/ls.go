@@ -45,6 +45,8 @@ type lockReport struct {
 	Waiters int `json:"waiters"`
 	// Readers is the most readers on a node, for a read lock.
 	Readers int `json:"readers,omitempty"`
+	// Owner is the holder's label (dlm.WithOwner), when it has one.
+	Owner *ownerReport `json:"owner,omitempty"`
 	// Nodes has the key's state on each node, in the order of --nodes.
 	Nodes []nodeReport `json:"nodes"`
 }
@@ -148,9 +150,9 @@ func newLsReport(prefix, pattern string, ls *dlm.Listing, pw secrets) *lsReport 
 	}
 	for i, l := range ls.Locks {
 		lr := lockReport{Key: l.Key, Held: l.Held, HeldOn: l.HeldOn, TTLMillis: l.TTL.Milliseconds(), Fence: l.Counter,
-			Waiters: l.Waiters, Readers: l.Readers, Nodes: make([]nodeReport, len(l.Nodes))}
+			Waiters: l.Waiters, Readers: l.Readers, Owner: newOwnerReport(l.Owner, l.Since), Nodes: make([]nodeReport, len(l.Nodes))}
 		for j, n := range l.Nodes {
-			lr.Nodes[j] = nodeReport{Node: n.Node, Held: n.Held, Reserved: n.Reserved, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter}
+			lr.Nodes[j] = nodeReport{Node: n.Node, Held: n.Held, Reserved: n.Reserved, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter, Owner: newOwnerReport(n.Owner, n.Since)}
 		}
 		rep.Locks[i] = lr
 	}
@@ -162,7 +164,8 @@ func newLsReport(prefix, pattern string, ls *dlm.Listing, pw secrets) *lsReport 
 // so that they can neither act on the terminal nor break the table.
 func (rep *lsReport) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tHELD\tTTL\tFENCE\tWAITERS\tREADERS")
+	fmt.Fprintln(tw, "KEY\tHELD\tTTL\tFENCE\tWAITERS\tREADERS\tOWNER\tSINCE")
+	now := time.Now()
 	for _, l := range rep.Locks {
 		held := fmt.Sprintf("%d/%d", l.HeldOn, len(rep.Nodes))
 		if !l.Held {
@@ -178,7 +181,7 @@ func (rep *lsReport) writeTable(w io.Writer) error {
 		if l.Readers > 0 {
 			readers = fmt.Sprint(l.Readers)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", printable(l.Key), held, ttl, fence, l.Waiters, readers)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(l.Key), held, ttl, fence, l.Waiters, readers, l.Owner, l.Owner.since(now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -32,8 +32,11 @@ func TestLsAndForceUnlock(t *testing.T) {
 	var holders []*proc
 	for i, key := range []string{"nightly", hostile} {
 		marker := filepath.Join(dir, "m"+string(rune('0'+i)))
-		holders = append(holders, startRedlock(t, nil, runArgs(key, sh(`echo started >> "$1"; exec sleep 60`, marker),
-			"--nodes", nodes, "--fencing", "--ttl", ttl.String(), "--node-timeout", nt.String(), "--grace", "1s")...))
+		opts := []string{"--nodes", nodes, "--fencing", "--ttl", ttl.String(), "--node-timeout", nt.String(), "--grace", "1s"}
+		if i == 0 {
+			opts = append(opts, "--owner", "nightly job")
+		}
+		holders = append(holders, startRedlock(t, nil, runArgs(key, sh(`echo started >> "$1"; exec sleep 60`, marker), opts...)...))
 		waitFor(t, "the command to start", func() bool { return fileHas(marker, "started") })
 	}
 	for _, s := range servers {
@@ -45,7 +48,7 @@ func TestLsAndForceUnlock(t *testing.T) {
 	}
 
 	code, stdout, stderr := redlockRun(t, nil, "ls", "--nodes", nodes)
-	if code != exitOK || !strings.Contains(stdout, "nightly") || !strings.Contains(stdout, "3/3") || !strings.Contains(stdout, `evil\x1b]0;pwned\a\n`) {
+	if code != exitOK || !strings.Contains(stdout, "nightly job (") || !strings.Contains(stdout, "3/3") || !strings.Contains(stdout, `evil\x1b]0;pwned\a\n`) {
 		t.Errorf("redlock ls = %d, stdout:\n%s\nstderr:\n%s\nwant 0, nightly and the escaped key held on 3/3", code, stdout, stderr)
 	}
 	if strings.ContainsAny(stdout, "\x1b\x07") {
@@ -66,6 +69,13 @@ func TestLsAndForceUnlock(t *testing.T) {
 		if !l.Held || l.HeldOn != 3 || l.TTLMillis <= 0 || l.Fence == 0 || len(l.Nodes) != 3 {
 			t.Errorf("redlock ls --json lock %q = %+v; want held on 3 nodes, a TTL and a fence", l.Key, l)
 		}
+	}
+	// The labelled holder's owner, in ls and status; none for the other.
+	if o := rep.Locks[1].Owner; o == nil || o.Name != "nightly job" || o.PID <= 0 || o.Host == "" || o.Since == "" || rep.Locks[0].Owner != nil {
+		t.Errorf("redlock ls --json owners = %+v, %+v; want nightly job's on nightly alone", rep.Locks[1].Owner, rep.Locks[0].Owner)
+	}
+	if code, stdout, _ := redlockRun(t, nil, "status", "--nodes", nodes, "nightly"); code != exitOK || strings.Count(stdout, "nightly job (") != 3 || !strings.Contains(stdout, " ago)") {
+		t.Errorf("redlock status nightly = %d, stdout:\n%s\nwant the owner and since when on every node", code, stdout)
 	}
 	if code, stdout, _ := redlockRun(t, nil, "ls", "--nodes", nodes, "night*"); code != exitOK || !strings.Contains(stdout, "nightly") || strings.Contains(stdout, "evil") {
 		t.Errorf("redlock ls night* = %d, stdout:\n%s\nwant nightly alone", code, stdout)

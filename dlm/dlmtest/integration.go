@@ -56,6 +56,7 @@ func TestManager(t *testing.T, dial Dial) {
 				{"WakeOnRelease", testWakeOnRelease},
 				{"List", testList},
 				{"ForceUnlock", testForceUnlock},
+				{"Owner", testOwner},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()

@@ -46,6 +46,7 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"RestartGuard", testClusterGuard, nil},
 		{"List", testClusterList, nil},
 		{"ForceUnlock", testForceUnlock, nil},
+		{"Owner", testOwner, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

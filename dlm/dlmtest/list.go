@@ -3,7 +3,11 @@ package dlmtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,5 +210,138 @@ func testForceUnlock(t *testing.T, c *cluster) {
 	w.Unlock(ctx)
 	if res, err := operator.ForceUnlock(ctx, "free"); err != nil || res[0].Deleted != 0 || res[0].Err != nil {
 		t.Errorf("ForceUnlock(free) = %+v, %v; want nothing deleted", res, err)
+	}
+}
+
+// testOwner checks [dlm.WithOwner] on real servers: Status and List show a
+// labelled holder's host, process id and name on every node, with a grant
+// time near now; the label lives with the lock's TTL, extended by Extend
+// and by auto-extension past the TTL it was stored with; after the release
+// a holder without a label shows none, the old label being another
+// holder's; and an unlabelled lock stores nothing beside its key.
+func testOwner(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	before := time.Now()
+	l, err := c.m.TryLock(ctx, "owned", dlm.WithOwner("billing cron"))
+	if err != nil {
+		t.Fatalf("TryLock(owned, WithOwner): %v", err)
+	}
+	want := dlm.Owner{Host: host, PID: os.Getpid(), Name: "billing cron"}
+	checkOwner := func(what string, want dlm.Owner) {
+		t.Helper()
+		st, err := c.m.Status(ctx, "owned")
+		if err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		for _, n := range st {
+			if n.Owner != want || (want != dlm.Owner{}) && (n.Since.Before(before.Add(-5*time.Second)) || n.Since.After(time.Now().Add(5*time.Second))) {
+				t.Errorf("%s: Status on %s = owner %+v since %v; want %+v since about %v", what, n.Node, n.Owner, n.Since, want, before)
+			}
+		}
+		ls, err := c.m.List(ctx, "owned", 0)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if c.nodes[0] != nil && len(ls.Nodes) > 0 && ls.Nodes[0].Err == nil {
+			if len(ls.Locks) != 1 || ls.Locks[0].Owner != want {
+				t.Errorf("%s: List(owned) = %+v; want owner %+v", what, ls.Locks, want)
+			}
+		}
+	}
+	checkOwner("after the grant", want)
+	if err := l.Extend(ctx, 2*suiteTTL); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	// On a quorum at least (a node whose extension failed keeps the key's
+	// TTL, and the label with it).
+	extended := 0
+	var ttls []any
+	for _, s := range c.servers {
+		v, err := s.Do("PTTL", suitePrefix+"{owned}:owner")
+		ttls = append(ttls, v)
+		if n, ok := v.(int64); err == nil && ok && n > suiteTTL.Milliseconds() {
+			extended++
+		}
+	}
+	if extended < len(c.servers)/2+1 {
+		t.Errorf("owner key's PTTL after Extend(%v) = %v on the nodes; want above %v on a quorum", 2*suiteTTL, ttls, suiteTTL)
+	}
+	l.Unlock(ctx)
+	plain, err := c.client(t).TryLock(ctx, "owned")
+	if err != nil {
+		t.Fatalf("TryLock(owned) after Unlock: %v", err)
+	}
+	checkOwner("an unlabelled holder after a labelled one", dlm.Owner{})
+	plain.Unlock(ctx)
+	for _, s := range c.servers {
+		s.Do("DEL", suitePrefix+"{owned}:owner")
+	}
+	// Auto-extension carries the label past the TTL it was stored with.
+	ttl := 4 * c.timeout
+	err = c.m.Do(ctx, "owned", func(ctx context.Context) error {
+		time.Sleep(ttl * 3 / 2)
+		checkOwner("auto-extended past its TTL", want)
+		return nil
+	}, dlm.WithOwner("billing cron"), dlm.WithTTL(ttl))
+	if err != nil {
+		t.Errorf("Do(WithOwner) = %v", err)
+	}
+	// Labelled holders contend: one at a time, and a quorum of the nodes
+	// show the holder's label during each hold (a node may still hold the
+	// previous holder's key, whose release is retried there, and show
+	// that holder's label: the label follows the key).
+	ms := []*dlm.Manager{c.m, c.client(t)}
+	var holders atomic.Int32
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("worker %d", w)
+			for range 2 {
+				err := ms[w%2].Do(ctx, "contended", func(ctx context.Context) error {
+					if h := holders.Add(1); h != 1 {
+						t.Errorf("%d labelled holders at once", h)
+					}
+					defer holders.Add(-1)
+					st, err := ms[w%2].Status(ctx, "contended")
+					if err != nil {
+						return err
+					}
+					mine := 0
+					for _, n := range st {
+						if n.Held && n.Owner.Name == name {
+							mine++
+						}
+					}
+					if mine < len(st)/2+1 {
+						t.Errorf("Status during %s's hold = %+v; want its label on a quorum", name, st)
+					}
+					return nil
+				}, dlm.WithOwner(name))
+				if err != nil {
+					t.Errorf("Do(contended, %s) = %v", name, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// No label, nothing beside the key.
+	u, err := c.m.TryLock(ctx, "unowned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Unlock(ctx)
+	for _, s := range c.servers {
+		if v, err := s.Do("EXISTS", suitePrefix+"{unowned}:owner"); err != nil || v != int64(0) {
+			t.Errorf("EXISTS owner key of an unlabelled lock = %v, %v; want 0", v, err)
+		}
+	}
+	if _, err := c.m.TryLockAll(ctx, []string{"{t}a", "{t}b"}, dlm.WithOwner("x")); !errors.Is(err, dlm.ErrInvalid) {
+		t.Errorf("TryLockAll(WithOwner) = %v; want ErrInvalid", err)
+	}
+	if _, err := c.m.TryLock(ctx, "x", dlm.WithOwner("a\x1bb")); !errors.Is(err, dlm.ErrInvalid) {
+		t.Errorf("TryLock(WithOwner(control character)) = %v; want ErrInvalid", err)
 	}
 }

@@ -12,13 +12,14 @@ import (
 //
 // KEYS: none. ARGV: the SCAN cursor, the MATCH pattern, the COUNT, and the
 // length of the lock keys' prefix with its "{". Reply: {the next cursor,
-// then six values per lock key found: the key, its state (1 held by a
+// then eight values per lock key found: the key, its state (1 held by a
 // holder, 2 held by readers, 3 reserved for a waiter), its PTTL, its
-// fencing counter or 0, the live places of its line, and for readers the
-// live readers}. A name found that is no lock key (it does not end with
+// fencing counter or 0, the live places of its line, for readers the live
+// readers, and for a labelled holder ([OwnerKey]) the grant time (ms) and
+// the label, else 0 and ”}. A name found that is no lock key (it does not end with
 // "}", or holds no string) is left out: a lock's companion keys, and
 // whatever else shares the prefix.
-var List = driver.NewScript(`
+var List = driver.NewScript(ownerOf + `
 local r = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3])
 local plen = tonumber(ARGV[4])
 local t = redis.call('TIME')
@@ -41,9 +42,11 @@ for _, k in ipairs(r[2]) do
     if redis.call('TYPE', k .. '` + FenceSuffix + `')['ok'] == 'string' then
       fence = tonumber(redis.call('GET', k .. '` + FenceSuffix + `')) or 0
     end
+    local since, label = 0, ''
+    if st == 1 and #v <= ` + maxOwnerValueLua + ` then since, label = ownerOf(k, v) end
     local n = #out
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] =
-      k, st, redis.call('PTTL', k), fence, live(k .. '` + PlacesSuffix + `'), readers
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7], out[n + 8] =
+      k, st, redis.call('PTTL', k), fence, live(k .. '` + PlacesSuffix + `'), readers, since, label
   end
 end
 return out
