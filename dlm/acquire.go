@@ -2,6 +2,7 @@ package dlm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,57 +11,32 @@ import (
 	"github.com/dlmgo/redlock/dlm/internal/script"
 )
 
-// Lock takes the lock named key, retrying with a jittered delay (see
-// [WithRetry]) until it is obtained, the retry budget is spent, or ctx ends.
-// A call refused by a holder has a place in the nodes' lines of waiters;
-// when the Manager hears the releases, which wake the waiter they hand the
-// lock to, it waits the longer of its backoff and a sixth to a third of its
-// place's life between attempts (its backoff alone while others listen on
-// the key's broadcast channel), and never past when the refusing holders'
-// keys run out on enough nodes for a quorum unless extended, or a node
-// timeout after its attempt if that is later.
+// Lock takes the lock named key, waiting until it is obtained, ctx ends,
+// the wait bound passes ([WithWaitTimeout]) or the retry budget is spent
+// ([WithRetry]; by default none). The caller may act on what the lock
+// protects until [Lock.Until], which [Lock.Extend] or [WithAutoExtend]
+// moves on, must call [Lock.Unlock] when done, and learns of a loss from
+// [Lock.Lost]. [Manager.Do] does all of that around a function;
+// [Manager.TryLock] makes one attempt.
 //
-// When the budget is spent, the error is the last attempt's [*QuorumError]:
-// errors.Is(err, [ErrNotObtained]) if another holder had it, errors.Is(err,
-// [ErrUnavailable]) if too many nodes failed. When ctx ends first, the error
-// wraps ctx.Err(), says how many attempts were made, and keeps the class of
-// the last attempt that completed: errors.Is(err, ctx.Err()) holds, and so
-// does errors.Is(err, [ErrNotObtained]) or errors.Is(err, [ErrUnavailable]),
-// with that attempt's [*QuorumError] found by errors.As. An attempt that ctx
-// cut short, before its outcome was known, does not count: if no attempt
-// completed (the first one was under way), the error wraps ctx.Err() alone.
-// [Manager.LockAll], [Manager.Do], [Manager.RLock], [Semaphore.Acquire] and
-// [Election.Campaign] end the same way.
+// The error, checked with errors.Is: [ErrNotObtained] when another holder
+// kept the lock, [ErrUnavailable] when too many nodes failed for a quorum,
+// [ErrPermission] when nodes refused access (not retried), [ErrOverloaded]
+// for an auto-extended lock the Manager cannot keep extended, [ErrInvalid]
+// for bad input. When ctx ends (or the wait bound passes) the error wraps
+// ctx.Err() too, and keeps the class of the last attempt that completed,
+// whose [*QuorumError] errors.As finds; with no attempt completed, ctx.Err()
+// alone. [Manager.LockAll], [Manager.Do], [Manager.RLock],
+// [Semaphore.Acquire] and [Election.Campaign] end the same way.
 //
-// A call still waiting behind this Manager's earlier callers (see below)
-// when ctx ends has made no attempt of its own, and its error has the class
-// of what kept it waiting all the same, wherever the holder is: while a
-// caller of this Manager holds the lock, errors.Is(err, [ErrNotObtained])
-// holds, with no [*QuorumError], since no vote refused it; otherwise the
-// error wraps the last [*QuorumError] of the caller that competes on the
-// nodes for the queue, as its own last attempt would be (ErrNotObtained or
-// ErrUnavailable); before that caller completed an attempt, ctx.Err()
-// alone. errors.Is(err, ctx.Err()) holds in every case.
-//
-// Calls of one Manager that wait for the same keys without a retry budget
-// (and without [WithFairness]) queue in the Manager, and only the first
-// sends requests. When the one before unlocks, it may hand its lock over
-// without a round trip — but only to a call that asked for the same TTL,
-// drift factor, node timeout and restart guard, without fencing, and only
-// a lock that was never extended (not even by an Extend that failed, which
-// the nodes may have applied): the lock received then has exactly the
-// [Lock.Until] and the TTL on the nodes that the call's own grant would have
-// given. Any other call obtains the lock from the nodes.
-//
-// A retry budget ([WithRetry] with tries > 0) turns both off for the call:
-// it sends requests from its first attempt, beside the queue rather than in
-// it, is never handed a lock, and the lock it obtains is released on the
-// nodes at Unlock, never handed to a queued call. TryLock and
-// [WithFairness] keep a call out of the queue likewise, and a lock from
-// [Manager.Resume] is never in it. (The nodes' lines are another thing:
-// every call that waits on the nodes takes places there when its Manager
-// hears the releases, or with [WithFairness], and they order the waiters
-// of every process.)
+// Waiting costs the nodes little: calls of one Manager waiting for the same
+// key queue in the Manager, only the first sending requests, and may be
+// handed the lock without a round trip; the waiters of every process wait
+// in the nodes' lines, woken when a release hands them the key, with a
+// jittered backoff as the fallback. A retry budget, [WithFairness] and
+// TryLock keep a call out of the Manager's queue. docs/design.md
+// ("Retrying", "Waking waiters") describes the mechanism and the rules of
+// the hand-over.
 func (m *Manager) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return m.lock(ctx, []string{key}, opts, true)
 }
@@ -88,6 +64,9 @@ func (m *Manager) lock(ctx context.Context, keys []string, opts []Option, wait b
 // its auto-extension when asked to: the part every kind of lock shares once
 // its call was checked.
 func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*Lock, error) {
+	if cfg.owner != nil && (c.kind != nil || len(c.keys) != 1 || cfg.leader != nil) {
+		return nil, fmt.Errorf("%w: WithOwner labels locks over one key (Lock, TryLock, Do), not this call's", ErrInvalid)
+	}
 	start := time.Now()
 	var (
 		l        *Lock
@@ -97,6 +76,16 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 	// An auto-extended lock the Manager could not keep extended is
 	// refused before any request is sent (admission.go).
 	unreserve, err := m.admitAuto(cfg)
+	waiting := wait && err == nil // ended by the lock's event, with Waited
+	if waiting && cfg.wants(ctx, EventWaiting, nil) {
+		cfg.emit(ctx, &Event{Kind: EventWaiting, Op: opLock, Key: keyName(c.keys), Start: start})
+	}
+	wctx := ctx // the wait's context; ctx goes on with the lock
+	if cfg.retry.wait > 0 && wait && err == nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, cfg.retry.wait)
+		defer cancel()
+	}
 	switch {
 	case err != nil:
 		attempts = 0
@@ -107,12 +96,12 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		// its own copy of the settings, so that those of the other calls
 		// need none on the heap.
 		lcfg := *cfg
-		l, attempts, err = m.lockInLine(ctx, &lcfg, c.keys, c.rkeys)
+		l, attempts, err = m.lockInLine(wctx, &lcfg, c.keys, c.rkeys)
 	case c.kind == nil && wait:
 		lcfg := *cfg // as above: lockLoop keeps it
-		l, attempts, err = m.lockLoop(ctx, &lcfg, c.keys, c.rkeys, nil)
+		l, attempts, err = m.lockLoop(wctx, &lcfg, c.keys, c.rkeys, nil)
 	case wait:
-		l, attempts, err = m.attempts(ctx, cfg, c)
+		l, attempts, err = m.attempts(wctx, cfg, c)
 	default:
 		l, err = m.acquire(ctx, cfg, c, false) // no waiter: TryLock takes no place in line
 	}
@@ -121,7 +110,7 @@ func (m *Manager) take(ctx context.Context, cfg *config, c *claim, wait bool) (*
 		kind = EventNotObtained
 	}
 	if cfg.wants(ctx, kind, err) {
-		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err}
+		ev := &Event{Kind: kind, Op: opLock, Key: keyName(c.keys), Start: start, Duration: time.Since(start), Attempts: attempts, Err: err, Waited: waiting}
 		if l != nil {
 			ev.Token = l.token
 		}
@@ -143,7 +132,7 @@ func (m *Manager) lockInLine(ctx context.Context, cfg *config, keys, rkeys []str
 	t, h, err := m.waits.local.enter(ctx, m.life.done, cfg, keyName(keys), rkeys)
 	switch {
 	case h != nil:
-		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}}
+		l := &Lock{m: m, cfg: *cfg, claim: claim{keys: keys, rkeys: rkeys}, grant: h.grant, validity: validity{until: h.until}, obtained: time.Now()}
 		t.hold(l, true)
 		if err != nil { // handed over as the caller gave up
 			l.Unlock(context.WithoutCancel(ctx))

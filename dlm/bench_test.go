@@ -42,3 +42,29 @@ func BenchmarkCoreCycle(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCoreCycleOwner is [BenchmarkCoreCycle] with a holder label
+// ([WithOwner]): the cost of the label's request after each grant, beside
+// the cycle without one.
+func BenchmarkCoreCycleOwner(b *testing.B) {
+	nodes := make([]driver.Node, 5)
+	for i := range nodes {
+		nodes[i] = instantNode{addr: "node-" + string(rune('0'+i))}
+	}
+	m, err := New(nodes, WithOwner("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		l, err := m.TryLock(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

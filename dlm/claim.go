@@ -52,7 +52,7 @@ func (m *Manager) acquire(ctx context.Context, cfg *config, c *claim, waiting bo
 		if pend != nil {
 			g.due = pend.Due()
 		}
-		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}}, nil
+		return &Lock{m: m, cfg: *cfg, claim: *c, grant: g, validity: validity{until: until}, obtained: time.Now()}, nil
 	}
 	// Release everywhere, also where the reply was an error or never came:
 	// the request may have been applied all the same, and may be yet,
@@ -101,7 +101,9 @@ func (c *claim) request(m *Manager, cfg *config, secret string, waiting bool) *r
 	}
 	req := acquireRequest(cfg, c.rkeys, secret, c.waiter, waiting)
 	req.Plain = m.plain.usable(cfg, c.rkeys, c.waiter)
-	if cfg.leader != nil {
+	if cfg.leader != nil || cfg.owner != nil {
+		// The value or label goes to every node that granted: the
+		// attempt waits for them all.
 		req.Early = false
 	}
 	return req
@@ -136,6 +138,9 @@ func (c *claim) settle(ctx context.Context, m *Manager, cfg *config, secret stri
 	}
 	if cfg.fencing.on && v.Yes >= q {
 		token, v.Yes = m.rounds.settleFence(ctx, cfg, c.rkeys, secret, v)
+	}
+	if cfg.owner != nil && v.Yes >= q {
+		m.rounds.storeOwner(ctx, cfg, c.rkeys[0], secret, v.Granted)
 	}
 	if cfg.leader != nil && v.Yes >= q {
 		// The value on a quorum, and the token: both are needed.

@@ -19,7 +19,8 @@ import (
 //
 // When ctx ends before the lock is obtained, fn does not run and Do returns
 // the error [Manager.Lock] would: it wraps ctx.Err() and the class of the
-// last complete attempt.
+// last complete attempt. To bound the wait alone, and let fn run as long as
+// it takes once the lock is held, give [WithWaitTimeout].
 //
 // Extension follows [WithAutoExtend], on with its defaults unless an option
 // says otherwise. Cancelling ctx stops the wait, cancels fn's context, stops

@@ -43,7 +43,9 @@ var (
 	//
 	// A bad node URL is bad input too: every error wrapping
 	// [driver.ErrBadURL], from [Open], [OpenNode], a driver's Open or
-	// [driver.ParseURL], matches ErrInvalid.
+	// [driver.ParseURL], matches ErrInvalid; so does the URL of a database
+	// the server lacks (/99 of a server with 16), which Open finds when
+	// it connects.
 	ErrInvalid = invalid.Err
 	// ErrUnknownDriver means a node URL named a driver that is not
 	// registered, or named none while several are.

@@ -61,9 +61,14 @@ const (
 	// the Redis key of the release (with the prefix). It is the
 	// Manager's: the hook and logger are the Manager's ([New], [Open]).
 	EventReleaseRetry
+	// EventWaiting: a call that waits for a lock (Lock, Do, their
+	// multi-key, read and semaphore forms, Campaign) began, at Start; its
+	// EventObtained or EventNotObtained, with Waited set, ends the wait.
+	// With them a hook counts the callers waiting per key.
+	EventWaiting
 )
 
-var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done", "renewal", "release_retry"}
+var kindNames = [...]string{"", "attempt", "obtained", "not_obtained", "extended", "extend_failed", "lost", "released", "node_error", "done", "renewal", "release_retry", "waiting"}
 
 // String returns the kind's name, such as "obtained".
 func (k EventKind) String() string {
@@ -99,6 +104,15 @@ type Event struct {
 	// lock was held. Logs name it "fence".
 	Token uint64
 	Err   error
+	// Held is how long the lock was held, for EventReleased (until Unlock
+	// was called) and EventLost (until the loss): from its grant to the
+	// caller (or its hand-over, within the Manager). 0 for a lock from
+	// [Manager.Resume].
+	Held time.Duration
+	// Waited reports, for EventObtained and EventNotObtained, that the
+	// call waited for the lock, and sent an EventWaiting when it began
+	// (TryLock does not wait).
+	Waited bool
 }
 
 // Hook observes lock operations: attempts, grants, extensions, losses,
@@ -201,6 +215,9 @@ func (lg *logging) log(ctx context.Context, e *Event) {
 	}
 	if e.Token > 0 {
 		attrs = append(attrs, slog.Uint64("fence", e.Token))
+	}
+	if e.Held > 0 {
+		attrs = append(attrs, slog.Duration("held", e.Held))
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any("error", e.Err))

@@ -111,7 +111,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 	m := newManager(t, fs)
 	ctx := context.Background()
 	cfg := m.cfg
-	for k := EventAttempt; k <= EventReleaseRetry; k++ {
+	for k := EventAttempt; k <= EventWaiting; k++ {
 		if cfg.wants(ctx, k, errors.New("x")) {
 			t.Errorf("wants(%v) = true with no hook and the default logger", k)
 		}
@@ -121,7 +121,7 @@ func TestNoEventsWithoutListeners(t *testing.T) {
 func TestEventKindString(t *testing.T) {
 	t.Parallel()
 	for k, want := range map[EventKind]string{
-		EventAttempt: "attempt", EventNodeError: "node_error", EventDone: "done", EventRenewal: "renewal", EventReleaseRetry: "release_retry", 0: "unknown", EventReleaseRetry + 1: "unknown",
+		EventAttempt: "attempt", EventNodeError: "node_error", EventDone: "done", EventRenewal: "renewal", EventReleaseRetry: "release_retry", EventWaiting: "waiting", 0: "unknown", EventWaiting + 1: "unknown",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("EventKind(%d).String() = %q; want %q", int(k), got, want)
@@ -263,8 +263,8 @@ func TestDoEvent(t *testing.T) {
 			t.Errorf("done event starts %v after the call, lasts %v; want from the call, at least %v and at most %v",
 				e.Start.Sub(before), e.Duration, work, elapsed)
 		}
-		if got := fmt.Sprint(h.kinds()); got != "[attempt obtained released done]" {
-			t.Errorf("events = %s; want [attempt obtained released done]", got)
+		if got := fmt.Sprint(h.kinds()); got != "[waiting attempt obtained released done]" {
+			t.Errorf("events = %s; want [waiting attempt obtained released done]", got)
 		}
 	})
 
@@ -282,8 +282,8 @@ func TestDoEvent(t *testing.T) {
 		if e := done(t, h); !errors.Is(e.Err, errFnAborted) {
 			t.Errorf("done event's Err = %v; want errFnAborted", e.Err)
 		}
-		if got := fmt.Sprint(h.kinds()); got != "[attempt obtained released done]" {
-			t.Errorf("events = %s; want [attempt obtained released done]", got)
+		if got := fmt.Sprint(h.kinds()); got != "[waiting attempt obtained released done]" {
+			t.Errorf("events = %s; want [waiting attempt obtained released done]", got)
 		}
 	})
 
@@ -313,8 +313,8 @@ func TestDoEvent(t *testing.T) {
 		if e := done(t, h); e.Err != err || e.Token != 0 {
 			t.Errorf("done event = %+v; want Do's error %v", e, err)
 		}
-		if got := fmt.Sprint(h.kinds()); got != "[attempt not_obtained done]" {
-			t.Errorf("events = %s; want [attempt not_obtained done]", got)
+		if got := fmt.Sprint(h.kinds()); got != "[waiting attempt not_obtained done]" {
+			t.Errorf("events = %s; want [waiting attempt not_obtained done]", got)
 		}
 	})
 

@@ -37,6 +37,45 @@ func ExampleManager_Do() {
 	// Do: <nil>
 }
 
+// WithWaitTimeout bounds the wait alone: Do gives up when another holder
+// keeps the lock past it, and once Do has the lock, the job runs as long as
+// it takes, the lock extended meanwhile.
+func ExampleManager_Do_waitTimeout() {
+	m, err := dlm.New(exampleNodes(3), dlm.WithTTL(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+
+	// Free: the job outlives the wait bound and the TTL alike.
+	err = m.Do(context.Background(), "deploy", func(ctx context.Context) error {
+		select {
+		case <-time.After(600 * time.Millisecond):
+			fmt.Println("deployed")
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}, dlm.WithWaitTimeout(100*time.Millisecond))
+	fmt.Println("Do:", err)
+
+	// Held elsewhere: Do gives up after the bound, without running the job.
+	held, err := m.Lock(context.Background(), "deploy", dlm.WithAutoExtend(dlm.AutoExtend{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer held.Unlock(context.Background())
+	err = m.Do(context.Background(), "deploy", func(ctx context.Context) error {
+		fmt.Println("not reached")
+		return nil
+	}, dlm.WithWaitTimeout(100*time.Millisecond))
+	fmt.Println("gave up waiting:", errors.Is(err, context.DeadlineExceeded), errors.Is(err, dlm.ErrNotObtained))
+	// Output:
+	// deployed
+	// Do: <nil>
+	// gave up waiting: true true
+}
+
 // When the lock is lost while the job runs, the job's context is cancelled
 // and Do's error says so.
 func ExampleManager_Do_lockLost() {

@@ -77,6 +77,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.extended = true
 	v, _ := l.m.rounds.Poll(ctx, l.extendRequest(&cfg, ttl))
 	err := l.settleExtension(ctx, &v, ttl, start, false)
+	if err == nil && l.cfg.owner != nil {
+		l.touchOwner(ctx)
+	}
 	if l.auto != nil {
 		l.m.extender.moved(l) // with op held: see there
 	}
@@ -253,6 +256,6 @@ func (l *Lock) reportLoss(at time.Time, err error) {
 		return
 	}
 	if err != nil {
-		l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err})
+		l.cfg.emit(context.Background(), &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err, Held: l.heldFor(at)})
 	}
 }

@@ -63,11 +63,12 @@ type terms struct {
 	nodeTimeout  time.Duration // the loss guard depends on it
 	restartGuard time.Duration // which nodes may count toward the quorum
 	fencing      bool          // each grant of a fenced lock needs a greater fencing token
+	owned        bool          // each grant of a labelled lock stores its label (WithOwner)
 }
 
 // terms returns the terms of the locks obtained under c.
 func (c *config) terms() terms {
-	return terms{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing.on}
+	return terms{ttl: c.ttl, driftFactor: c.driftFactor, nodeTimeout: c.timeout(), restartGuard: c.restartGuard, fencing: c.fencing.on, owned: c.owner != nil}
 }
 
 // handover is a held lock handed from one caller to the next: its grant,
@@ -251,7 +252,7 @@ func (t *turn) leave() {
 // terms.
 func (l *Lock) handOver(lostErr error, expiredFor time.Duration) bool {
 	t := l.turn
-	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing.on || l.extended || t == nil {
+	if lostErr != nil || expiredFor >= 0 || l.cfg.fencing.on || l.extended || t == nil || l.cfg.owner != nil {
 		return false
 	}
 	t.qs.mu.Lock()

@@ -38,8 +38,20 @@ type Lock struct {
 	// came of it: the keys may live by its TTL rather than the grant's, so
 	// the lock is never handed over (see [Lock.handOver]). Guarded by op.
 	extended bool
+	// obtained is when the lock was granted to its caller, or handed to it
+	// (zero for a lock from Resume): the start of the hold the events
+	// report ([Event.Held]). Set before the lock is shared, never after.
+	obtained time.Time
 
 	validity // the end of the validity and the signal of the loss
+}
+
+// heldFor returns how long l was held at t, 0 when unknown.
+func (l *Lock) heldFor(t time.Time) time.Duration {
+	if l.obtained.IsZero() {
+		return 0
+	}
+	return t.Sub(l.obtained)
 }
 
 // grant is what a quorum of nodes gave a lock, and what the release
@@ -177,7 +189,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if l.handOver(lostErr, expiredFor) {
 		// The next of the manager's callers waiting for these keys holds
 		// the lock now, under the same secret: nothing to release.
-		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start)}, l.m.nodes)
+		l.cfg.emitVote(ctx, &round.Vote{}, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Held: l.heldFor(l.endedAt)}, l.m.nodes)
 		return nil
 	}
 	late := l.late
@@ -202,7 +214,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case expiredFor >= 0:
 		err = fmt.Errorf("dlm: unlock %s: validity had ended %v before: %w", l.subject(), expiredFor.Round(time.Millisecond), ErrLockLost)
 	}
-	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token, Err: err}, l.m.nodes)
+	l.cfg.emitVote(ctx, &v, Event{Kind: EventReleased, Op: opUnlock, Key: l.Key(), Start: start, Duration: time.Since(start), Token: l.token, Err: err, Held: l.heldFor(l.endedAt)}, l.m.nodes)
 	return err
 }
 

@@ -97,6 +97,8 @@ type config struct {
 	// the lock's extensions extend it with the lock. nil for any other
 	// lock.
 	leader *string
+	// owner is WithOwner's label, nil for none.
+	owner *ownerOption
 }
 
 // timing is how long a lock lives and how long its requests may take:
@@ -255,6 +257,9 @@ func (t *timing) validateNodeTimeout() error {
 }
 
 func (c *config) validate() error {
+	if c.owner != nil && c.owner.err != nil {
+		return c.owner.err
+	}
 	if err := c.timing.validate(); err != nil {
 		return err
 	}

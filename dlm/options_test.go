@@ -40,6 +40,7 @@ func TestInvalidInput(t *testing.T) {
 		{"drift factor +Inf", ctx, "k", []Option{WithDriftFactor(math.Inf(1))}, "drift factor"},
 		{"node timeout -1", ctx, "k", []Option{WithNodeTimeout(-1)}, "node timeout"},
 		{"retry tries -1", ctx, "k", []Option{WithRetry(-1, nil)}, "retry tries"},
+		{"wait timeout -1", ctx, "k", []Option{WithWaitTimeout(-1)}, "wait timeout"},
 		{"nil Option", ctx, "k", []Option{WithTTL(time.Second), nil}, "nil Option"},
 		{"nil Context", nilCtx, "k", nil, "nil Context"},
 		{"empty key", ctx, "", nil, "empty key"},

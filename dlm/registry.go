@@ -53,7 +53,9 @@ func Drivers() []string {
 // is chosen for it. A URL is parsed before its driver is looked up, so a
 // bad one, a URL without a host among them, is [driver.ErrBadURL] (and
 // [ErrInvalid]) whatever drivers are registered. See [driver.ParseURL] for
-// the URL parts every driver understands. Errors never contain the
+// the URL parts every driver understands. A URL naming a database the
+// server lacks (redis://h:6379/99 of a server with 16) fails too, with
+// the server's reply wrapped in [driver.ErrBadURL]. Errors never contain the
 // password.
 func OpenNode(url string) (driver.Node, error) {
 	if err := checkNotBareAddr(url); err != nil {
@@ -70,9 +72,23 @@ func OpenNode(url string) (driver.Node, error) {
 	n, err := d.Open(url)
 	if err != nil {
 		// As a NodeError, a refused login matches ErrPermission.
-		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)})
+		nerr := &NodeError{Node: cfg.Name(), Err: driver.RedactError(err, cfg.Password)}
+		if missingDatabase(err) {
+			// The URL names a database the server lacks: the URL is
+			// wrong for this server, as a bad port would be.
+			return nil, fmt.Errorf("dlm: open %s: %w: the server has no database %d: %w", driver.RedactOrigin(url), driver.ErrBadURL, cfg.DB, nerr)
+		}
+		return nil, fmt.Errorf("dlm: open %s: %w", driver.RedactOrigin(url), nerr)
 	}
 	return n, nil
+}
+
+// missingDatabase reports whether err, a driver's failure to open a node,
+// is the server's refusal of the URL's database: Redis answers SELECT of
+// a database past its databases setting so. Drivers quote the reply,
+// some without its code ERR.
+func missingDatabase(err error) bool {
+	return strings.Contains(err.Error(), "DB index is out of range")
 }
 
 func lookupDriver(name string) (driver.Driver, error) {

@@ -44,10 +44,30 @@ func ExponentialBackoff(base, maxDelay time.Duration) Backoff {
 	}
 }
 
-// retry is how a waiting call retries: [WithRetry]'s.
+// retry is how a waiting call retries: [WithRetry]'s, and how long it
+// waits: [WithWaitTimeout]'s.
 type retry struct {
 	tries   int // 0: until the context ends
 	backoff Backoff
+	wait    time.Duration // 0: until the context ends
+}
+
+// WithWaitTimeout bounds the wait for a lock by d, apart from the context:
+// a call that waits ([Manager.Lock], [Manager.Do], their multi-key, read
+// and semaphore forms) gives up d after it began, as if its context had
+// ended then (the error wraps [context.DeadlineExceeded] and, when a
+// holder refused the last attempt, [ErrNotObtained]); the context alone
+// bounds what follows. So with [Manager.Do], "wait at most 5 s, then run
+// as long as it takes" is
+//
+//	m.Do(ctx, key, fn, dlm.WithWaitTimeout(5*time.Second))
+//
+// and fn's lock stays extended, its context cancelled on a loss or when
+// ctx ends, however long fn runs. d 0 (the default) sets no bound besides
+// the context; a negative d is [ErrInvalid]. [Manager.TryLock] makes one
+// attempt and ignores it.
+func WithWaitTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.retry.wait = d })
 }
 
 // WithRetry sets how [Manager.Lock] retries: at most tries attempts in all
@@ -84,6 +104,9 @@ func WithRetry(tries int, backoff Backoff) Option {
 func (r *retry) validate() error {
 	if r.tries < 0 {
 		return fmt.Errorf("%w: retry tries %d: want 0 (until the context ends) or more", ErrInvalid, r.tries)
+	}
+	if r.wait < 0 {
+		return fmt.Errorf("%w: wait timeout %v: want 0 (until the context ends) or more", ErrInvalid, r.wait)
 	}
 	return nil
 }

@@ -269,7 +269,7 @@ func (s *sweep) chunks(order []int32, nodes []int) []*sweepChunk {
 			}
 			req.Keys = append(req.Keys, l.rkeys...)
 			if kind == script.BatchLeader {
-				req.Keys = append(req.Keys, script.LeaderKey(l.rkeys[0]))
+				req.Keys = append(req.Keys, companionKey(l))
 			}
 			req.Args = append(req.Args, l.secret)
 			c.entries = append(c.entries, order[0])
@@ -370,7 +370,7 @@ func (e *sweepEntry) end() time.Time {
 // election.go).
 func batchKind(l *Lock) string {
 	switch c := &l.claim; {
-	case l.cfg.leader != nil:
+	case l.cfg.leader != nil, l.cfg.owner != nil:
 		return script.BatchLeader
 	case c.kind == nil:
 		return script.BatchLock(len(c.rkeys))
@@ -378,6 +378,15 @@ func batchKind(l *Lock) string {
 		return script.BatchRead
 	}
 	return script.BatchPermit
+}
+
+// companionKey is the key a [script.BatchLeader] entry of l extends with
+// its lock key: an election's leader key, or a labelled lock's owner key.
+func companionKey(l *Lock) string {
+	if l.cfg.leader != nil {
+		return script.LeaderKey(l.rkeys[0])
+	}
+	return script.OwnerKey(l.rkeys[0])
 }
 
 // minTime returns the earlier of a and b.

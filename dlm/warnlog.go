@@ -160,7 +160,7 @@ func (l *Lock) roundEvent(ctx context.Context, v *round.Vote, ev Event) {
 // reportAggregated sends the loss err of l, recorded at at, to the hook,
 // and counts it for the extender's Warn line (see [warnLog]).
 func (l *Lock) reportAggregated(at time.Time, err error) {
-	e := &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err}
+	e := &Event{Kind: EventLost, Op: opExtend, Key: l.Key(), Start: at, Token: l.token, Err: err, Held: l.heldFor(at)}
 	ctx := l.cfg.observe(context.Background(), e)
 	if level := eventLevel(EventLost, err); level < slog.LevelWarn {
 		l.cfg.log(ctx, e)

@@ -114,6 +114,9 @@ func (r *runner) acquire(m *dlm.Manager, gate *waitGate, sigs <-chan os.Signal) 
 	if r.cfg.fair {
 		opts = append(opts, dlm.WithFairness(dlm.Fairness{}))
 	}
+	if r.cfg.owner != "" {
+		opts = append(opts, dlm.WithOwner(r.cfg.owner))
+	}
 	type result struct {
 		l   *dlm.Lock
 		err error

@@ -17,7 +17,7 @@ import (
 type config struct {
 	// For every command that talks to the nodes.
 	nodes       []string
-	backend     string // for plain redis:// and rediss:// URLs; "" for none
+	backend     string // for plain redis:// and rediss:// URLs; "" for defaultBackend
 	keyPrefix   string
 	nodeTimeout time.Duration // 0: derived from the TTL by package dlm
 	logFormat   string        // "text" or "json"
@@ -34,10 +34,15 @@ type config struct {
 	limit        int  // a semaphore's limit; 0 for the mutex
 	conflictCode int
 	lostCode     int
-	passNodes    bool // REDLOCK_NODES is passed on to the command
+	passNodes    bool   // REDLOCK_NODES is passed on to the command
+	owner        string // the holder's label's name (dlm.WithOwner); "" for none
 
-	// For status.
+	// For status and ls.
 	json bool
+	// For ls.
+	max int // 0: dlm.DefaultListLimit
+	// For unlock.
+	force, yes bool
 }
 
 // Defaults of the options that package dlm does not define.
@@ -83,8 +88,7 @@ func nodeOptions(c *config) []option {
 	return []option{
 		{"nodes", "REDLOCK_NODES", "URL,...", "Redis master URLs or HOST:PORT addresses, comma-separated; a password may hold commas, as written or as %2C; repeatable", "",
 			&nodesValue{p: &c.nodes}},
-		{"backend", "REDLOCK_BACKEND", "NAME", "client library of the URLs that name none (redis://, rediss://, HOST:PORT): " + strings.Join(dlm.Drivers(), ", ") +
-			"; without it such a URL is refused, as the library refuses it with several backends", "",
+		{"backend", "REDLOCK_BACKEND", "NAME", "client library of the URLs that name none (redis://, rediss://, HOST:PORT): " + strings.Join(dlm.Drivers(), ", "), defaultBackend,
 			&choiceValue{p: &c.backend, choices: dlm.Drivers()}},
 		{"key-prefix", "REDLOCK_KEY_PREFIX", "PREFIX", "prefix of the Redis keys", dlm.DefaultKeyPrefix,
 			&stringValue{p: &c.keyPrefix}},
@@ -124,6 +128,8 @@ func runOptions(c *config) []option {
 			&codeValue{p: &c.lostCode}},
 		{"pass-nodes", "REDLOCK_PASS_NODES", "", "pass REDLOCK_NODES, with its passwords, on to COMMAND, which does not get it otherwise", "",
 			&boolValue{p: &c.passNodes}},
+		{"owner", "REDLOCK_OWNER", "NAME", "label the lock with this host, the process id and NAME, which status and ls show (not with --shared or --limit)", "",
+			&stringValue{p: &c.owner}},
 	}, nodeOptions(c)...)
 }
 
@@ -132,6 +138,29 @@ func runOptions(c *config) []option {
 func statusOptions(c *config) []option {
 	return append([]option{
 		{"json", "REDLOCK_JSON", "", "print JSON instead of a table", "",
+			&boolValue{p: &c.json}},
+	}, nodeOptions(c)...)
+}
+
+// lsOptions are the options of ls: its own, then those of every command.
+func lsOptions(c *config) []option {
+	return append([]option{
+		{"json", "REDLOCK_JSON", "", "print JSON instead of a table", "",
+			&boolValue{p: &c.json}},
+		{"max", "REDLOCK_MAX", "N", "list at most N locks", fmt.Sprint(dlm.DefaultListLimit),
+			&maxValue{p: &c.max}},
+	}, nodeOptions(c)...)
+}
+
+// unlockOptions are the options of unlock: its own, then those of every
+// command.
+func unlockOptions(c *config) []option {
+	return append([]option{
+		{"force", "REDLOCK_FORCE", "", "break the lock, whoever holds it (required)", "",
+			&boolValue{p: &c.force}},
+		{"yes", "REDLOCK_YES", "", "do not ask for confirmation", "",
+			&boolValue{p: &c.yes}},
+		{"json", "REDLOCK_JSON", "", "print the lock's status as JSON instead of a table", "",
 			&boolValue{p: &c.json}},
 	}, nodeOptions(c)...)
 }
@@ -178,7 +207,7 @@ func parse(cmd string, opts []option, args []string, npos int, getenv func(strin
 			break
 		}
 	}
-	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}, {"shared", "fair"}, {"limit", "fair"}} {
+	for _, pair := range [][]string{{"wait", "no-wait"}, {"shared", "limit"}, {"shared", "fencing"}, {"limit", "fencing"}, {"shared", "fair"}, {"limit", "fair"}, {"shared", "owner"}, {"limit", "owner"}} {
 		if err := exclusive(fs, pair...); err != nil {
 			return nil, nil, err
 		}

@@ -7,6 +7,8 @@
 //
 //	redlock run [OPTIONS] KEY [--] COMMAND [ARG...]
 //	redlock status [OPTIONS] KEY
+//	redlock ls [OPTIONS] [PATTERN]
+//	redlock unlock --force [OPTIONS] KEY
 //	redlock elect [OPTIONS] NAME VALUE [--] COMMAND [ARG...]
 //	redlock elect --observe [OPTIONS] NAME
 //	redlock version
@@ -62,7 +64,8 @@
 // # status
 //
 // status asks every node about the lock named KEY: whether it holds it,
-// the time left to live, and the fencing counter, as a table or, with
+// the time left to live, the fencing counter, and the holder's label and
+// grant time when it ran with --owner, as a table or, with
 // --json, as a JSON object:
 //
 //	{"key": "job", "held": true, "held_on": 3, "failed": 0, "quorum": 2,
@@ -73,6 +76,25 @@
 // column ("reserved": true in the JSON, held by no one): that client's next
 // attempt takes it, and the reservation lasts two node timeouts at most. A
 // node that did not answer has "error" set.
+//
+// # ls
+//
+// ls lists the locks under the key prefix on every node, found with SCAN
+// (never KEYS), PATTERN selecting keys as Redis MATCH patterns do: for
+// each, on how many nodes it is held, how long its keys live on a quorum,
+// its fencing counter, the waiters in its line and a read lock's readers,
+// as a table or, with --json, a JSON object. --max N (1000) bounds the
+// list. Keys are shown with the characters that do not print escaped.
+//
+// # unlock
+//
+// unlock --force KEY breaks the lock named KEY, whoever holds it: it shows
+// the lock's status, asks for a "y" on stdin unless --yes (anything else
+// deletes nothing and exits 1), deletes the lock's keys on every node and
+// logs what it deleted. The holder is not stopped: its next extension
+// fails and it loses the lock (a run exits 70), but until then it may
+// still write; only fencing keeps that late write out, and the fencing
+// counter is kept.
 //
 // # elect
 //
@@ -96,11 +118,12 @@
 // Nodes come from --nodes or REDLOCK_NODES, comma-separated: node URLs as
 // package dlm reads them (redis[s][+BACKEND]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?PARAMS])
 // or bare HOST:PORT addresses. redlock includes the goredis, redigo,
-// rueidis and valkey (valkey-go) backends; a plain redis:// or rediss:// URL, or a bare address,
-// names none, and is refused (exit 78) unless --backend names the backend
-// of every such URL, as package dlm refuses one where several backends are
-// registered; redis+rueidis://, redis+valkey:// and the like name their own. A URL without
-// a host is refused too. Passwords are never printed: URLs are shown
+// rueidis and valkey (valkey-go) backends; a plain redis:// or rediss://
+// URL, or a bare address, names none and connects through goredis, or
+// through the backend --backend names (package dlm itself refuses such a
+// URL where several backends are registered: redlock names one for it);
+// redis+rueidis://, redis+valkey:// and the like name their own. A URL
+// without a host is refused (exit 78). Passwords are never printed: URLs are shown
 // redacted.
 // A comma in a password needs no escaping (%2C also works): a comma
 // followed by a scheme starts a new URL, and in a URL the user information
@@ -133,6 +156,7 @@
 //	--conflict-exit-code N  exit code when held elsewhere (75) REDLOCK_CONFLICT_EXIT_CODE
 //	--lost-exit-code N      exit code when lost (70)           REDLOCK_LOST_EXIT_CODE
 //	--pass-nodes            pass REDLOCK_NODES to COMMAND      REDLOCK_PASS_NODES
+//	--owner NAME            label the lock: host, pid, NAME    REDLOCK_OWNER
 //
 // Options of status:
 //
@@ -157,11 +181,11 @@
 //	N      run: COMMAND ran and exited with N
 //	128+N  run: COMMAND was killed by signal N; or signal N stopped redlock
 //	       while it waited for the lock
-//	0      status: every node answered
-//	1      any other failure of redlock
+//	0      status, ls, unlock: every node answered
+//	1      unlock: not confirmed; any other failure of redlock
 //	64     EX_USAGE: bad command line or environment variable
 //	69     EX_UNAVAILABLE: run: too many nodes unavailable for a quorum;
-//	       status: a node did not answer
+//	       status, ls, unlock: a node did not answer
 //	70     EX_SOFTWARE: run: the lock was lost while COMMAND ran, and COMMAND
 //	       was terminated (--lost-exit-code changes it)
 //	75     EX_TEMPFAIL: run: someone else holds the lock, with --no-wait or

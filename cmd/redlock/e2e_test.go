@@ -506,7 +506,6 @@ func TestConfigErrors(t *testing.T) {
 		{"bad URL", nil, runArgs("k", sh("exit 0"), "--nodes", "redis://:"+secret+"@127.0.0.1:1?nonsense=1"), 78, "unknown parameter"},
 		{"unknown backend", nil, runArgs("k", sh("exit 0"), "--nodes", "redis+jedis://127.0.0.1:1"), 78, "unknown driver"},
 		{"duplicate nodes", nil, runArgs("k", sh("exit 0"), "--nodes", "127.0.0.1:1,redis://127.0.0.1:1", "--backend", "goredis"), 78, "duplicates"},
-		{"plain URL without --backend", nil, runArgs("k", sh("exit 0"), "--nodes", "redis://127.0.0.1:1"), 78, "names no backend"},
 		{"wrong password", nil, runArgs("k", sh("exit 0"), "--nodes", strings.Join(wrongPW, ","), "--no-wait"), 78, "WRONGPASS"},
 		{"no password", nil, runArgs("k", sh("exit 0"), "--nodes", strings.Join(noPW, ","), "--no-wait"), 78, "NOAUTH"},
 		{"status, wrong password", nil, []string{"status", "--nodes", strings.Join(wrongPW, ","), "k"}, 78, "WRONGPASS"},

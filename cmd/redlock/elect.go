@@ -44,7 +44,7 @@ func electOptions(c *config, f *electFlags) []option {
 			&boolValue{p: &f.json}},
 	}
 	for _, o := range runOptions(c) {
-		if o.name != "fencing" { // a leader always has its term
+		if o.name != "fencing" && o.name != "owner" { // a leader always has its term, and its VALUE for a label
 			own = append(own, o)
 		}
 	}

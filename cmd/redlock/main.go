@@ -25,6 +25,10 @@ func redlock(args []string, getenv func(string) string, stdout, stderr io.Writer
 		return runMain(args, getenv, stdout, stderr)
 	case "status":
 		return statusMain(args, getenv, stdout, stderr)
+	case "ls":
+		return lsMain(args, getenv, stdout, stderr)
+	case "unlock":
+		return unlockMain(args, getenv, os.Stdin, stdout, stderr)
 	case "elect":
 		return electMain(args, getenv, stdout, stderr)
 	case superviseCommand:
@@ -44,12 +48,12 @@ func redlock(args []string, getenv func(string) string, stdout, stderr io.Writer
 			return usageError(stderr, "", fmt.Errorf("help takes one command, not %d words", len(args)))
 		}
 		if !writeHelp(stdout, topic) {
-			return usageError(stderr, "", fmt.Errorf("no help for %q: the commands are run, status, elect, version and help", topic))
+			return usageError(stderr, "", fmt.Errorf("no help for %q: the commands are run, status, ls, unlock, elect, version and help", topic))
 		}
 		return exitOK
 	}
 	if strings.HasPrefix(cmd, "-") {
 		return usageError(stderr, "", fmt.Errorf("%s before a command: options follow the command, as in \"redlock run [OPTIONS] KEY -- COMMAND\"", cmd))
 	}
-	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, elect, version and help", cmd))
+	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, ls, unlock, elect, version and help", cmd))
 }

@@ -21,22 +21,29 @@ import (
 // errNoNodes is the configuration error of a command given no nodes.
 var errNoNodes = errors.New("no nodes: give --nodes URL,... or set REDLOCK_NODES")
 
+// defaultBackend is the backend of a plain redis:// or rediss:// URL, and
+// of a bare HOST:PORT, when --backend names none: redlock connects to a
+// plain URL as every Redis tool does. (Package dlm refuses such a URL where
+// several backends are registered; a program that imports several names
+// one per URL, as redlock does here for the user.)
+const defaultBackend = "goredis"
+
 // nodeURL returns the URL that dlm.Open gets for an entry of --nodes. A
-// bare HOST:PORT becomes a redis:// URL. With backend, the --backend
-// given, a plain redis:// or rediss:// URL is given it: redis://h:6379
-// becomes redis+goredis://h:6379 with --backend goredis. A URL that names
-// its backend is left alone, and so is a plain one when backend is "".
+// bare HOST:PORT becomes a redis:// URL. A plain redis:// or rediss:// URL
+// is given backend, the --backend given, or [defaultBackend] when backend
+// is "": redis://h:6379 becomes redis+goredis://h:6379. A URL that names
+// its backend is left alone.
 func nodeURL(entry, backend string) string {
+	if backend == "" {
+		backend = defaultBackend
+	}
 	scheme, rest, ok := strings.Cut(entry, "://")
 	if !ok {
 		scheme, rest = "redis", entry
 	}
 	switch s := strings.ToLower(scheme); s {
 	case "redis", "rediss":
-		if backend != "" {
-			return s + "+" + backend + "://" + rest
-		}
-		return s + "://" + rest
+		return s + "+" + backend + "://" + rest
 	}
 	return entry
 }
@@ -45,9 +52,8 @@ func nodeURL(entry, backend string) string {
 type secrets []string
 
 // nodeURLs maps the entries of --nodes with [nodeURL] and checks them: each
-// must parse, and name its backend, or --backend name it. It returns the
-// URLs and their passwords. Its errors name no password, and
-// number the entries from 0, as package dlm's errors number the nodes: the
+// must parse. It returns the URLs and their passwords. Its errors name no
+// password, and number the entries from 0, as package dlm's errors number the nodes: the
 // first entry is "node 0" in every message.
 func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
 	if len(entries) == 0 {
@@ -60,13 +66,6 @@ func nodeURLs(entries []string, backend string) ([]string, secrets, error) {
 		cfg, err := driver.ParseURL(urls[i])
 		if err != nil {
 			return nil, nil, fmt.Errorf("node %d: %w", i, err)
-		}
-		if cfg.Driver == "" {
-			// The library's rule: a URL that names no backend is
-			// refused where several are registered, as they are in
-			// this binary; --backend names one.
-			return nil, nil, fmt.Errorf("node %d: %s names no backend, and redlock has %d (%s): write redis+NAME:// (rediss+NAME://), or give --backend NAME (REDLOCK_BACKEND): %w",
-				i, driver.RedactOrigin(urls[i]), len(dlm.Drivers()), strings.Join(dlm.Drivers(), ", "), dlm.ErrUnknownDriver)
 		}
 		if cfg.Password != "" {
 			pw = append(pw, cfg.Password)

@@ -4,44 +4,81 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/dlmgo/redlock/dlm/redistest"
 )
 
-// TestPlainURLOneRule checks that the CLI follows the library's rule for a
-// URL that names no backend (redis://, rediss://, or a bare HOST:PORT): it
-// names one only when --backend (or REDLOCK_BACKEND) says which, since the
-// binary includes several, and is refused with exit 78 otherwise, as
-// dlm.Open refuses it where several backends are registered, rather than
-// given one quietly; and that a URL without a host is a bad URL (78,
-// "no host"), not localhost, whatever the backend.
-func TestPlainURLOneRule(t *testing.T) {
+// TestPlainURLDefaultBackend checks the CLI's rule for a URL that names no
+// backend (redis://, rediss://, or a bare HOST:PORT): it gets --backend
+// (REDLOCK_BACKEND), goredis by default, as every Redis tool connects to a
+// plain redis:// URL, while the library keeps refusing such a URL where
+// several backends are registered; a URL that names its backend keeps it;
+// and a URL without a host is a bad URL (78, "no host"), not localhost,
+// whatever the backend.
+func TestPlainURLDefaultBackend(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		args []string
-		env  []string
-		want string // in stderr
+		backend string
+		entries []string
+		want    []string
 	}{
-		{"plain URL", []string{"status", "--nodes", "redis://127.0.0.1:1", "k"}, nil, "names no backend"},
-		{"plain TLS URL", []string{"status", "--nodes", "rediss://127.0.0.1:1", "k"}, nil, "names no backend"},
-		{"bare address", []string{"status", "--nodes", "127.0.0.1:1", "k"}, nil, "names no backend"},
-		{"plain URL, from the environment", []string{"status", "k"}, []string{"REDLOCK_NODES=redis://127.0.0.1:1"}, "names no backend"},
-		{"no host", []string{"status", "--nodes", "redis://", "--backend", "goredis", "k"}, nil, "no host"},
-		{"no host, backend named", []string{"status", "--nodes", "redis+goredis://:6379", "k"}, nil, "no host"},
-		{"no host, no backend", []string{"status", "--nodes", "redis://", "k"}, nil, "no host"},
+		{"", []string{"redis://h:1", "rediss://h:2", "h:3", "REDIS://h:5", "redis+redigo://h:4"},
+			[]string{"redis+goredis://h:1", "rediss+goredis://h:2", "redis+goredis://h:3", "redis+goredis://h:5", "redis+redigo://h:4"}},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := redlock(tc.args, env(tc.env...), &stdout, &stderr)
-		if code != exitConfig || !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("%s: redlock %q = %d, stderr:\n%s\nwant %d and %q", tc.name, tc.args, code, stderr.String(), exitConfig, tc.want)
+		urls, _, err := nodeURLs(tc.entries, tc.backend)
+		if err != nil || strings.Join(urls, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("nodeURLs(%q, %q) = %q, %v; want %q", tc.entries, tc.backend, urls, err, tc.want)
 		}
 	}
-	// With --backend, the same URLs name it: nodeURL gives them the
-	// scheme redis+NAME://, which dlm.Open would take from the URL.
-	for _, backend := range []string{"goredis", "redigo", "rueidis"} {
+	for _, backend := range []string{"goredis", "redigo", "rueidis", "valkey"} {
 		urls, _, err := nodeURLs([]string{"redis://h:1", "rediss://h:2", "h:3", "redis+redigo://h:4"}, backend)
 		want := []string{"redis+" + backend + "://h:1", "rediss+" + backend + "://h:2", "redis+" + backend + "://h:3", "redis+redigo://h:4"}
 		if err != nil || strings.Join(urls, " ") != strings.Join(want, " ") {
 			t.Errorf("nodeURLs with --backend %s = %q, %v; want %q", backend, urls, err, want)
 		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no host", []string{"status", "--nodes", "redis://", "--backend", "goredis", "k"}},
+		{"no host, backend named", []string{"status", "--nodes", "redis+goredis://:6379", "k"}},
+		{"no host, no backend", []string{"status", "--nodes", "redis://", "k"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := redlock(tc.args, env(), &stdout, &stderr)
+		if code != exitConfig || !strings.Contains(stderr.String(), "no host") {
+			t.Errorf("%s: redlock %q = %d, stderr:\n%s\nwant %d and %q", tc.name, tc.args, code, stderr.String(), exitConfig, "no host")
+		}
+	}
+}
+
+// TestPlainURLConnects checks on real servers that a plain redis:// URL, a
+// bare address and REDLOCK_NODES of plain URLs work without --backend:
+// status answers for every node (exit 0), and run runs its command.
+func TestPlainURLConnects(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartServers(t, 3)
+	measurePaceThrough(t, servers[0])
+	plain := "redis://" + servers[0].Addr() + "," + servers[1].Addr() + ",redis://" + servers[2].Addr()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"status, --nodes", nil, []string{"status", "--nodes", plain, "k"}},
+		{"status, REDLOCK_NODES", []string{"REDLOCK_NODES=" + plain}, []string{"status", "k"}},
+		{"run", []string{"REDLOCK_NODES=" + plain}, runArgs("k", sh("exit 0"), "--no-wait")},
+	} {
+		code, stdout, stderr := redlockRun(t, tc.env, tc.args...)
+		if code != exitOK {
+			t.Errorf("%s: redlock %q = %d, stdout:\n%s\nstderr:\n%s\nwant 0", tc.name, tc.args, code, stdout, stderr)
+		}
+	}
+	// A database the server lacks is a bad URL: exit 78, with the
+	// server's reply.
+	args := []string{"status", "--nodes", "redis://" + servers[0].Addr() + "/99", "k"}
+	if code, _, stderr := redlockRun(t, nil, args...); code != exitConfig || !strings.Contains(stderr, "DB index is out of range") {
+		t.Errorf("redlock %q = %d, stderr:\n%s\nwant %d and ERR DB index is out of range", args, code, stderr, exitConfig)
 	}
 }

@@ -44,9 +44,51 @@ type nodeReport struct {
 	TTLMillis int64 `json:"ttl_ms"`
 	// Fence is the key's fencing counter on the node, or 0.
 	Fence uint64 `json:"fence"`
+	// Owner is the holder's label (dlm.WithOwner), when it has one.
+	Owner *ownerReport `json:"owner,omitempty"`
 	// Error is why the node did not answer, or "". In the JSON, the
 	// characters of a node's reply that do not print are \u escapes.
 	Error string `json:"error,omitempty"`
+}
+
+// ownerReport is a holder's label, and when the node granted it the lock.
+type ownerReport struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	// Since is the grant's time by the node's clock, RFC 3339 with ms.
+	Since string `json:"since"`
+}
+
+// newOwnerReport returns the report of o, granted at since; nil for no
+// label.
+func newOwnerReport(o dlm.Owner, since time.Time) *ownerReport {
+	if o == (dlm.Owner{}) {
+		return nil
+	}
+	return &ownerReport{Host: o.Host, PID: o.PID, Name: o.Name, Since: since.UTC().Format("2006-01-02T15:04:05.000Z07:00")}
+}
+
+// String returns the owner as the tables show it; "-" for none. The text is
+// the nodes': it goes through printable.
+func (o *ownerReport) String() string {
+	if o == nil {
+		return "-"
+	}
+	return printable(fmt.Sprintf("%s (%s, pid %d)", o.Name, o.Host, o.PID))
+}
+
+// since returns the grant time as the tables show it: the time and how long
+// ago; "-" for none.
+func (o *ownerReport) since(now time.Time) string {
+	if o == nil {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339Nano, o.Since)
+	if err != nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Local().Format("15:04:05"), now.Sub(t).Round(time.Second))
 }
 
 // statusMain is "redlock status [OPTIONS] KEY". It returns the exit code.
@@ -118,7 +160,7 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 func newStatusReport(key string, st []dlm.NodeStatus, pw secrets) *statusReport {
 	rep := &statusReport{Key: key, Quorum: quorum(len(st)), Nodes: make([]nodeReport, len(st))}
 	for i, n := range st {
-		nr := nodeReport{Node: n.Node, Held: n.Held, Reserved: n.Reserved, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter}
+		nr := nodeReport{Node: n.Node, Held: n.Held, Reserved: n.Reserved, TTLMillis: n.TTL.Milliseconds(), Fence: n.Counter, Owner: newOwnerReport(n.Owner, n.Since)}
 		if n.Err != nil {
 			nr.Error = pw.scrub(n.Err).Error()
 			rep.Failed++
@@ -147,7 +189,8 @@ func (rep *statusReport) writeTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, ")")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHELD\tTTL\tFENCE\tERROR")
+	fmt.Fprintln(tw, "NODE\tHELD\tTTL\tFENCE\tOWNER\tSINCE\tERROR")
+	now := time.Now()
 	for _, n := range rep.Nodes {
 		held, ttl, fence := "no", "-", "-"
 		switch {
@@ -164,7 +207,7 @@ func (rep *statusReport) writeTable(w io.Writer) error {
 		if n.Fence > 0 {
 			fence = fmt.Sprint(n.Fence)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(n.Node), held, ttl, fence, printable(n.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(n.Node), held, ttl, fence, n.Owner, n.Owner.since(now), printable(n.Error))
 	}
 	return tw.Flush()
 }

@@ -24,5 +24,5 @@ func readStarted(*os.File, string) (int, error) {
 
 // superviseMain refuses to run: there is no supervisor here.
 func superviseMain(_ []string, stderr io.Writer) int {
-	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, elect, version and help", superviseCommand))
+	return usageError(stderr, "", fmt.Errorf("unknown command %q: the commands are run, status, ls, unlock, elect, version and help", superviseCommand))
 }

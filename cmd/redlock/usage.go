@@ -16,6 +16,8 @@ independent Redis masters (the Redlock algorithm): flock(1) across machines.
 Usage:
   redlock run [OPTIONS] KEY [--] COMMAND [ARG...]   run COMMAND holding lock KEY
   redlock status [OPTIONS] KEY                      show lock KEY on each node
+  redlock ls [OPTIONS] [PATTERN]                    list the locks held
+  redlock unlock --force [OPTIONS] KEY              break lock KEY (asks first)
   redlock elect [OPTIONS] NAME VALUE [--] COMMAND   run COMMAND as leader
   redlock elect --observe [OPTIONS] NAME            follow the leader of NAME
   redlock version                                   show the version
@@ -23,14 +25,14 @@ Usage:
 
 The nodes come from --nodes or REDLOCK_NODES: comma-separated URLs such as
 redis://HOST:PORT, rediss://HOST:PORT for TLS, redis://:PASSWORD@HOST:PORT,
-or bare HOST:PORT addresses. Those name no client library: --backend
-(REDLOCK_BACKEND) names it, or the URL does, as redis+goredis://HOST:PORT.
-Use 3 or 5 independent masters, not replicas. Every option can also be set
-by an environment variable; flags win.
+or bare HOST:PORT addresses. They connect through the goredis client
+library; --backend (REDLOCK_BACKEND) picks another for them, and a URL may
+name its own, as redis+rueidis://HOST:PORT. Use 3 or 5 independent
+masters, not replicas. Every option can also be set by an environment
+variable; flags win.
 
 Examples:
   export REDLOCK_NODES=redis://r1:6379,redis://r2:6379,redis://r3:6379
-  export REDLOCK_BACKEND=goredis
   redlock run --no-wait nightly-report -- ./report.sh
   redlock status nightly-report
 
@@ -113,6 +115,60 @@ Examples:
   redlock status --json nightly-report | jq .held
 `
 
+// lsHelp is the help of ls; %s is where its options go.
+const lsHelp = `Usage: redlock ls [OPTIONS] [PATTERN]
+
+Lists the locks under the key prefix on every node, found with SCAN (never
+KEYS): for each, on how many nodes it is held (a quorum means someone holds
+it), how long its keys live on a quorum unless extended, its fencing
+counter, the waiters in its line and a read lock's readers. PATTERN selects
+keys as Redis MATCH patterns do (*, job-*, report-[0-9]); without it, all.
+Semaphores' permits are not listed, nor the locks of a Redis Cluster node.
+Holders' secrets are never shown; keys are shown with the characters that
+do not print escaped.
+
+Options:
+%s
+Exit codes:
+  0        every node answered
+  69       a node did not answer in full; its locks may be missing
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is a Redis Cluster, whose locks ls cannot list
+  64       bad command line or environment variable
+
+Examples:
+  redlock ls
+  redlock ls 'deploy-*'
+  redlock ls --json | jq -r '.locks[] | select(.held) | .key'
+`
+
+// unlockHelp is the help of unlock; %s is where its options go.
+const unlockHelp = `Usage: redlock unlock --force [OPTIONS] KEY
+
+Breaks the lock named KEY, whoever holds it: shows its status on each node,
+asks for confirmation on the terminal (y to go on) unless --yes, then
+deletes the lock's keys on every node and logs what it deleted. The holder
+is not stopped: its next extension finds the lock gone and it loses it
+(redlock run exits 70), but until then, or if it is paused, it may still
+write while another client holds the lock. Only fencing (--fencing, and a
+store that checks REDLOCK_FENCE) keeps such a late write out; the fencing
+counter is kept, so the next holder's token is greater.
+
+Options:
+%s
+Exit codes:
+  0        every node answered and the lock's keys are gone
+  1        the question was not answered y: nothing deleted
+  69       a node did not answer; the lock's keys may remain there
+  78       no nodes, a bad node URL, a node refused access (password, ACL),
+           or a node is misconfigured (a cluster member without ?cluster=true)
+  64       bad command line or environment variable, or no --force
+
+Examples:
+  redlock unlock --force nightly-report
+  redlock unlock --force --yes nightly-report   # in a script
+`
+
 // electHelp is the help of elect; %s is where its options go.
 const electHelp = `Usage: redlock elect [OPTIONS] NAME VALUE [--] COMMAND [ARG...]
        redlock elect --observe [OPTIONS] NAME
@@ -160,6 +216,10 @@ func writeHelp(w io.Writer, topic string) bool {
 		fmt.Fprintf(w, runHelp, formatOptions(runOptions(c)))
 	case "status":
 		fmt.Fprintf(w, statusHelp, formatOptions(statusOptions(c)))
+	case "ls":
+		fmt.Fprintf(w, lsHelp, formatOptions(lsOptions(c)))
+	case "unlock":
+		fmt.Fprintf(w, unlockHelp, formatOptions(unlockOptions(c)))
 	case "elect":
 		fmt.Fprintf(w, electHelp, formatOptions(electOptions(c, &electFlags{})))
 	case "version":

@@ -297,3 +297,22 @@ func splitNodes(s string) []string {
 	}
 	return out
 }
+
+// maxValue is ls's --max: how many locks to list at most.
+type maxValue struct{ p *int }
+
+func (v *maxValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > dlm.MaxListLimit {
+		return fmt.Errorf("%q is not a number of locks: want 1 to %d", s, dlm.MaxListLimit)
+	}
+	*v.p = n
+	return nil
+}
+
+func (v *maxValue) String() string {
+	if v.p == nil || *v.p == 0 {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}

@@ -67,6 +67,17 @@
 //	dlm.extensions        counter     {extension}  dlm.outcome        extensions: extended, or why they failed
 //	dlm.node.errors       counter     {error}      dlm.node, dlm.op   failed requests to one node
 //	dlm.renewal.lag       histogram   s            dlm.outcome        how late each round of auto-extensions started
+//	dlm.hold.duration     histogram   s            dlm.outcome        how long locks were held, to Unlock: released, or lost
+//	dlm.waiting           gauge       {call}       (dlm.key)          calls of the process waiting for a lock now
+//
+// The wait for a lock is dlm.acquire.duration: from the call to its
+// return, the attempts and the waits between them included.
+// dlm.hold.duration runs from the return of the call that took a lock to
+// its Unlock (Do unlocks when its function returns), outcome released, or
+// lost when the lock was lost before. dlm.waiting is an up-down counter of
+// the calls that wait ([dlm.EventWaiting] until their lock's event); with
+// [WithWaitingKeys] it has the dlm.key attribute the option's function
+// gives each key.
 //
 // The acquire histogram's buckets run from 1 ms to 30 s. The renewal lag
 // is that of the most overdue extension of a round of the manager's
@@ -75,7 +86,8 @@
 // is on_time, or behind when the round started so late that locks are at
 // risk ([dlm.ErrRenewalBehind]); give a manager whose renewals fall behind
 // more CPU, or fewer locks. Metrics carry no key, as keys are often
-// unbounded (one per order, per user); spans do.
+// unbounded (one per order, per user), unless [WithWaitingKeys] bounds
+// them; spans do.
 //
 // # Cost
 //

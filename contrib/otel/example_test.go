@@ -73,7 +73,7 @@ func ExampleNewHook() {
 	// dlm.lock obtained
 	// dlm.unlock released
 	// dlm.do ok
-	// [dlm.acquire.duration dlm.grants]
+	// [dlm.acquire.duration dlm.grants dlm.hold.duration dlm.waiting]
 }
 
 // startNodes starts n in-process Redis stand-ins and returns their URLs,

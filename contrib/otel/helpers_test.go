@@ -59,6 +59,12 @@ func newRig(t *testing.T, opts ...dlm.ManagerOption) *rig {
 // newRigOn is newRig over servers, started with the password.
 func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOption) *rig {
 	t.Helper()
+	return newRigHook(t, servers, nil, opts...)
+}
+
+// newRigHook is newRigOn with the hook made with hookOpts too.
+func newRigHook(t *testing.T, servers []*redistest.Server, hookOpts []Option, opts ...dlm.ManagerOption) *rig {
+	t.Helper()
 	r := &rig{
 		servers: servers,
 		spans:   tracetest.NewSpanRecorder(),
@@ -71,7 +77,7 @@ func newRigOn(t *testing.T, servers []*redistest.Server, opts ...dlm.ManagerOpti
 		_ = mp.Shutdown(context.Background())
 	})
 	r.tracer = tp.Tracer("test")
-	h, err := NewHook(WithTracerProvider(tp), WithMeterProvider(mp))
+	h, err := NewHook(append([]Option{WithTracerProvider(tp), WithMeterProvider(mp)}, hookOpts...)...)
 	if err != nil {
 		t.Fatalf("NewHook: %v", err)
 	}

@@ -19,8 +19,9 @@ const ScopeName = "github.com/dlmgo/redlock/contrib/otel"
 // give it to [dlm.WithHook], for a manager or a single call. It is safe for
 // concurrent use, and one Hook may serve several managers.
 type Hook struct {
-	tracer trace.Tracer
-	inst   instruments
+	tracer     trace.Tracer
+	inst       instruments
+	waitingKey func(string) string // WithWaitingKeys'; nil for none
 }
 
 var _ dlm.Hook = (*Hook)(nil)
@@ -46,7 +47,7 @@ func NewHook(opts ...Option) (*Hook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otel: creating instruments: %w", err)
 	}
-	return &Hook{tracer: c.tracerProvider.Tracer(ScopeName), inst: inst}, nil
+	return &Hook{tracer: c.tracerProvider.Tracer(ScopeName), inst: inst, waitingKey: c.waitingKey}, nil
 }
 
 // OnEvent records e: the span of the operation or attempt it reports, if
@@ -58,7 +59,12 @@ func (h *Hook) OnEvent(ctx context.Context, e *dlm.Event) {
 			h.inst.contention.Add(ctx, 1)
 		}
 		h.span(ctx, spanAttempt, e)
+	case dlm.EventWaiting:
+		h.inst.wait(ctx, h.waitingKey, e.Key, 1)
 	case dlm.EventObtained, dlm.EventNotObtained:
+		if e.Waited {
+			h.inst.wait(ctx, h.waitingKey, e.Key, -1)
+		}
 		h.inst.acquire.Record(ctx, e.Duration.Seconds(), h.inst.byOutcome(outcome(e)))
 		if e.Kind == dlm.EventObtained {
 			h.inst.grants.Add(ctx, 1)
@@ -68,6 +74,9 @@ func (h *Hook) OnEvent(ctx context.Context, e *dlm.Event) {
 		h.inst.extensions.Add(ctx, 1, h.inst.byOutcome(outcome(e)))
 		h.span(ctx, spanExtend, e)
 	case dlm.EventReleased:
+		if e.Held > 0 {
+			h.inst.hold.Record(ctx, e.Held.Seconds(), h.inst.byOutcome(outcome(e)))
+		}
 		h.span(ctx, spanUnlock, e)
 	case dlm.EventDone:
 		h.span(ctx, spanDo, e)

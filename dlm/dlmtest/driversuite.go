@@ -2,6 +2,7 @@ package dlmtest
 
 import (
 	"context"
+	"errors"
 	"github.com/dlmgo/redlock/dlm/redistest"
 	"net/url"
 	"strings"
@@ -189,10 +190,36 @@ func (d driverSuite) testDatabase(t *testing.T) {
 			t.Errorf("GET k through %s = %v, %v; want %v, nil", tc.url, v, err, tc.want)
 		}
 	}
-	n, err := dlm.OpenNode(d.plain + s.Addr() + "/99")
-	if err == nil {
-		n.Close()
-		t.Error("OpenNode of database 99 (of 16): nil error; want ERR DB index is out of range")
+	// A database the server lacks is a bad URL for that server: Open
+	// fails with the server's reply, matching ErrInvalid and
+	// driver.ErrBadURL, on every backend.
+	for _, u := range []string{d.plain + s.Addr() + "/99", d.plain + s.Addr() + "?db=99"} {
+		opens := []struct {
+			name string
+			open func() error
+		}{
+			{"OpenNode", func() error {
+				n, err := dlm.OpenNode(u)
+				if err == nil {
+					n.Close()
+				}
+				return err
+			}},
+			{"Open", func() error {
+				m, err := dlm.Open([]string{u})
+				if err == nil {
+					m.Close()
+				}
+				return err
+			}},
+		}
+		for _, o := range opens {
+			err := o.open()
+			if err == nil || !strings.Contains(err.Error(), "DB index is out of range") ||
+				!errors.Is(err, dlm.ErrInvalid) || !errors.Is(err, driver.ErrBadURL) {
+				t.Errorf("%s(%q) of a server with 16 databases = %v; want ERR DB index is out of range, matching ErrInvalid and driver.ErrBadURL", o.name, u, err)
+			}
+		}
 	}
 }
 

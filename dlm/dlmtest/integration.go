@@ -54,6 +54,9 @@ func TestManager(t *testing.T, dial Dial) {
 				{"DoOutlivesTTL", testDoOutlivesTTL},
 				{"CallerCancelReleases", testCallerCancelReleases},
 				{"WakeOnRelease", testWakeOnRelease},
+				{"List", testList},
+				{"ForceUnlock", testForceUnlock},
+				{"Owner", testOwner},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()

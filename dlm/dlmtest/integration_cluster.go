@@ -44,6 +44,9 @@ func TestManagerOnClusters(t *testing.T, dial Dial) {
 		{"Fencing", testClusterFencing, []dlm.ManagerOption{dlm.WithFencing()}},
 		{"Fairness", testClusterFairness, []dlm.ManagerOption{dlm.WithFairness(dlm.Fairness{})}},
 		{"RestartGuard", testClusterGuard, nil},
+		{"List", testClusterList, nil},
+		{"ForceUnlock", testForceUnlock, nil},
+		{"Owner", testOwner, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -171,6 +171,14 @@ func (n *Node) Eval(ctx context.Context, s *driver.Script, keys, args []string) 
 		return n.leader(keys, args)
 	case script.SetLeader:
 		return n.setLeader(keys, args)
+	case script.StatusOwner:
+		return n.statusOwner(keys)
+	case script.SetOwner:
+		return n.setOwner(keys, args)
+	case script.TouchOwner:
+		return n.touchOwner(keys, args)
+	case script.ForceRelease:
+		return n.forceRelease(keys)
 	default:
 		return nil, fmt.Errorf("ERR memlock: script %s is not one the in-memory node runs", s.Hash)
 	}

@@ -439,7 +439,7 @@ var memlockScripts = []*driver.Script{
 	script.Release, script.Leave, script.Extend, script.RaiseFence, script.ReadFence, script.Status, script.Leader, script.SetLeader, script.ServerID, script.ServerProbe,
 	script.ReadAcquire, script.GuardedReadAcquire, script.ReadExtend, script.ReadRelease,
 	script.PermitAcquire, script.GuardedPermitAcquire, script.PermitExtend, script.PermitRelease,
-	script.ExtendBatch,
+	script.ExtendBatch, script.StatusOwner, script.TouchOwner, script.ForceRelease,
 }
 
 var serverID = regexp.MustCompile(`^[0-9a-f]{40}$`)

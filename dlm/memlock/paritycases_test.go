@@ -126,6 +126,24 @@ func otherCases() []parityCase {
 		{name: "status/reserved for a waiter", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{reservedFor(w1), str(script.FenceKey(pk), "5", 0)}},
 		{name: "status/held by a value like a reservation's", script: script.Status, keys: fenced, near: []int{0}, setup: []preset{held(pk, "dlm:nex")}},
 
+		// StatusOwner: KEYS the lock key, its counter.
+		{name: "status owner/absent", script: script.StatusOwner, keys: fenced, near: []int{0}},
+		{name: "status owner/held, no label", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
+		{name: "status owner/held, labelled", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), held(script.OwnerKey(pk), digest(secret)+"1700000000000 web-3 42 job")}},
+		{name: "status owner/another's label", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), held(script.OwnerKey(pk), digest(other)+"1700000000000 web-3 42 job")}},
+		{name: "status owner/label without a time", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), held(script.OwnerKey(pk), digest(secret)+"nolabel")}},
+		{name: "status owner/label too long", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{held(pk, secret), held(script.OwnerKey(pk), digest(secret)+"1 "+strings.Repeat("x", script.MaxOwnerValue))}},
+		{name: "status owner/reserved", script: script.StatusOwner, keys: fenced, near: []int{0}, setup: []preset{reservedFor(w1)}},
+
+		// TouchOwner: KEYS the lock key, its owner key; ARGV the secret.
+		{name: "touch owner/held", script: script.TouchOwner, keys: []string{pk, script.OwnerKey(pk)}, args: []string{secret}, setup: []preset{held(pk, secret), str(script.OwnerKey(pk), digest(secret)+"1 h 1 n", 1000)}},
+		{name: "touch owner/another's", script: script.TouchOwner, keys: []string{pk, script.OwnerKey(pk)}, args: []string{secret}, setup: []preset{held(pk, other), str(script.OwnerKey(pk), digest(other)+"1 h 1 n", 1000)}},
+		{name: "touch owner/no label", script: script.TouchOwner, keys: []string{pk, script.OwnerKey(pk)}, args: []string{secret}, setup: []preset{held(pk, secret)}},
+
+		// ForceRelease: KEYS the lock key, readers, intent, permits.
+		{name: "force release/held", script: script.ForceRelease, keys: []string{pk, pk + script.ReadersSuffix, script.IntentKey(pk), pk + script.PermitsSuffix}, setup: []preset{held(pk, secret), str(script.FenceKey(pk), "5", 0)}},
+		{name: "force release/absent", script: script.ForceRelease, keys: []string{pk, pk + script.ReadersSuffix, script.IntentKey(pk), pk + script.PermitsSuffix}},
+
 		// Leader: KEYS the election's lock key, its leader key; ARGV the
 		// longest lock key's and leader key's values read.
 		{name: "leader/absent", script: script.Leader, keys: lkeys, args: leaderMax},

@@ -363,6 +363,22 @@ func (r *Round) Each(ctx context.Context, req *Request, f func(i int, v any, err
 	})
 }
 
+// One sends req to node i alone, under the request's timeout from now (or
+// ctx's end, if sooner), and returns its reply or failure, wrapped as Each
+// wraps it: a read that goes on node by node at each node's pace, such as
+// a scan of its keys.
+func (r *Round) One(ctx context.Context, i int, req *Request) (any, error) {
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, sent.Add(r.wait(req)))
+	defer cancel()
+	v, err := r.calls[i](ctx, req)
+	r.learn(ctx, i, req, sent, err)
+	if err != nil {
+		err = r.nodeErr(i, err)
+	}
+	return v, err
+}
+
 // AskOne runs req on node i alone, under a node timeout of its own (the
 // node's learned one, see [Request.Cap]) that alone ends it, and reads its
 // reply: a request sent again to one node, such as a release retried
