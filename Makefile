@@ -196,8 +196,11 @@ fuzz:
 # docs/benchmarks.md and docs/benchmarks.svg. The contention
 # cases alone, at 8 and 64 contenders, in a few minutes:
 #   cd internal/bench && go run ./cmd/lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1 -out /tmp/bench
-# and one held-locks case:
+# and one held-locks case (asked, admitted, refused with ErrOverloaded, lost,
+# and the Manager's Warn lines), then one that ends with Close while its
+# locks are held, counting Close's Warn lines:
 #   cd internal/bench && go run ./cmd/lockbench -run '^held/' -held 200000 -held-duration 60s
+#   cd internal/bench && go run ./cmd/lockbench -run '^held/' -held 100000 -held-close
 bench: deps
 	cd internal/bench && $(GO) run ./cmd/lockbench -out ../../docs
 

@@ -257,3 +257,27 @@ func testAdmitsAfterOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAdmissionLatencyIsNoLoad checks that the time a batch spends on the
+// way to a node and back is not taken for the node's load: nodes 30ms
+// away, each answering at once, have a batch of extensions in flight all
+// the time once rounds come every gathering window, yet renew thousands
+// of locks a second. Every lock asked is admitted and kept.
+func TestAdmissionLatencyIsNoLoad(t *testing.T) {
+	t.Parallel()
+	inBubble(t, func(t *testing.T) {
+		fs := newFakes(5)
+		for _, f := range fs {
+			f.inject(healthy, 30*time.Millisecond)
+		}
+		m := newManager(t, fs, WithTTL(10*time.Second))
+		const asked = 2000
+		locks, refused := rampLocks(t, m, asked, 50, 50*time.Millisecond)
+		time.Sleep(30 * time.Second)
+		lost := lostOf(locks)
+		t.Logf("asked %d: admitted %d, refused %d, lost %d", asked, len(locks), refused, len(lost))
+		if refused > 0 || len(lost) > 0 {
+			t.Errorf("%d refused with ErrOverloaded, %d of the %d admitted lost; want every lock admitted and kept: the nodes are far, not busy", refused, len(lost), len(locks))
+		}
+	})
+}

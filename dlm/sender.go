@@ -35,10 +35,10 @@ type nodeSender struct {
 	per    int  // batchesInFlight, but in tests
 	closed bool // the manager closed: run returned
 	// meter measures the time the node's batches take per renewal, from
-	// when each was sent, or the one before it settled, to when it
-	// settled: the node's busy time, shared out among its batches, over
-	// the renewals of those that succeeded (admission.go). lastDone is
-	// when the last batch settled.
+	// when each was sent, less the node's round trip, or from when the one
+	// before it settled, to when it settled (batchBusy): the node's busy
+	// time, shared out among its batches, over the renewals of those that
+	// succeeded (admission.go). lastDone is when the last batch settled.
 	meter    costMeter
 	lastDone time.Time
 }
@@ -149,13 +149,14 @@ func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 			c.s.stall("went unanswered for %v by node %s", len(c.entries), time.Since(now), n.addr())
 		}
 		c.answer(b)
+		rtt := n.x.m.rounds.SRTT(n.i)
 		n.mu.Lock()
 		// A failed batch took the node's time and renewed nothing.
 		done, renewed := time.Now(), len(c.entries)
 		if b.Err != nil {
 			renewed = 0
 		}
-		n.meter.add(done, done.Sub(maxTime(now, n.lastDone)), renewed)
+		n.meter.add(done, batchBusy(now, done, n.lastDone, rtt), renewed)
 		n.lastDone = done
 		n.busy--
 		n.mu.Unlock()
@@ -163,10 +164,19 @@ func (n *nodeSender) send(c *sweepChunk, now time.Time) {
 	})
 }
 
-// maxTime returns the later of a and b.
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// batchBusy is the node's busy time a batch sent at sent and settled at
+// done counts for, the one before it having settled at lastDone: the time
+// from the later of sent and lastDone, when no batch of the node's was
+// settling yet, and of sent+rtt, when the batch could first have reached
+// the node and come back, rtt being the node's round trip. The round trip
+// is spent on the way, not running the batch: were it counted, nodes far
+// away, or a loaded machine, would read as nodes at capacity whenever the
+// rounds, a gathering window apart, keep a batch in flight, however few
+// extensions each carries.
+func batchBusy(sent, done, lastDone time.Time, rtt time.Duration) time.Duration {
+	from := sent.Add(rtt)
+	if lastDone.After(from) {
+		from = lastDone
 	}
-	return a
+	return max(done.Sub(from), 0)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,10 +16,13 @@ import (
 // The held-locks case: one Manager takes Locks locks with TryLock and
 // WithAutoExtend, each on a key of its own, and holds them for Hold while
 // the library keeps them extended; then it counts the locks lost, and
-// releases them. It measures what holding many locks costs the client
-// process (CPU per held lock-second, heap per held lock, goroutines) and
-// the servers (their CPU over the hold), and how late the extensions
-// start (the renewal lag the Manager reports in its events).
+// releases them, or closes the Manager with them held. It measures what
+// holding many locks costs the client process (CPU per held lock-second,
+// heap per held lock, goroutines) and the servers (their CPU over the
+// hold), how late the extensions start (the renewal lag the Manager
+// reports in its events), and how the Manager copes with more than it can
+// keep: the locks it refuses with ErrOverloaded, those it loses, and the
+// Warn lines it logs.
 
 // HeldResult is one held-locks case.
 type HeldResult struct {
@@ -27,16 +31,22 @@ type HeldResult struct {
 	Rate  int // taken a second; 0: as fast as they came
 	TTL   time.Duration
 	Hold  time.Duration // measured window
-	// Taken counts the locks obtained, Failed the TryLock calls that
-	// failed (FirstError is the first failure, of any step); Acquire is
-	// how long taking them all took.
-	Taken, Failed int
-	Acquire       time.Duration
+	// Taken counts the locks obtained (admitted), Refused the TryLock
+	// calls refused with ErrOverloaded, Failed those that failed otherwise
+	// (FirstError is the first failure, of any step); Acquire is how long
+	// taking them all took.
+	Taken, Refused, Failed int
+	Acquire                time.Duration
 	// Lost counts the locks lost before the end of the hold (Lost closed),
 	// LostBy those already lost at its start. UnlockErrors counts the
 	// Unlock calls that failed at the end.
 	Lost, LostBy, UnlockErrors int
 	FirstError                 string
+	// Shed counts the lost locks the Manager let go of for overload
+	// (their Unlock's error wraps ErrOverloaded), of those the case
+	// unlocks; FirstLoss is the first other loss's error.
+	Shed      int
+	FirstLoss string
 	// ClientCPU is the CPU time the process used over the hold, ServerCPU
 	// the servers'.
 	ClientCPU, ServerCPU time.Duration
@@ -51,6 +61,20 @@ type HeldResult struct {
 	// over the whole case, while the locks were taken too.
 	Lag       Dist
 	Overloads int
+	// Warn counts the lines the Manager logged at Warn from the first
+	// TryLock to the end of the hold; WarnPerNodeSecond is the most of
+	// them of one node, or of the Manager's own lines, in one second;
+	// FirstWarn is the first one's message. UnlockWarn counts those the
+	// Unlock calls after the hold logged (one per lock found lost).
+	Warn, WarnPerNodeSecond, UnlockWarn int
+	FirstWarn, DensestWarn              string
+	// Closed says the case ended with Close, the locks still held, rather
+	// than with an Unlock of each; CloseWarn then counts the Warn lines
+	// logged from Close until a second after it returned, and Close is how
+	// long it took.
+	Closed    bool
+	CloseWarn int
+	Close     time.Duration
 }
 
 // CPUPerLockSecond is the client CPU per held lock-second; 0 when nothing
@@ -116,15 +140,17 @@ func (h *lagHook) record(on bool) {
 // runHeld runs one held-locks case on a Manager of its own over the nodes
 // at addrs, through backend: n locks of ttl, taken at rate a second (0:
 // as fast as they come), held for hold after a TTL of warm-up once they
-// are all taken.
-func runHeld(ctx context.Context, backend string, addrs []string, name string, n, rate int, ttl, hold, nodeTimeout time.Duration) (HeldResult, error) {
-	r := HeldResult{Lib: backend, Locks: n, Rate: rate, TTL: ttl, Hold: hold}
+// are all taken, then unlocked, or, with closeHeld, left to the Manager's
+// Close.
+func runHeld(ctx context.Context, backend string, addrs []string, name string, n, rate int, ttl, hold, nodeTimeout time.Duration, closeHeld bool) (HeldResult, error) {
+	r := HeldResult{Lib: backend, Locks: n, Rate: rate, TTL: ttl, Hold: hold, Closed: closeHeld}
 	hook := &lagHook{}
 	urls := make([]string, len(addrs))
 	for i, a := range addrs {
 		urls[i] = "redis+" + backend + "://" + a
 	}
-	opts := []dlm.ManagerOption{dlm.WithTTL(ttl), dlm.WithHook(hook)}
+	warns := newWarnCounter(time.Now())
+	opts := []dlm.ManagerOption{dlm.WithTTL(ttl), dlm.WithHook(hook), dlm.WithLogger(slog.New(warns))}
 	if nodeTimeout > 0 {
 		opts = append(opts, dlm.WithNodeTimeout(nodeTimeout))
 	}
@@ -132,7 +158,12 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	if err != nil {
 		return r, err
 	}
-	defer m.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			m.Close()
+		}
+	}()
 	var first atomic.Pointer[string]
 	fail := func(err error) {
 		s := err.Error()
@@ -147,7 +178,7 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	// hook that sees every extension of every lock costs the client, and
 	// the case measures the library, not a hook.
 	locks := make([]*dlm.Lock, n)
-	var failed atomic.Int64
+	var failed, refused atomic.Int64
 	start := time.Now()
 	forEachShare(n, func(i int) {
 		if rate > 0 {
@@ -156,7 +187,11 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 			}
 		}
 		l, err := m.TryLock(ctx, fmt.Sprintf("%s/%d", name, i), dlm.WithAutoExtend(dlm.AutoExtend{}), dlm.WithHook(nil))
-		if err != nil {
+		switch {
+		case errors.Is(err, dlm.ErrOverloaded):
+			refused.Add(1)
+			return
+		case err != nil:
 			failed.Add(1)
 			fail(err)
 			return
@@ -167,8 +202,8 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}
-	r.Failed = int(failed.Load())
-	r.Taken = n - r.Failed
+	r.Failed, r.Refused = int(failed.Load()), int(refused.Load())
+	r.Taken = n - r.Failed - r.Refused
 	if err := sleepCtx(ctx, ttl); err != nil {
 		return r, err
 	}
@@ -197,18 +232,48 @@ func runHeld(ctx context.Context, backend string, addrs []string, name string, n
 	r.Lag, r.Overloads = Summarize(hook.lags), hook.overloads
 	hook.mu.Unlock()
 
-	var unlockErrs atomic.Int64
-	forEachShare(n, func(i int) {
-		if l := locks[i]; l != nil {
-			if err := l.Unlock(context.WithoutCancel(ctx)); err != nil {
-				unlockErrs.Add(1)
-				if !errors.Is(err, dlm.ErrLockLost) {
+	r.Warn, r.WarnPerNodeSecond, r.FirstWarn = warns.counts()
+	r.DensestWarn = warns.densestLine()
+	since := warns.mark()
+	if closeHeld {
+		t0 := time.Now()
+		closed = true
+		if err := m.Close(); err != nil {
+			fail(err)
+		}
+		r.Close = time.Since(t0)
+		// A Warn line counting what happened within a second may come
+		// up to a second after it.
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return r, err
+		}
+		r.CloseWarn = since()
+	} else {
+		var unlockErrs, shed atomic.Int64
+		var firstLoss atomic.Pointer[string]
+		forEachShare(n, func(i int) {
+			if l := locks[i]; l != nil {
+				err := l.Unlock(context.WithoutCancel(ctx))
+				switch {
+				case err == nil:
+					return
+				case errors.Is(err, dlm.ErrOverloaded):
+					shed.Add(1)
+				case errors.Is(err, dlm.ErrLockLost):
+					s := err.Error()
+					firstLoss.CompareAndSwap(nil, &s)
+				default:
 					fail(err)
 				}
+				unlockErrs.Add(1)
 			}
+		})
+		r.UnlockErrors, r.Shed = int(unlockErrs.Load()), int(shed.Load())
+		if s := firstLoss.Load(); s != nil {
+			r.FirstLoss = *s
 		}
-	})
-	r.UnlockErrors = int(unlockErrs.Load())
+		r.UnlockWarn = since()
+	}
 	if s := first.Load(); s != nil {
 		r.FirstError = *s
 	}
@@ -265,7 +330,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // String summarizes r on one line, for the progress log.
 func (r *HeldResult) String() string {
-	return fmt.Sprintf("%d of %d taken in %v, lost %d (%d before the hold), client CPU %v per lock-second, servers %v per lock-second, heap %.0f B per lock, goroutines %+d, renewal lag p99 %v max %v (%d rounds, %d overloaded), unlock errors %d %s",
-		r.Taken, r.Locks, r.Acquire.Round(time.Millisecond), r.Lost, r.LostBy, r.CPUPerLockSecond(), r.ServerCPUPerLockSecond(), r.HeapPerLock(),
-		r.Goroutines, r.Lag.P99, r.Lag.Max, r.Lag.N, r.Overloads, r.UnlockErrors, r.FirstError)
+	end := fmt.Sprintf("unlock errors %d (%d Warn lines), %d lost shed with ErrOverloaded, first other loss %q;", r.UnlockErrors, r.UnlockWarn, r.Shed, r.FirstLoss)
+	if r.Closed {
+		end = fmt.Sprintf("Close in %v with %d Warn lines", r.Close.Round(time.Millisecond), r.CloseWarn)
+	}
+	return fmt.Sprintf("%d asked, %d taken (admitted) in %v, %d refused with ErrOverloaded, %d failed otherwise, lost %d (%d before the hold), client CPU %v per lock-second, servers %v per lock-second, heap %.0f B per lock, goroutines %+d, renewal lag p99 %v max %v (%d rounds, %d overloaded), %d Warn lines (at most %d of a node in a second: %s) %q, %s %s",
+		r.Locks, r.Taken, r.Acquire.Round(time.Millisecond), r.Refused, r.Failed, r.Lost, r.LostBy, r.CPUPerLockSecond(), r.ServerCPUPerLockSecond(), r.HeapPerLock(),
+		r.Goroutines, r.Lag.P99, r.Lag.Max, r.Lag.N, r.Overloads, r.Warn, r.WarnPerNodeSecond, r.DensestWarn, r.FirstWarn, end, r.FirstError)
 }

@@ -80,12 +80,15 @@ type Config struct {
 	// ("held/nN/BACKEND"): one Manager takes that many locks with
 	// TryLock and WithAutoExtend, of TTL HeldTTL, at HeldRate a second
 	// (0: as fast as 64 goroutines can), and holds them for HeldDuration,
-	// through each of HeldBackends; none skips them.
+	// through each of HeldBackends; none skips them. With HeldClose each
+	// case ends with the Manager's Close, the locks still held, rather
+	// than with an Unlock of each.
 	HeldLocks    []int
 	HeldTTL      time.Duration
 	HeldRate     int
 	HeldDuration time.Duration
 	HeldBackends []string
+	HeldClose    bool
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -485,7 +488,7 @@ func (s *suite) heldCases(ctx context.Context, res *Results) error {
 				continue
 			}
 			runtime.GC()
-			r, err := runHeld(ctx, backend, s.addrs, name, n, s.cfg.HeldRate, s.cfg.HeldTTL, s.cfg.HeldDuration, s.cfg.NodeTimeout)
+			r, err := runHeld(ctx, backend, s.addrs, name, n, s.cfg.HeldRate, s.cfg.HeldTTL, s.cfg.HeldDuration, s.cfg.NodeTimeout, s.cfg.HeldClose)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}

@@ -55,6 +55,9 @@ const (
 	ruleBest     = "best backend"
 	ruleOnly     = "only "
 	ruleReported = "reported"
+	// ruleMeasured: every backend measured must pass (the held-locks
+	// cases run on some backends only).
+	ruleMeasured = "every backend measured"
 )
 
 // The hot-key and uncontended cases the targets are judged on.
@@ -114,6 +117,7 @@ func Targets(r *Results) []TargetRow {
 		ratio(grants), atLeast(1.5))
 	rows = append(rows, r.contentionTargets()...)
 	rows = append(rows, r.burstTargets()...)
+	rows = append(rows, r.heldTargets()...)
 	rows = append(rows,
 		r.fairTarget(),
 		r.uncontendedTarget("1 goroutine", 1, 1.5, ruleEvery),
@@ -330,7 +334,7 @@ func combine(rule string, cells []TargetCell) Verdict {
 	switch {
 	case pass+miss == 0:
 		return NotMeasured
-	case strings.HasPrefix(rule, ruleOnly):
+	case strings.HasPrefix(rule, ruleOnly), rule == ruleMeasured:
 		return verdict(miss == 0)
 	case rule == ruleBest:
 		return verdict(pass > 0)

@@ -44,6 +44,10 @@ func (r *Round) Timeout(i int, floor, limit time.Duration) time.Duration {
 	return r.rto[i].Timeout(floor, limit)
 }
 
+// SRTT returns node i's smoothed round trip, learned from the replies to
+// single requests; 0 before the first ([RTO.SRTT]).
+func (r *Round) SRTT(i int) time.Duration { return r.rto[i].SRTT() }
+
 // wait is how long a round of req waits for the nodes it asks (those in
 // req.Only, or all): req.Timeout, or, when req.Cap is above it, the
 // longest of the asked nodes' learned timeouts. The nodes share one

@@ -84,6 +84,15 @@ func timeoutOf(s uint64, floor, limit time.Duration) time.Duration {
 	return min(base, limit)
 }
 
+// SRTT returns the node's smoothed round trip, 0 before its first sample.
+func (r *RTO) SRTT() time.Duration {
+	s := r.state.Load()
+	if s&measuredBit == 0 {
+		return 0
+	}
+	return time.Duration(s&srttMax) * time.Microsecond
+}
+
 // Sample records a reply that came rtt after its request was sent, and
 // drops the backoff.
 func (r *RTO) Sample(rtt time.Duration) {

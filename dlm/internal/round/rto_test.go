@@ -68,6 +68,11 @@ func TestRTOSamples(t *testing.T) {
 				r.Sample(s)
 				ref.sample(s)
 			}
+			// SRTT: RFC 6298's, within a µs per sample; 0 before any.
+			wantSRTT := time.Duration(ref.srtt * float64(time.Second))
+			if srtt, tol := r.SRTT(), time.Duration(len(tc.samples)+1)*time.Microsecond; srtt < wantSRTT-tol || srtt > wantSRTT+tol {
+				t.Errorf("SRTT after samples %v = %v; want %v (±%v)", tc.samples, srtt, wantSRTT, tol)
+			}
 			got := r.Timeout(tc.floor, tc.limit)
 			want, tol := tc.want, time.Duration(0)
 			if want == 0 {

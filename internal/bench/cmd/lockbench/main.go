@@ -10,6 +10,7 @@
 //	lockbench -run 'hotkey/procs/' -proc-cases 8x1,64x1   # the process cases at 8 and 64, quickly
 //	lockbench -run '^burst/' -burst 64x1,256x1           # the cold burst alone, one run of each size
 //	lockbench -run '^held/' -held 20000 -held-duration 20s # one held-locks case
+//	lockbench -run '^held/' -held 100000 -held-close       # one held-locks case ended by Close
 package main
 
 import (
@@ -96,6 +97,7 @@ func run() int {
 	flag.DurationVar(&cfg.HeldTTL, "held-ttl", cfg.HeldTTL, "TTL of the locks of the held-locks cases")
 	flag.IntVar(&cfg.HeldRate, "held-rate", cfg.HeldRate, "locks the held-locks cases take a second (0: as fast as 64 goroutines can)")
 	flag.DurationVar(&cfg.HeldDuration, "held-duration", cfg.HeldDuration, "how long the held-locks cases hold their locks, measured")
+	flag.BoolVar(&cfg.HeldClose, "held-close", cfg.HeldClose, "end the held-locks cases with the Manager's Close, the locks still held, rather than an Unlock of each, counting Close's Warn lines")
 	flag.Func("held-backends", fmt.Sprintf("redlock backends of the held-locks cases, comma-separated (default %s)", strings.Join(cfg.HeldBackends, ",")), func(v string) error {
 		cfg.HeldBackends = strings.Split(v, ",")
 		return nil
