@@ -28,11 +28,10 @@ func TestNodeURL(t *testing.T) {
 		{"rediss+redigo://h:1", "goredis", "rediss+redigo://h:1"},
 		{"redis+valkey://h:1", "goredis", "redis+valkey://h:1"},
 		{"http://h:1", "goredis", "http://h:1"},
-		// Without --backend, plain URLs stay plain, and refused by
-		// nodeURLs.
-		{"redis://h:1", "", "redis://h:1"},
-		{"REDISS://h:1", "", "rediss://h:1"},
-		{"h:1", "", "redis://h:1"},
+		// Without --backend, plain URLs go through the default backend.
+		{"redis://h:1", "", "redis+goredis://h:1"},
+		{"REDISS://h:1", "", "rediss+goredis://h:1"},
+		{"h:1", "", "redis+goredis://h:1"},
 		{"redis+redigo://h:1", "", "redis+redigo://h:1"},
 	}
 	for _, tt := range tests {
