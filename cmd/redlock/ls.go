@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,21 +90,10 @@ func lsMain(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	defer cancel()
 	ls, err := m.List(ctx, pattern, c.max)
 	if err != nil {
-		log.Error("redlock: cannot ask the nodes", slog.Any("error", pw.scrub(err)))
-		if errors.Is(err, dlm.ErrInvalid) {
-			return exitUsage
-		}
-		return exitFailure
+		return nodesError(log, pw, err)
 	}
 	rep := newLsReport(c.keyPrefix, pattern, ls, pw)
-	if c.json {
-		enc := json.NewEncoder(jsonWriter{stdout})
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = rep.writeTable(stdout)
-	}
-	if err != nil {
+	if err := writeReport(stdout, c.json, rep); err != nil {
 		log.Error("redlock: cannot write the list", slog.Any("error", err))
 		return exitFailure
 	}

@@ -120,21 +120,10 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 	// Each node's request is bounded by the node timeout.
 	st, err := m.Status(context.Background(), key)
 	if err != nil {
-		log.Error("redlock: cannot ask the nodes", slog.Any("error", pw.scrub(err)))
-		if errors.Is(err, dlm.ErrInvalid) {
-			return exitUsage
-		}
-		return exitFailure
+		return nodesError(log, pw, err)
 	}
 	rep := newStatusReport(key, st, pw)
-	if c.json {
-		enc := json.NewEncoder(jsonWriter{stdout})
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = rep.writeTable(stdout)
-	}
-	if err != nil {
+	if err := writeReport(stdout, c.json, rep); err != nil {
 		log.Error("redlock: cannot write the status", slog.Any("error", err))
 		return exitFailure
 	}
@@ -210,4 +199,25 @@ func (rep *statusReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(n.Node), held, ttl, fence, n.Owner, n.Owner.since(now), printable(n.Error))
 	}
 	return tw.Flush()
+}
+
+// nodesError logs err, a failure to ask the nodes, with the passwords
+// scrubbed, and returns the exit code: a usage error for a key or pattern
+// the library refused, a failure otherwise.
+func nodesError(log *slog.Logger, pw secrets, err error) int {
+	log.Error("redlock: cannot ask the nodes", slog.Any("error", pw.scrub(err)))
+	if errors.Is(err, dlm.ErrInvalid) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// writeReport writes rep to w as indented JSON, or as its table.
+func writeReport(w io.Writer, asJSON bool, rep interface{ writeTable(io.Writer) error }) error {
+	if asJSON {
+		enc := json.NewEncoder(jsonWriter{w})
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.writeTable(w)
 }

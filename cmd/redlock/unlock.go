@@ -3,14 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-
-	"github.com/dlmgo/redlock/dlm"
 )
 
 // maxAnswer bounds the line read as the answer to unlock's question.
@@ -51,21 +48,10 @@ func unlockMain(args []string, getenv func(string) string, stdin io.Reader, stdo
 	// What it will break.
 	st, err := m.Status(context.Background(), key)
 	if err != nil {
-		log.Error("redlock: cannot ask the nodes", slog.Any("error", pw.scrub(err)))
-		if errors.Is(err, dlm.ErrInvalid) {
-			return exitUsage
-		}
-		return exitFailure
+		return nodesError(log, pw, err)
 	}
 	rep := newStatusReport(key, st, pw)
-	if c.json {
-		enc := json.NewEncoder(jsonWriter{stdout})
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = rep.writeTable(stdout)
-	}
-	if err != nil {
+	if err := writeReport(stdout, c.json, rep); err != nil {
 		log.Error("redlock: cannot write the status", slog.Any("error", err))
 		return exitFailure
 	}
